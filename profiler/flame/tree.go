@@ -1,0 +1,137 @@
+// Package flame is the one flame-graph core every front end uses: a tree of
+// frames from root (outermost caller) to leaf (the allocating frame), weighted by
+// bytes. The CLI's HTML page, the VS Code webview and the notebook widget all
+// render the JSON this package writes, with the same JavaScript (web/flame.js).
+package flame
+
+import (
+	"sort"
+
+	"github.com/vramscope/vramscope/profiler"
+)
+
+// Weight selects which figure a tree is weighted by.
+type Weight string
+
+// The weights a flame graph can show.
+const (
+	WeightPeak    Weight = "peak"    // bytes live at the peak
+	WeightAlloc   Weight = "alloc"   // bytes allocated over the whole trace
+	WeightCurrent Weight = "current" // bytes alive when the snapshot was taken
+)
+
+// ParseWeight validates a weight name.
+func ParseWeight(s string) (Weight, bool) {
+	switch Weight(s) {
+	case WeightPeak, WeightAlloc, WeightCurrent:
+		return Weight(s), true
+	}
+	return "", false
+}
+
+// Node is one frame in the tree. V is the node's total (itself and everything
+// below), S the part allocated directly at this frame. JSON field names are short
+// because trees reach 100k nodes.
+type Node struct {
+	Name     string  `json:"n"`
+	File     string  `json:"f,omitempty"`
+	Line     int     `json:"l,omitempty"`
+	Value    int64   `json:"v"`
+	Self     int64   `json:"s,omitempty"`
+	Count    int64   `json:"k,omitempty"` // allocations through this node
+	Children []*Node `json:"c,omitempty"`
+
+	index map[profiler.Frame]*Node
+}
+
+// Tree is a flame graph with what the front ends need to label it.
+type Tree struct {
+	Title  string `json:"title"`
+	Weight Weight `json:"weight"`
+	Unit   string `json:"unit"` // always "bytes" today
+	Root   *Node  `json:"root"`
+}
+
+// NewTree returns an empty tree whose root is named after the snapshot.
+func NewTree(title string, w Weight) *Tree {
+	return &Tree{Title: title, Weight: w, Unit: "bytes", Root: &Node{Name: "all"}}
+}
+
+// Add records value bytes (and count allocations) at a path given root first.
+func (t *Tree) Add(path []profiler.Frame, value, count int64) {
+	if value == 0 && count == 0 {
+		return
+	}
+	n := t.Root
+	n.Value += value
+	n.Count += count
+	for _, f := range path {
+		n = n.child(f)
+		n.Value += value
+		n.Count += count
+	}
+	n.Self += value
+}
+
+func (n *Node) child(f profiler.Frame) *Node {
+	if n.index == nil {
+		n.index = map[profiler.Frame]*Node{}
+	}
+	c := n.index[f]
+	if c == nil {
+		c = &Node{Name: f.Func, File: f.File, Line: f.Line}
+		n.index[f] = c
+		n.Children = append(n.Children, c)
+	}
+	return c
+}
+
+// Finish drops zero-weight nodes and orders children by weight, largest first,
+// so output is deterministic.
+func (t *Tree) Finish() {
+	finish(t.Root)
+}
+
+func finish(n *Node) {
+	n.index = nil
+	kept := n.Children[:0]
+	for _, c := range n.Children {
+		if c.Value > 0 {
+			finish(c)
+			kept = append(kept, c)
+		}
+	}
+	n.Children = kept
+	sort.SliceStable(kept, func(i, j int) bool {
+		if kept[i].Value != kept[j].Value {
+			return kept[i].Value > kept[j].Value
+		}
+		if kept[i].File != kept[j].File {
+			return kept[i].File < kept[j].File
+		}
+		if kept[i].Line != kept[j].Line {
+			return kept[i].Line < kept[j].Line
+		}
+		return kept[i].Name < kept[j].Name
+	})
+}
+
+// Walk visits every node root first with its path of ancestors.
+func (t *Tree) Walk(fn func(path []*Node, n *Node)) {
+	var rec func(path []*Node, n *Node)
+	rec = func(path []*Node, n *Node) {
+		fn(path, n)
+		path = append(path, n)
+		for _, c := range n.Children {
+			rec(path, c)
+		}
+	}
+	rec(nil, t.Root)
+}
+
+// NumNodes counts the nodes, root included.
+func (t *Tree) NumNodes() int {
+	k := 0
+	t.Walk(func([]*Node, *Node) { k++ })
+	return k
+}
