@@ -4,7 +4,10 @@
 // (torchsnap), analyses (analyze) and renderers (flame, pprofenc) sit on top of it.
 package profiler
 
-import "strings"
+import (
+	"fmt"
+	"strings"
+)
 
 // Frame is one Python (or C++) frame of an allocation's call stack.
 type Frame struct {
@@ -131,17 +134,17 @@ type Block struct {
 
 // Segment is one cudaMalloc'd (or expandable, mapped) region at snapshot time.
 type Segment struct {
-	Device      int
-	Addr        uint64
-	TotalSize   uint64
-	Allocated   uint64
-	Active      uint64
-	Requested   uint64
-	Stream      int64
-	Type        string // "large" or "small"
-	PoolID      [2]int64
-	Expandable  bool
-	Blocks      []Block
+	Device     int
+	Addr       uint64
+	TotalSize  uint64
+	Allocated  uint64
+	Active     uint64
+	Requested  uint64
+	Stream     int64
+	Type       string // "large" or "small"
+	PoolID     [2]int64
+	Expandable bool
+	Blocks     []Block
 }
 
 // PrivatePool reports whether the segment belongs to a private pool (CUDA graphs, MemPool).
@@ -232,4 +235,26 @@ func IsUserFile(file string) bool {
 		}
 	}
 	return strings.HasSuffix(file, ".py")
+}
+
+// FormatBytes writes a byte count in binary units with two decimals ("1.53 GiB").
+func FormatBytes(n int64) string {
+	neg := n < 0
+	if neg {
+		n = -n
+	}
+	units := []string{"B", "KiB", "MiB", "GiB", "TiB"}
+	v, u := float64(n), 0
+	for v >= 1024 && u < len(units)-1 {
+		v /= 1024
+		u++
+	}
+	sign := ""
+	if neg {
+		sign = "-"
+	}
+	if u == 0 {
+		return fmt.Sprintf("%s%d B", sign, n)
+	}
+	return fmt.Sprintf("%s%.2f %s", sign, v, units[u])
 }

@@ -21,7 +21,7 @@ type Machine struct {
 	r       *reader
 	stack   []Value
 	marks   []int
-	memo    map[uint64]Value
+	memo    memoTable
 	memoLen uint64
 	seen    bitset
 	held    int64 // values stored in containers
@@ -31,21 +31,23 @@ type Machine struct {
 
 // NewMachine prepares a decoding pass; plan must come from Scan of the same bytes.
 func NewMachine(src io.Reader, size int64, plan *Plan, lim Limits) *Machine {
-	return &Machine{lim: lim, plan: plan, r: newReader(src, size), memo: map[uint64]Value{},
+	return &Machine{lim: lim, plan: plan, r: newReader(src, size), memo: newMemoTable(),
 		intern: map[string]string{}, stack: make([]Value, 0, 4096)}
 }
 
 // Offset is the input position reached so far (for progress reports).
 func (m *Machine) Offset() int64 { return m.r.offset() }
 
-// Release hands a consumed dict back for reuse. Only call it for a dict that
-// the caller consumed and that no memo slot still refers to (see Shared).
+// Release hands a consumed dict back for reuse. It does nothing for a dict a
+// memo slot still holds, so a caller may release whatever it consumed.
 func (m *Machine) Release(d *Dict) {
+	if d.pins > 0 {
+		return
+	}
 	d.Items = d.Items[:0]
 	d.Tag = nil
 	m.free = append(m.free, d)
 }
-
 
 func (m *Machine) fail(format string, args ...any) error {
 	return &Error{Offset: m.r.opAt, Msg: fmt.Sprintf(format, args...)}
@@ -460,12 +462,12 @@ func (m *Machine) put(id uint64) error {
 	if m.seen.add(id) {
 		m.memoLen++
 	}
-	if old, ok := m.memo[id]; ok {
+	if old, ok := m.memo.get(id); ok {
 		unpin(old)
-		delete(m.memo, id)
+		m.memo.del(id)
 	}
 	if m.plan.wanted(id) {
-		m.memo[id] = *t
+		m.memo.set(id, *t)
 		if d, ok := t.Ref.(*Dict); ok {
 			d.pins++
 		}
@@ -480,13 +482,13 @@ func unpin(v Value) {
 }
 
 func (m *Machine) get(id uint64) error {
-	v, ok := m.memo[id]
+	v, ok := m.memo.get(id)
 	if !ok {
 		return m.fail("memo slot %d is read before it is written (or read more often than planned)", id)
 	}
 	if m.plan.consume(id) {
 		unpin(v)
-		delete(m.memo, id)
+		m.memo.del(id)
 	}
 	return m.push(v)
 }

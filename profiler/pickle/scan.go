@@ -12,9 +12,9 @@ type Plan struct {
 	reads   []uint8           // reads per slot, saturating at 255 (then never dropped)
 	written bitset            // slots written at least once
 	sparse  map[uint64]uint32 // reads of slots far beyond the dense range (explicit PUT indices)
-	Ops    int64             // opcodes in the pickle
-	Proto  int               // protocol from the PROTO opcode, 0 if absent
-	Slots  int64             // memo slots written
+	Ops     int64             // opcodes in the pickle
+	Proto   int               // protocol from the PROTO opcode, 0 if absent
+	Slots   int64             // memo slots written
 }
 
 const sparseGap = 1 << 16 // an explicit index this far past the dense range goes to the map
@@ -87,6 +87,37 @@ func Scan(src io.Reader, size int64, lim Limits) (*Plan, error) {
 		return nil
 	}
 	for {
+		// Fast path: the opcodes that make up nearly all of a snapshot, decoded
+		// straight from the buffer while it holds a whole opcode.
+		if r.end-r.pos >= 10 {
+			n, id, kind := fastOp(r.buf[r.pos:r.end])
+			if n > 0 {
+				r.opAt = r.base + int64(r.pos)
+				r.pos += n
+				p.Ops++
+				switch kind {
+				case fastGet:
+					if id < uint64(len(p.reads)) && p.written.words[id>>6]&(1<<(id&63)) != 0 {
+						if p.reads[id] < 255 {
+							p.reads[id]++
+						}
+					} else if err := get(id); err != nil {
+						return nil, err
+					}
+				case fastMemoize:
+					if err := putAt(memoLen); err != nil {
+						return nil, err
+					}
+				case fastPut:
+					if err := putAt(id); err != nil {
+						return nil, err
+					}
+				}
+				continue
+			}
+		} else if r.err == nil {
+			_ = r.fill(10) // short reads near the end are handled by the slow path
+		}
 		op, err := r.op()
 		if err != nil {
 			return nil, err
@@ -284,4 +315,44 @@ func (b *bitset) add(id uint64) bool {
 	}
 	b.far[id] = struct{}{}
 	return true
+}
+
+const (
+	fastPlain = iota
+	fastGet
+	fastPut
+	fastMemoize
+)
+
+// fastOp decodes one common opcode from b (at least 10 bytes) and returns its
+// length (0 when the slow path must handle it), a memo index, and its kind.
+func fastOp(b []byte) (int, uint64, int) {
+	switch b[0] {
+	case opMemoize:
+		return 1, 0, fastMemoize
+	case opBinGet:
+		return 2, uint64(b[1]), fastGet
+	case opLongBinGet:
+		return 5, uint64(b[1]) | uint64(b[2])<<8 | uint64(b[3])<<16 | uint64(b[4])<<24, fastGet
+	case opBinPut:
+		return 2, uint64(b[1]), fastPut
+	case opLongBinPut:
+		return 5, uint64(b[1]) | uint64(b[2])<<8 | uint64(b[3])<<16 | uint64(b[4])<<24, fastPut
+	case opMark, opEmptyDict, opEmptyList, opSetItems, opAppends, opAppend, opSetItem,
+		opNewFalse, opNewTrue, opNone, opTuple1, opTuple2, opTuple3, opEmptyTuple:
+		return 1, 0, fastPlain
+	case opBinInt1:
+		return 2, 0, fastPlain
+	case opBinInt2:
+		return 3, 0, fastPlain
+	case opBinInt:
+		return 5, 0, fastPlain
+	case opBinFloat, opFrame:
+		return 9, 0, fastPlain
+	case opLong1, opShortBinUnicode, opShortBinBytes:
+		if n := 2 + int(b[1]); n <= len(b) {
+			return n, 0, fastPlain
+		}
+	}
+	return 0, 0, fastPlain
 }

@@ -1,0 +1,70 @@
+package cli
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+
+	"github.com/vramscope/vramscope/profiler/analyze"
+)
+
+type diffCmd struct {
+	source
+	json bool
+	top  int
+}
+
+func runDiff(args []string, stdout, stderr io.Writer) int {
+	var c diffCmd
+	fs := flag.NewFlagSet("diff", flag.ContinueOnError)
+	c.register(fs)
+	fs.BoolVar(&c.json, "json", false, "print the diff as JSON")
+	fs.IntVar(&c.top, "top", 15, "sites to list")
+	pos, ok := parse(fs, args, stderr)
+	if !ok {
+		return exitInput
+	}
+	if len(pos) != 2 {
+		fmt.Fprintln(stderr, "vramscope diff: want two snapshot files, before and after")
+		return exitInput
+	}
+	a, err := c.load(pos[0], stderr)
+	if err != nil {
+		return fail(stderr, err)
+	}
+	b, err := c.load(pos[1], stderr)
+	if err != nil {
+		return fail(stderr, err)
+	}
+	d := analyze.Compare(a, b)
+	if c.json {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", " ")
+		if err := enc.Encode(d); err != nil {
+			return fail(stderr, err)
+		}
+		return exitOK
+	}
+	fmt.Fprintf(stdout, "peak %s -> %s (%s)\n", fb(d.PeakA), fb(d.PeakB), signed(d.PeakDelta))
+	fmt.Fprintf(stdout, "%d new sites, %d gone\n\n", d.New, d.Gone)
+	fmt.Fprintf(stdout, "  %11s %11s %11s  %-7s %s\n", "peak Δ", "before", "after", "status", "line")
+	for i, s := range d.Sites {
+		if i >= c.top {
+			break
+		}
+		where := s.Function
+		if s.File != "" {
+			where = fmt.Sprintf("%s:%d (%s)", s.File, s.Line, s.Function)
+		}
+		fmt.Fprintf(stdout, "  %11s %11s %11s  %-7s %s\n", signed(s.PeakDelta), fb(s.PeakBefore), fb(s.PeakAfter), s.Status, where)
+	}
+	return exitOK
+}
+
+func signed(n int64) string {
+	if n > 0 {
+		return "+" + fb(n)
+	}
+	return fb(n)
+}

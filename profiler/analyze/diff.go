@@ -1,0 +1,85 @@
+package analyze
+
+import "sort"
+
+// SiteDelta is how one site changed between two snapshots.
+type SiteDelta struct {
+	File         string `json:"file"`
+	Line         int    `json:"line"`
+	Function     string `json:"function"`
+	Kind         string `json:"kind"`
+	Status       string `json:"status"` // "changed", "new", "gone" or "same"
+	PeakBefore   int64  `json:"peak_before"`
+	PeakAfter    int64  `json:"peak_after"`
+	PeakDelta    int64  `json:"peak_delta"`
+	CurrentDelta int64  `json:"current_delta"`
+	AllocDelta   int64  `json:"alloc_delta"`
+	AllocsDelta  int64  `json:"allocs_delta"`
+}
+
+// Diff compares two analyses site by site.
+type Diff struct {
+	Before    string      `json:"before"`
+	After     string      `json:"after"`
+	PeakDelta int64       `json:"peak_delta"`
+	PeakA     int64       `json:"peak_before"`
+	PeakB     int64       `json:"peak_after"`
+	Sites     []SiteDelta `json:"sites"`
+	New       int         `json:"new_sites"`
+	Gone      int         `json:"gone_sites"`
+}
+
+// Compare reports per-site deltas from a to b, largest change in peak first.
+func Compare(a, b *Result) *Diff {
+	d := &Diff{Before: a.File, After: b.File, PeakA: a.Peak.Bytes, PeakB: b.Peak.Bytes, PeakDelta: b.Peak.Bytes - a.Peak.Bytes}
+	key := func(s Site) siteKey { return siteKey{file: s.File, fn: s.Function, line: s.Line, kind: s.Kind} }
+	before := map[siteKey]Site{}
+	for _, s := range a.Sites {
+		before[key(s)] = s
+	}
+	seen := map[siteKey]bool{}
+	for _, s := range b.Sites {
+		k := key(s)
+		seen[k] = true
+		old, ok := before[k]
+		sd := delta(old, s)
+		if !ok {
+			sd.Status = "new"
+			d.New++
+		}
+		d.Sites = append(d.Sites, sd)
+	}
+	for _, s := range a.Sites {
+		if !seen[key(s)] {
+			sd := delta(s, Site{File: s.File, Line: s.Line, Function: s.Function, Kind: s.Kind})
+			sd.Status = "gone"
+			d.Gone++
+			d.Sites = append(d.Sites, sd)
+		}
+	}
+	sort.SliceStable(d.Sites, func(i, j int) bool {
+		x, y := abs(d.Sites[i].PeakDelta), abs(d.Sites[j].PeakDelta)
+		if x != y {
+			return x > y
+		}
+		return abs(d.Sites[i].AllocDelta) > abs(d.Sites[j].AllocDelta)
+	})
+	return d
+}
+
+func delta(a, b Site) SiteDelta {
+	sd := SiteDelta{File: b.File, Line: b.Line, Function: b.Function, Kind: b.Kind, PeakBefore: a.PeakBytes,
+		PeakAfter: b.PeakBytes, PeakDelta: b.PeakBytes - a.PeakBytes, CurrentDelta: b.CurrentBytes - a.CurrentBytes,
+		AllocDelta: b.AllocBytes - a.AllocBytes, AllocsDelta: b.Allocs - a.Allocs, Status: "changed"}
+	if sd.PeakDelta == 0 && sd.CurrentDelta == 0 && sd.AllocDelta == 0 && sd.AllocsDelta == 0 {
+		sd.Status = "same"
+	}
+	return sd
+}
+
+func abs(x int64) int64 {
+	if x < 0 {
+		return -x
+	}
+	return x
+}

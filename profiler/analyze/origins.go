@@ -1,0 +1,228 @@
+package analyze
+
+import (
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"github.com/vramscope/vramscope/profiler"
+)
+
+// An origin is where an allocation is attributed: a recorded stack, or, for
+// allocations without frames, a synthetic place named after the Python activity
+// around it. Origins >= 0 are StackIDs; negative ones index synthetic.
+type origin struct {
+	allocBytes, allocs, maxAlloc int64
+	peakBytes, peakCount         int64
+	currentBytes, currentCount   int64
+}
+
+type synthetic struct {
+	kind        string // "gap" or "pretrace"
+	left, right profiler.StackID
+	firstTime   int64
+	stack       profiler.StackID // pretrace: the stack recorded for the block, if any
+	label       string
+}
+
+type origins struct {
+	frames  *profiler.Frames
+	real    []origin // by StackID
+	syn     []synthetic
+	synO    []origin
+	gapIdx  map[[3]profiler.StackID]int32
+	preIdx  map[profiler.StackID]int32
+	userIdx []int8 // by StackID: 0 unknown, 1 reaches user code, 2 does not
+}
+
+func newOrigins(frames *profiler.Frames) *origins {
+	return &origins{frames: frames, gapIdx: map[[3]profiler.StackID]int32{}, preIdx: map[profiler.StackID]int32{}}
+}
+
+// hasUser reports whether a stack has a frame in user code (cached per stack).
+func (o *origins) hasUser(s profiler.StackID) bool {
+	if s == 0 {
+		return false
+	}
+	for int(s) >= len(o.userIdx) {
+		o.userIdx = append(o.userIdx, 0)
+	}
+	if o.userIdx[s] == 0 {
+		o.userIdx[s] = 2
+		if _, ok := o.userFrame(s); ok {
+			o.userIdx[s] = 1
+		}
+	}
+	return o.userIdx[s] == 1
+}
+
+func (o *origins) at(id int32) *origin {
+	if id < 0 {
+		return &o.synO[-id-1]
+	}
+	for int(id) >= len(o.real) {
+		o.real = append(o.real, origin{})
+	}
+	return &o.real[id]
+}
+
+func (o *origins) countAlloc(id int32, size int64) {
+	x := o.at(id)
+	x.allocBytes += size
+	x.allocs++
+	x.maxAlloc = max(x.maxAlloc, size)
+}
+
+func (o *origins) add(s synthetic) int32 {
+	o.syn = append(o.syn, s)
+	o.synO = append(o.synO, origin{})
+	return -int32(len(o.syn))
+}
+
+// gapOrigin finds or makes the synthetic origin for one stack (0: none) of a
+// gap between two user stacks; gaps between the same pair (every step's
+// backward pass) merge.
+func (o *origins) gapOrigin(g *gap, stack profiler.StackID) int32 {
+	key := [3]profiler.StackID{g.left, g.right, stack}
+	if id, ok := o.gapIdx[key]; ok {
+		return id
+	}
+	id := o.add(synthetic{kind: "gap", left: g.left, right: g.right, stack: stack, firstTime: g.firstTime})
+	o.gapIdx[key] = id
+	return id
+}
+
+// preTrace is the origin of a block allocated before recording began.
+func (o *origins) preTrace(stack profiler.StackID) int32 {
+	if stack != 0 {
+		return int32(stack)
+	}
+	if id, ok := o.preIdx[stack]; ok {
+		return id
+	}
+	id := o.add(synthetic{kind: "pretrace", label: "[allocated before recording started]"})
+	o.preIdx[stack] = id
+	return id
+}
+
+// userFrame returns the innermost frame of a stack in user code.
+func (o *origins) userFrame(s profiler.StackID) (profiler.Frame, bool) {
+	for _, id := range o.frames.StackAt(s) {
+		if f := o.frames.FrameAt(id); profiler.IsUserFile(f.File) {
+			return f, true
+		}
+	}
+	return profiler.Frame{}, false
+}
+
+func shortPlace(f profiler.Frame) string {
+	return fmt.Sprintf("%s:%d", filepath.Base(f.File), f.Line)
+}
+
+var trailingStep = regexp.MustCompile(`[_#]?\d+$`)
+
+// label names the synthetic origins once annotations are known.
+func (o *origins) label(anns []profiler.Annotation) {
+	for i := range o.syn {
+		s := &o.syn[i]
+		if s.kind != "gap" {
+			continue
+		}
+		var parts []string
+		parts = append(parts, "[no user frame")
+		if ph := phaseAt(anns, s.firstTime); ph != "" {
+			parts[0] += ": " + ph
+		}
+		parts[0] += "]"
+		lf, lok := o.userFrame(s.left)
+		rf, rok := o.userFrame(s.right)
+		switch {
+		case lok && rok && lf.File == rf.File:
+			parts = append(parts, fmt.Sprintf("after %s, before :%d", shortPlace(lf), rf.Line))
+		case lok && rok:
+			parts = append(parts, fmt.Sprintf("after %s, before %s", shortPlace(lf), shortPlace(rf)))
+		case lok:
+			parts = append(parts, "after "+shortPlace(lf))
+		case rok:
+			parts = append(parts, "before "+shortPlace(rf))
+		}
+		s.label = strings.Join(parts, " ")
+	}
+}
+
+// phaseAt names the innermost record_function scope open at time t, without
+// a trailing step number (train_step_3 -> train_step).
+func phaseAt(anns []profiler.Annotation, t int64) string {
+	var open []string
+	for _, a := range anns {
+		if a.TimeUS > t {
+			break
+		}
+		if a.Start {
+			open = append(open, a.Name)
+			continue
+		}
+		for i := len(open) - 1; i >= 0; i-- {
+			if open[i] == a.Name {
+				open = append(open[:i], open[i+1:]...)
+				break
+			}
+		}
+	}
+	if len(open) == 0 {
+		return ""
+	}
+	return trailingStep.ReplaceAllString(open[len(open)-1], "")
+}
+
+// path returns an origin's frames root first, as a flame graph draws them.
+func (o *origins) path(id int32) []profiler.Frame {
+	if id >= 0 {
+		return o.stackPath(profiler.StackID(id))
+	}
+	s := o.syn[-id-1]
+	window := profiler.Frame{Func: s.label}
+	if s.kind != "gap" {
+		return []profiler.Frame{window}
+	}
+	l, r := o.stackPath(s.left), o.stackPath(s.right)
+	var out []profiler.Frame
+	for i := 0; i < len(l) && i < len(r) && l[i] == r[i]; i++ {
+		out = append(out, l[i])
+	}
+	if len(out) == 0 && len(l) > 0 && s.right == 0 {
+		out = l[:1]
+	}
+	out = append(out, window)
+	if s.stack == 0 {
+		return append(out, profiler.Frame{Func: noStack})
+	}
+	return append(out, o.stackPath(s.stack)...)
+}
+
+// noStack names allocations recorded without any frame.
+const noStack = "[no Python stack: autograd or C++ thread]"
+
+func (o *origins) stackPath(s profiler.StackID) []profiler.Frame {
+	ids := o.frames.StackAt(s)
+	out := make([]profiler.Frame, len(ids))
+	for i, id := range ids {
+		out[len(ids)-1-i] = o.frames.FrameAt(id)
+	}
+	return out
+}
+
+// each visits every origin that saw any allocation or holds any bytes.
+func (o *origins) each(fn func(id int32, x *origin)) {
+	for i := range o.real {
+		if x := &o.real[i]; x.allocs > 0 || x.peakBytes > 0 || x.currentBytes > 0 {
+			fn(int32(i), x)
+		}
+	}
+	for i := range o.synO {
+		if x := &o.synO[i]; x.allocs > 0 || x.peakBytes > 0 || x.currentBytes > 0 {
+			fn(-int32(i)-1, x)
+		}
+	}
+}

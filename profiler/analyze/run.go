@@ -1,0 +1,211 @@
+// Package analyze turns a snapshot into answers: the peak and what was live at
+// it, which source lines hold memory, a flame graph, memory over time, the
+// allocator's state, and what changed between two snapshots. It reads the
+// snapshot once, streaming, through torchsnap.
+package analyze
+
+import (
+	"sort"
+
+	"github.com/vramscope/vramscope/profiler"
+	"github.com/vramscope/vramscope/profiler/torchsnap"
+)
+
+// Options control an analysis.
+type Options struct {
+	Paths    *profiler.PathMap       // remote -> local file names; nil keeps them
+	Progress func(done, total int64) // bytes read over both decoding passes
+}
+
+// Peak is the highest allocated memory of one device.
+type Peak struct {
+	Bytes  int64 `json:"bytes"`
+	TimeUS int64 `json:"time_us"`
+	Device int   `json:"device"`
+	Seq    int64 `json:"event"` // index of the trace event that reached it; -1: before the trace
+}
+
+// Result is a finished analysis. It keeps per-origin totals, so flame graphs,
+// pprof profiles and diffs are made from it without decoding again.
+type Result struct {
+	File        string            `json:"file"`
+	Bytes       int64             `json:"file_bytes"`
+	Events      int64             `json:"events"`
+	Peak        Peak              `json:"peak"`
+	Devices     []Device          `json:"devices"`
+	Sites       []Site            `json:"sites"`
+	LeafSites   []Site            `json:"leaf_sites"`
+	Stacks      []Stack           `json:"top_stacks"`
+	Coverage    Coverage          `json:"attribution"`
+	OOMs        []OOM             `json:"ooms"`
+	Findings    []Finding         `json:"findings"`
+	Settings    profiler.Settings `json:"allocator_settings"`
+	Annotations int               `json:"annotations"`
+	Legacy      bool              `json:"legacy_layout,omitempty"`
+
+	frames  *profiler.Frames
+	origins *origins
+	paths   *profiler.PathMap
+}
+
+// Device is the per-GPU part of a result.
+type Device struct {
+	Device    int       `json:"device"`
+	Events    int64     `json:"events"`
+	Peak      Peak      `json:"peak"`
+	Allocator Allocator `json:"allocator"`
+	Timeline  Timeline  `json:"timeline"`
+	// PreTraceBytes were allocated before the trace's first event (the ring
+	// buffer had wrapped, or recording started late).
+	PreTraceBytes int64 `json:"pre_trace_bytes"`
+	StartUS       int64 `json:"start_us"`
+	EndUS         int64 `json:"end_us"`
+}
+
+// analysis is the state of one run.
+type analysis struct {
+	frames   *profiler.Frames
+	origins  *origins
+	trackers []*tracker
+}
+
+// Run analyses the snapshot at path.
+func Run(path string, opt Options) (*Result, error) {
+	frames := profiler.NewFrames()
+	a := &analysis{frames: frames, origins: newOrigins(frames)}
+	snap, err := torchsnap.ReadFile(path, frames, a.event, torchsnap.Options{Progress: opt.Progress})
+	if err != nil {
+		return nil, err
+	}
+	return a.finish(snap, opt), nil
+}
+
+// FromBytes analyses a snapshot held in memory.
+func FromBytes(name string, b []byte, opt Options) (*Result, error) {
+	frames := profiler.NewFrames()
+	a := &analysis{frames: frames, origins: newOrigins(frames)}
+	snap, err := torchsnap.Decode(b, frames, a.event)
+	if err != nil {
+		return nil, err
+	}
+	snap.Path = name
+	return a.finish(snap, opt), nil
+}
+
+func (a *analysis) event(trace int, e *profiler.Event) error {
+	for trace >= len(a.trackers) {
+		a.trackers = append(a.trackers, newTracker(a, len(a.trackers)))
+	}
+	a.trackers[trace].event(e)
+	return nil
+}
+
+func (a *analysis) finish(snap *torchsnap.Snapshot, opt Options) *Result {
+	r := &Result{File: snap.Path, Bytes: snap.Bytes, Settings: snap.Settings, Annotations: len(snap.Annotations),
+		Legacy: snap.Legacy, frames: a.frames, origins: a.origins, paths: opt.Paths}
+	byDevice := map[int]*tracker{}
+	for _, t := range a.trackers {
+		t.finish()
+		byDevice[snap.TraceDevices[t.trace]] = t
+		r.Events += t.events
+	}
+	a.origins.label(snap.Annotations)
+	for _, dev := range devicesOf(snap, byDevice) {
+		d := a.device(dev, byDevice[dev], snap)
+		r.Devices = append(r.Devices, d)
+		if d.Peak.Bytes > r.Peak.Bytes || len(r.Devices) == 1 {
+			r.Peak = d.Peak
+		}
+		if t := byDevice[dev]; t != nil {
+			r.OOMs = append(r.OOMs, a.ooms(t, d)...)
+		}
+	}
+	r.Sites, r.LeafSites, r.Coverage = a.sites(r.Peak.Bytes)
+	r.Stacks = a.topStacks(20)
+	r.Findings = append([]Finding{}, findings(r)...)
+	if r.OOMs == nil {
+		r.OOMs = []OOM{}
+	}
+	r.mapPaths()
+	return r
+}
+
+// devicesOf lists the devices that have segments or a trace, in order.
+func devicesOf(snap *torchsnap.Snapshot, byDevice map[int]*tracker) []int {
+	seen := map[int]bool{}
+	for dev := range byDevice {
+		seen[dev] = true
+	}
+	for _, s := range snap.Segments {
+		seen[s.Device] = true
+	}
+	var out []int
+	for dev := range seen {
+		out = append(out, dev)
+	}
+	sort.Ints(out)
+	return out
+}
+
+// device settles one device: baselines from the snapshot's segments, the
+// blocks live at the peak, and the bytes alive at the end.
+func (a *analysis) device(dev int, t *tracker, snap *torchsnap.Snapshot) Device {
+	d := Device{Device: dev}
+	var segs []profiler.Segment
+	var reserved int64
+	for _, s := range snap.Segments {
+		if s.Device == dev {
+			segs = append(segs, s)
+			reserved += int64(s.TotalSize)
+		}
+	}
+	d.Allocator = allocatorState(segs, snap.Settings)
+	if t == nil {
+		t = newTracker(a, -1)
+	}
+	// Blocks alive at the end that the trace never allocated were there all along.
+	var preLive int64
+	for _, s := range segs {
+		for _, b := range s.Blocks {
+			if b.State == profiler.BlockInactive {
+				continue
+			}
+			lb := t.live[b.Addr]
+			var o int32
+			switch {
+			case lb != nil:
+				o = lb.resolved()
+			default:
+				o = a.origins.preTrace(b.Stack)
+				preLive += int64(b.Size)
+				a.addPeak(o, int64(b.Size))
+			}
+			x := a.origins.at(o)
+			x.currentBytes += int64(b.Size)
+			x.currentCount++
+		}
+	}
+	for _, b := range t.live {
+		if b.seq <= t.peakAt {
+			a.addPeak(b.resolved(), b.size)
+		}
+	}
+	for _, b := range t.freedSincePeak {
+		a.addPeak(b.resolved(), b.size)
+	}
+	base := preLive + t.preFreed
+	d.PreTraceBytes = base
+	d.Peak = Peak{Bytes: base + t.peak, TimeUS: t.peakT, Device: dev, Seq: t.peakAt}
+	if t.peakAt < 0 {
+		d.Peak.TimeUS = t.firstT
+	}
+	d.Events, d.StartUS, d.EndUS = t.events, t.firstT, t.lastT
+	d.Timeline = t.timeline.result(dev, base, reserved-t.rcur, snap.Annotations)
+	return d
+}
+
+func (a *analysis) addPeak(o int32, size int64) {
+	x := a.origins.at(o)
+	x.peakBytes += size
+	x.peakCount++
+}

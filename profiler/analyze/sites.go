@@ -1,0 +1,167 @@
+package analyze
+
+import (
+	"sort"
+
+	"github.com/vramscope/vramscope/profiler"
+)
+
+// Site is one source line (or, for allocations without frames, one named phase)
+// and the memory attributed to it.
+type Site struct {
+	File         string  `json:"file"`
+	Line         int     `json:"line"`
+	Function     string  `json:"function"`
+	Kind         string  `json:"kind"` // "user", "library" or "phase"
+	PeakBytes    int64   `json:"peak_bytes"`
+	PeakAllocs   int64   `json:"peak_allocs"`
+	CurrentBytes int64   `json:"current_bytes"`
+	AllocBytes   int64   `json:"alloc_bytes"`
+	Allocs       int64   `json:"allocs"`
+	MaxAlloc     int64   `json:"max_alloc"`
+	PeakShare    float64 `json:"peak_share"` // of the peak of all devices
+}
+
+// Stack is one attributed call stack with its totals.
+type Stack struct {
+	Frames       []profiler.Frame `json:"frames"` // root first
+	PeakBytes    int64            `json:"peak_bytes"`
+	CurrentBytes int64            `json:"current_bytes"`
+	AllocBytes   int64            `json:"alloc_bytes"`
+	Allocs       int64            `json:"allocs"`
+}
+
+// Coverage says how much of the memory live at the peak lands on a user line,
+// on a named phase (frameless runs, pre-trace blocks) or nowhere useful.
+type Coverage struct {
+	PeakBytes  int64   `json:"peak_bytes"`
+	UserLine   int64   `json:"user_line_bytes"`
+	Phase      int64   `json:"phase_bytes"`
+	Library    int64   `json:"library_only_bytes"`
+	Attributed float64 `json:"attributed_share"` // (user + phase) / peak
+}
+
+type siteKey struct {
+	file, fn string
+	line     int
+	kind     string
+}
+
+// sites aggregates origins by their first user frame and by their innermost frame.
+func (a *analysis) sites(peak int64) (user, leaf []Site, cov Coverage) {
+	um, lm := map[siteKey]*Site{}, map[siteKey]*Site{}
+	var total int64
+	a.origins.each(func(id int32, x *origin) {
+		total += x.peakBytes
+		uk, lk := a.siteKeys(id)
+		addSite(um, uk, x)
+		addSite(lm, lk, x)
+		switch uk.kind {
+		case "user":
+			cov.UserLine += x.peakBytes
+		case "phase":
+			cov.Phase += x.peakBytes
+		default:
+			cov.Library += x.peakBytes
+		}
+	})
+	cov.PeakBytes = total
+	if total > 0 {
+		cov.Attributed = float64(cov.UserLine+cov.Phase) / float64(total)
+	}
+	return sortSites(um, peak), sortSites(lm, peak), cov
+}
+
+func (a *analysis) siteKeys(id int32) (user, leaf siteKey) {
+	if id < 0 {
+		s := a.origins.syn[-id-1]
+		k := siteKey{fn: s.label, kind: "phase"}
+		if s.kind == "gap" {
+			leaf = siteKey{fn: noStack, kind: "phase"}
+			if stack := a.frames.StackAt(s.stack); len(stack) > 0 {
+				in := a.frames.FrameAt(stack[0])
+				leaf = siteKey{file: in.File, fn: in.Func, line: in.Line, kind: kindOf(in.File)}
+			}
+			return k, leaf
+		}
+		return k, k
+	}
+	stack := a.frames.StackAt(profiler.StackID(id))
+	if len(stack) == 0 {
+		k := siteKey{fn: "[no frames]", kind: "phase"}
+		return k, k
+	}
+	in := a.frames.FrameAt(stack[0])
+	leaf = siteKey{file: in.File, fn: in.Func, line: in.Line, kind: kindOf(in.File)}
+	if f, ok := a.origins.userFrame(profiler.StackID(id)); ok {
+		return siteKey{file: f.File, fn: f.Func, line: f.Line, kind: "user"}, leaf
+	}
+	return leaf, leaf
+}
+
+func kindOf(file string) string {
+	if profiler.IsUserFile(file) {
+		return "user"
+	}
+	return "library"
+}
+
+func addSite(m map[siteKey]*Site, k siteKey, x *origin) {
+	s := m[k]
+	if s == nil {
+		s = &Site{File: k.file, Line: k.line, Function: k.fn, Kind: k.kind}
+		m[k] = s
+	}
+	s.PeakBytes += x.peakBytes
+	s.PeakAllocs += x.peakCount
+	s.CurrentBytes += x.currentBytes
+	s.AllocBytes += x.allocBytes
+	s.Allocs += x.allocs
+	s.MaxAlloc = max(s.MaxAlloc, x.maxAlloc)
+}
+
+func sortSites(m map[siteKey]*Site, peak int64) []Site {
+	out := make([]Site, 0, len(m))
+	for _, s := range m {
+		if peak > 0 {
+			s.PeakShare = float64(s.PeakBytes) / float64(peak)
+		}
+		out = append(out, *s)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if a.PeakBytes != b.PeakBytes {
+			return a.PeakBytes > b.PeakBytes
+		}
+		if a.AllocBytes != b.AllocBytes {
+			return a.AllocBytes > b.AllocBytes
+		}
+		if a.File != b.File {
+			return a.File < b.File
+		}
+		if a.Line != b.Line {
+			return a.Line < b.Line
+		}
+		return a.Function < b.Function
+	})
+	return out
+}
+
+// topStacks lists the n stacks holding most at the peak (then most allocated).
+func (a *analysis) topStacks(n int) []Stack {
+	var out []Stack
+	a.origins.each(func(id int32, x *origin) {
+		out = append(out, Stack{Frames: a.origins.path(id), PeakBytes: x.peakBytes, CurrentBytes: x.currentBytes,
+			AllocBytes: x.allocBytes, Allocs: x.allocs})
+	})
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].PeakBytes != out[j].PeakBytes {
+			return out[i].PeakBytes > out[j].PeakBytes
+		}
+		return out[i].AllocBytes > out[j].AllocBytes
+	})
+	if len(out) > n {
+		out = out[:n]
+	}
+	return out
+}

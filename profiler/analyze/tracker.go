@@ -1,0 +1,174 @@
+package analyze
+
+import (
+	"github.com/vramscope/vramscope/profiler"
+)
+
+// block is one allocation the replay has seen and not yet seen freed.
+type block struct {
+	size   int64
+	origin int32            // see origins; unset while gap is set
+	gap    *gap             // allocated with no user frame: resolved when the gap closes
+	stack  profiler.StackID // the stack recorded, for gap blocks
+	seq    int64
+}
+
+func (b *block) resolved() int32 {
+	if b.gap != nil {
+		return b.gap.origins[b.stack]
+	}
+	return b.origin
+}
+
+// gap is a run of allocations with no frame in user code — no Python stack at
+// all (autograd's backward thread, C++), or only library frames (activation
+// checkpointing recomputing a layer inside backward) — between two allocations
+// whose stacks reach user code.
+type gap struct {
+	left, right profiler.StackID
+	firstTime   int64
+	stats       map[profiler.StackID]*origin // by recorded stack (0: none)
+	origins     map[profiler.StackID]int32   // filled when the gap closes
+}
+
+// tracker replays one device trace. It keeps only what is live, the blocks live
+// at the highest point so far that have since been freed, and per-origin totals,
+// so its memory does not grow with the length of the trace.
+type tracker struct {
+	a      *analysis
+	trace  int
+	live   map[uint64]*block
+	cur    int64 // allocated bytes relative to the unknown start
+	rcur   int64 // reserved bytes relative to the unknown start
+	peak   int64
+	peakAt int64 // Seq of the event that reached the peak; -1 before any event
+	peakT  int64
+	// freedSincePeak holds blocks live at the peak that were freed after it,
+	// including blocks allocated before the trace began (negative seq).
+	freedSincePeak []*block
+	preFreed       int64 // bytes of pre-trace blocks freed during the trace
+	lastFramed     profiler.StackID
+	open           *gap
+	timeline       *timeline
+	ooms           []oomEvent
+	events         int64
+	firstT, lastT  int64
+}
+
+type oomEvent struct {
+	timeUS, requested int64
+	deviceFree        uint64
+	stack             profiler.StackID
+	cur, rcur         int64
+}
+
+func newTracker(a *analysis, trace int) *tracker {
+	return &tracker{a: a, trace: trace, live: map[uint64]*block{}, peakAt: -1, timeline: newTimeline()}
+}
+
+func (t *tracker) event(e *profiler.Event) {
+	if t.events == 0 {
+		t.firstT = e.TimeUS
+	}
+	t.events++
+	t.lastT = e.TimeUS
+	switch e.Action {
+	case profiler.ActAlloc:
+		t.alloc(e)
+	case profiler.ActFreeCompleted:
+		t.free(e)
+	case profiler.ActSegmentAlloc, profiler.ActSegmentMap:
+		t.rcur += int64(e.Size)
+		t.framed(e)
+	case profiler.ActSegmentFree, profiler.ActSegmentUnmap:
+		t.rcur -= int64(e.Size)
+	case profiler.ActOOM:
+		t.ooms = append(t.ooms, oomEvent{timeUS: e.TimeUS, requested: int64(e.Size), deviceFree: e.DeviceFree,
+			stack: e.Stack, cur: t.cur, rcur: t.rcur})
+		t.framed(e)
+	}
+	t.timeline.add(e.TimeUS, t.cur, t.rcur)
+}
+
+func (t *tracker) alloc(e *profiler.Event) {
+	size := int64(e.Size)
+	b := &block{size: size, seq: e.Seq}
+	if !t.a.origins.hasUser(e.Stack) {
+		if t.open == nil {
+			t.open = &gap{left: t.lastFramed, firstTime: e.TimeUS, stats: map[profiler.StackID]*origin{}}
+		}
+		g := t.open
+		st := g.stats[e.Stack]
+		if st == nil {
+			st = &origin{}
+			g.stats[e.Stack] = st
+		}
+		st.allocBytes += size
+		st.allocs++
+		st.maxAlloc = max(st.maxAlloc, size)
+		b.gap, b.stack = g, e.Stack
+	} else {
+		t.framed(e)
+		b.origin = int32(e.Stack)
+		t.a.origins.countAlloc(b.origin, size)
+	}
+	if old := t.live[e.Addr]; old != nil {
+		// An alloc over a live address means the free fell outside the ring; drop the old one.
+		t.cur -= old.size
+	}
+	t.live[e.Addr] = b
+	t.cur += size
+	if t.cur > t.peak {
+		t.peak, t.peakAt, t.peakT = t.cur, e.Seq, e.TimeUS
+		t.freedSincePeak = t.freedSincePeak[:0]
+	}
+}
+
+// framed notes activity in user code: it closes any open gap.
+func (t *tracker) framed(e *profiler.Event) {
+	if !t.a.origins.hasUser(e.Stack) {
+		return
+	}
+	if t.open != nil {
+		t.closeGap(e.Stack)
+	}
+	t.lastFramed = e.Stack
+}
+
+func (t *tracker) closeGap(right profiler.StackID) {
+	g := t.open
+	t.open = nil
+	g.right = right
+	g.origins = make(map[profiler.StackID]int32, len(g.stats))
+	for stack, st := range g.stats {
+		id := t.a.origins.gapOrigin(g, stack)
+		g.origins[stack] = id
+		o := t.a.origins.at(id)
+		o.allocBytes += st.allocBytes
+		o.allocs += st.allocs
+		o.maxAlloc = max(o.maxAlloc, st.maxAlloc)
+	}
+	g.stats = nil
+}
+
+func (t *tracker) free(e *profiler.Event) {
+	b := t.live[e.Addr]
+	if b == nil {
+		// Allocated before the trace began: it was live all along until now.
+		b = &block{size: int64(e.Size), seq: -1, origin: t.a.origins.preTrace(e.Stack)}
+		t.preFreed += b.size
+	} else {
+		delete(t.live, e.Addr)
+	}
+	t.cur -= b.size
+	if b.seq <= t.peakAt {
+		t.freedSincePeak = append(t.freedSincePeak, b)
+	}
+}
+
+// finish closes the replay; the snapshot's segments say what was alive at the end.
+func (t *tracker) finish() {
+	if t.open != nil {
+		t.closeGap(0)
+	}
+}

@@ -1,0 +1,118 @@
+// html.go writes the standalone flame-graph page (one self-contained HTML file,
+// no network at view time) and hands the shared web assets to the other front
+// ends, so the VS Code webview and the notebook widget run the very same
+// flame.js and flame.css.
+
+package flame
+
+import (
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"html/template"
+	"io"
+	"strconv"
+)
+
+//go:embed web/flame.js web/flame.css web/page.html
+var webFS embed.FS
+
+var (
+	script     = mustRead("web/flame.js")
+	stylesheet = mustRead("web/flame.css")
+	pageTmpl   = template.Must(template.New("page.html").ParseFS(webFS, "web/page.html"))
+)
+
+func mustRead(name string) string {
+	b, err := webFS.ReadFile(name)
+	if err != nil {
+		panic(err) // embedded at build time: cannot fail
+	}
+	return string(b)
+}
+
+// Script returns flame.js, which defines globalThis.VramscopeFlame.
+func Script() string { return script }
+
+// Stylesheet returns flame.css.
+func Stylesheet() string { return stylesheet }
+
+type pageData struct {
+	Title  string
+	Weight Weight
+	Total  string
+	Nodes  string
+	CSS    template.CSS
+	Script template.JS
+	Data   template.JS
+}
+
+// WriteHTML writes t as a self-contained HTML page: styles, script and data
+// inlined, no external URL.
+func WriteHTML(w io.Writer, t *Tree) error {
+	if t == nil || t.Root == nil {
+		return errors.New("flame: WriteHTML of an empty tree")
+	}
+	// json.Marshal escapes <, >, & and U+2028/U+2029, so the data can neither
+	// close its script element nor open an HTML comment inside it.
+	data, err := json.Marshal(t)
+	if err != nil {
+		return fmt.Errorf("flame: encoding tree: %w", err)
+	}
+	title := t.Title
+	if title == "" {
+		title = "GPU memory"
+	}
+	return pageTmpl.Execute(w, pageData{
+		Title:  title,
+		Weight: t.Weight,
+		Total:  humanBytes(t.Root.Value),
+		Nodes:  groupDigits(int64(t.NumNodes())),
+		CSS:    template.CSS(stylesheet),
+		Script: template.JS(script),
+		Data:   template.JS(data),
+	})
+}
+
+// humanBytes formats like flame.js's formatBytes, so header and tooltips agree.
+func humanBytes(n int64) string {
+	units := []string{"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"}
+	sign := ""
+	v := float64(n)
+	if v < 0 {
+		sign, v = "-", -v
+	}
+	u := 0
+	for v >= 1024 && u < len(units)-1 {
+		v /= 1024
+		u++
+	}
+	if u == 0 {
+		return fmt.Sprintf("%s%.0f B", sign, v)
+	}
+	if s := strconv.FormatFloat(v, 'f', 2, 64); s == "1024.00" && u < len(units)-1 {
+		v, u = 1, u+1
+	}
+	return fmt.Sprintf("%s%.2f %s", sign, v, units[u])
+}
+
+// groupDigits writes 123456 as "123,456".
+func groupDigits(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	neg := n < 0
+	if neg {
+		s = s[1:]
+	}
+	out := make([]byte, 0, len(s)+len(s)/3)
+	for i := range len(s) {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			out = append(out, ',')
+		}
+		out = append(out, s[i])
+	}
+	if neg {
+		return "-" + string(out)
+	}
+	return string(out)
+}

@@ -1,0 +1,145 @@
+// Package torchsnap turns PyTorch CUDA memory snapshots — the pickles written by
+// torch.cuda.memory._dump_snapshot() — into the profiler model. Trace events are
+// streamed to a callback as they are decoded and then dropped, so a snapshot of
+// any length is read in memory proportional to its distinct stacks, not its
+// events. Frames and stacks are interned in a shared profiler.Frames table.
+package torchsnap
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/vramscope/vramscope/profiler"
+	"github.com/vramscope/vramscope/profiler/pickle"
+)
+
+// Snapshot is everything in a snapshot except the streamed trace events.
+type Snapshot struct {
+	Path         string
+	Bytes        int64
+	Frames       *profiler.Frames
+	Segments     []profiler.Segment
+	Annotations  []profiler.Annotation
+	Settings     profiler.Settings
+	TraceDevices []int   // device of each trace, by trace number (order of first event)
+	TraceEvents  []int64 // events in each trace
+	Legacy       bool    // blocks carried the pre-2.1 "history" layout
+}
+
+// EventFunc receives each trace event in order. trace numbers traces in the
+// order their first event appears; Snapshot.TraceDevices maps them to devices.
+// e is reused after the call returns.
+type EventFunc func(trace int, e *profiler.Event) error
+
+// Options control a read.
+type Options struct {
+	Limits   pickle.Limits
+	Progress func(done, total int64) // bytes processed over both passes, called often
+}
+
+// ReadFile decodes the snapshot at path. Every error names the file.
+func ReadFile(path string, frames *profiler.Frames, onEvent EventFunc, opt Options) (*Snapshot, error) {
+	s, err := readFile(path, frames, onEvent, opt)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return s, nil
+}
+
+func readFile(path string, frames *profiler.Frames, onEvent EventFunc, opt Options) (*Snapshot, error) {
+	if opt.Limits == (pickle.Limits{}) {
+		opt.Limits = pickle.DefaultLimits
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			return nil, pe.Err
+		}
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, errors.New("not a regular file")
+	}
+	head := make([]byte, 4)
+	n, _ := io.ReadFull(f, head)
+	if err := pickle.Sniff(head[:n]); err != nil {
+		return nil, err
+	}
+	size := st.Size()
+	prog := &progressReader{total: 2 * size, fn: opt.Progress}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return nil, err
+	}
+	prog.r = f
+	plan, err := pickle.Scan(prog, size, opt.Limits)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return nil, err
+	}
+	d := newDecoder(frames, onEvent)
+	m := pickle.NewMachine(prog, size, plan, opt.Limits)
+	m.OnAppend = d.onAppend(m)
+	root, err := m.Run()
+	if err != nil {
+		return nil, err
+	}
+	snap, err := d.finish(root)
+	if err != nil {
+		return nil, err
+	}
+	snap.Path, snap.Bytes = path, size
+	return snap, nil
+}
+
+// Decode reads a snapshot held in memory (tests, fuzzing, small inputs).
+func Decode(b []byte, frames *profiler.Frames, onEvent EventFunc) (*Snapshot, error) {
+	if err := pickle.Sniff(b[:min(len(b), 4)]); err != nil {
+		return nil, err
+	}
+	lim := pickle.DefaultLimits
+	plan, err := pickle.Scan(byteReader(b), int64(len(b)), lim)
+	if err != nil {
+		return nil, err
+	}
+	d := newDecoder(frames, onEvent)
+	m := pickle.NewMachine(byteReader(b), int64(len(b)), plan, lim)
+	m.OnAppend = d.onAppend(m)
+	root, err := m.Run()
+	if err != nil {
+		return nil, err
+	}
+	snap, err := d.finish(root)
+	if err != nil {
+		return nil, err
+	}
+	snap.Bytes = int64(len(b))
+	return snap, nil
+}
+
+type progressReader struct {
+	r     io.Reader
+	done  int64
+	total int64
+	next  int64
+	fn    func(done, total int64)
+}
+
+func (p *progressReader) Read(b []byte) (int, error) {
+	n, err := p.r.Read(b)
+	p.done += int64(n)
+	if p.fn != nil && p.done >= p.next {
+		p.fn(p.done, p.total)
+		p.next = p.done + 8<<20
+	}
+	return n, err
+}
