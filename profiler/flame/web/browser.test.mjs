@@ -19,12 +19,12 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 const here = path.dirname(fileURLToPath(import.meta.url));
 const repoRoot = path.resolve(here, "../../..");
 const chromiumPath = process.env.VRAMSCOPE_CHROMIUM || "/usr/bin/chromium";
-const artifacts = path.resolve(repoRoot, process.env.VRAMSCOPE_ARTIFACTS || "test-artifacts");
+const artifacts = process.env.VRAMSCOPE_ARTIFACTS ? path.resolve(process.env.VRAMSCOPE_ARTIFACTS) : path.join(repoRoot, "test-artifacts");
 const skip = process.env.VRAMSCOPE_SKIP_BROWSER === "1" ? "VRAMSCOPE_SKIP_BROWSER=1" : false;
 
-// The page must render 100k frames well under 300 ms on a developer machine;
-// the assertion leaves headroom for a loaded 2-core CI box.
-const RENDER_BUDGET_MS = Number(process.env.VRAMSCOPE_RENDER_BUDGET_MS || 600);
+// The first render of 100k frames (layout and paint) must stay under 300 ms;
+// it measures 40-150 ms on a 2-core machine, so this does not flake.
+const RENDER_BUDGET_MS = Number(process.env.VRAMSCOPE_RENDER_BUDGET_MS || 300);
 
 async function loadPlaywright() {
   try {
@@ -81,7 +81,7 @@ test("flame page in a real browser", { skip, timeout: 120_000 }, async (t) => {
     return { render: get("vramscope-flame-render"), parse: get("vramscope-flame-parse"), nodes: window.vramscope.state().nodes };
   });
   console.log(
-    `vramscope flame: ${timing.nodes} nodes rendered (flatten+layout+draw) in ${timing.render.toFixed(1)} ms; JSON.parse ${timing.parse.toFixed(1)} ms`,
+    `vramscope flame: ${timing.nodes} nodes, first render (layout+paint) ${timing.render.toFixed(1)} ms, JSON.parse ${timing.parse.toFixed(1)} ms`,
   );
   assert.ok(timing.nodes > 90_000, `demo tree has ${timing.nodes} nodes`);
   assert.ok(timing.render < RENDER_BUDGET_MS, `render took ${timing.render} ms`);
@@ -157,6 +157,10 @@ test("flame page in a real browser", { skip, timeout: 120_000 }, async (t) => {
   await t.test("dark theme and search highlight render", async () => {
     await page.emulateMedia({ colorScheme: "dark" });
     await page.evaluate(() => window.vramscope.refreshTheme());
+    const bg = await page.evaluate(() => getComputedStyle(document.querySelector(".vf-root")).getPropertyValue("--vf-bg").trim());
+    assert.equal(bg, "#1e1e1e");
+    await page.waitForTimeout(50); // one animation frame to repaint
+    await page.screenshot({ path: path.join(artifacts, "flame-dark.png") });
     await page.fill("input.vf-search", "/forward|attention/");
     await page.waitForFunction(() => /match/.test(document.querySelector(".vf-summary").textContent));
     await page.mouse.move(canvasBox.x + 2, canvasBox.y + canvasBox.height + 50);

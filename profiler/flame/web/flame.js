@@ -578,20 +578,37 @@
       if (typeof ResizeObserver !== "undefined") {
         this.resizer = new ResizeObserver(() => this.schedule());
         this.resizer.observe(this.viewport);
-      } else {
-        this.on(window, "resize", () => this.schedule());
       }
+      this.on(window, "resize", () => this.schedule());
+      this.watchPixelRatio();
       // VS Code swaps theme variables and body classes when the theme changes.
       if (typeof MutationObserver !== "undefined" && document.body) {
-        this.themeWatch = new MutationObserver(() => {
-          this.readTheme();
-          this.schedule();
-        });
+        this.themeWatch = new MutationObserver(() => this.retheme());
         const opts = { attributes: true, attributeFilter: ["class", "style", "data-theme"] };
         this.themeWatch.observe(document.body, opts);
         this.themeWatch.observe(document.documentElement, opts);
       }
       this.updateCrumbs();
+    }
+
+    // Moving the window to a screen of another pixel ratio need not resize
+    // anything, so watch the ratio itself; the query is re-armed on each change.
+    watchPixelRatio() {
+      if (typeof matchMedia !== "function") return;
+      const mq = matchMedia("(resolution: " + (window.devicePixelRatio || 1) + "dppx)");
+      const fn = () => {
+        mq.removeEventListener("change", fn);
+        this.schedule();
+        if (!this.destroyed) this.watchPixelRatio();
+      };
+      mq.addEventListener("change", fn);
+      this.ratioWatch = [mq, fn];
+    }
+
+    retheme() {
+      this.readTheme();
+      this.layoutKey = ""; // the row height may have changed with the font
+      this.schedule();
     }
 
     schedule() {
@@ -970,11 +987,7 @@
           const k = this.indexAt(clientX, clientY);
           return k < 0 ? null : frameOf(this.lay.nodes[k]);
         },
-        refreshTheme: () => {
-          this.readTheme();
-          this.layoutKey = "";
-          this.schedule();
-        },
+        refreshTheme: () => this.retheme(),
       };
     }
 
@@ -987,6 +1000,7 @@
       this.listeners = [];
       if (this.resizer) this.resizer.disconnect();
       if (this.themeWatch) this.themeWatch.disconnect();
+      if (this.ratioWatch) this.ratioWatch[0].removeEventListener("change", this.ratioWatch[1]);
       if (this.el.parentNode) this.el.parentNode.removeChild(this.el);
     }
   }
