@@ -69,11 +69,14 @@ type analysis struct {
 	trackers []*tracker
 }
 
-// Run analyses the snapshot at path.
+// Run analyses the snapshot at path. Decoding and replay run on two
+// goroutines joined by a pipe of event batches.
 func Run(path string, opt Options) (*Result, error) {
 	frames := profiler.NewFrames()
 	a := &analysis{frames: frames, origins: newOrigins(frames)}
-	snap, err := torchsnap.ReadFile(path, frames, a.event, torchsnap.Options{Progress: opt.Progress})
+	p := a.pipe()
+	snap, err := torchsnap.ReadFile(path, frames, p.event, torchsnap.Options{Progress: opt.Progress})
+	p.close()
 	if err != nil {
 		return nil, err
 	}
@@ -84,7 +87,9 @@ func Run(path string, opt Options) (*Result, error) {
 func FromBytes(name string, b []byte, opt Options) (*Result, error) {
 	frames := profiler.NewFrames()
 	a := &analysis{frames: frames, origins: newOrigins(frames)}
-	snap, err := torchsnap.Decode(b, frames, a.event)
+	p := a.pipe()
+	snap, err := torchsnap.Decode(b, frames, p.event)
+	p.close()
 	if err != nil {
 		return nil, err
 	}
@@ -92,12 +97,11 @@ func FromBytes(name string, b []byte, opt Options) (*Result, error) {
 	return a.finish(snap, opt), nil
 }
 
-func (a *analysis) event(trace int, e *profiler.Event) error {
+func (a *analysis) replay(trace int, e *profiler.Event, user bool) {
 	for trace >= len(a.trackers) {
 		a.trackers = append(a.trackers, newTracker(a, len(a.trackers)))
 	}
-	a.trackers[trace].event(e)
-	return nil
+	a.trackers[trace].event(e, user)
 }
 
 func (a *analysis) finish(snap *torchsnap.Snapshot, opt Options) *Result {

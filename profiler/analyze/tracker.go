@@ -66,7 +66,9 @@ func newTracker(a *analysis, trace int) *tracker {
 	return &tracker{a: a, trace: trace, live: map[uint64]*block{}, peakAt: -1, timeline: newTimeline()}
 }
 
-func (t *tracker) event(e *profiler.Event) {
+// event replays one trace event; user says whether its stack reaches user code
+// (decided on the decoding side, which owns the frame table).
+func (t *tracker) event(e *profiler.Event, user bool) {
 	if t.events == 0 {
 		t.firstT = e.TimeUS
 	}
@@ -74,26 +76,26 @@ func (t *tracker) event(e *profiler.Event) {
 	t.lastT = e.TimeUS
 	switch e.Action {
 	case profiler.ActAlloc:
-		t.alloc(e)
+		t.alloc(e, user)
 	case profiler.ActFreeCompleted:
 		t.free(e)
 	case profiler.ActSegmentAlloc, profiler.ActSegmentMap:
 		t.rcur += int64(e.Size)
-		t.framed(e)
+		t.framed(e, user)
 	case profiler.ActSegmentFree, profiler.ActSegmentUnmap:
 		t.rcur -= int64(e.Size)
 	case profiler.ActOOM:
 		t.ooms = append(t.ooms, oomEvent{timeUS: e.TimeUS, requested: int64(e.Size), deviceFree: e.DeviceFree,
 			stack: e.Stack, cur: t.cur, rcur: t.rcur})
-		t.framed(e)
+		t.framed(e, user)
 	}
 	t.timeline.add(e.TimeUS, t.cur, t.rcur)
 }
 
-func (t *tracker) alloc(e *profiler.Event) {
+func (t *tracker) alloc(e *profiler.Event, user bool) {
 	size := int64(e.Size)
 	b := &block{size: size, seq: e.Seq}
-	if !t.a.origins.hasUser(e.Stack) {
+	if !user {
 		if t.open == nil {
 			t.open = &gap{left: t.lastFramed, firstTime: e.TimeUS, stats: map[profiler.StackID]*origin{}}
 		}
@@ -108,7 +110,7 @@ func (t *tracker) alloc(e *profiler.Event) {
 		st.maxAlloc = max(st.maxAlloc, size)
 		b.gap, b.stack = g, e.Stack
 	} else {
-		t.framed(e)
+		t.framed(e, user)
 		b.origin = int32(e.Stack)
 		t.a.origins.countAlloc(b.origin, size)
 	}
@@ -125,8 +127,8 @@ func (t *tracker) alloc(e *profiler.Event) {
 }
 
 // framed notes activity in user code: it closes any open gap.
-func (t *tracker) framed(e *profiler.Event) {
-	if !t.a.origins.hasUser(e.Stack) {
+func (t *tracker) framed(e *profiler.Event, user bool) {
+	if !user {
 		return
 	}
 	if t.open != nil {

@@ -44,8 +44,9 @@ func (m *Machine) Release(d *Dict) {
 	if d.pins > 0 {
 		return
 	}
+	m.held -= int64(len(d.Items))
 	d.Items = d.Items[:0]
-	d.Tag = nil
+	d.Tag, d.Mark = nil, 0
 	m.free = append(m.free, d)
 }
 
@@ -125,7 +126,16 @@ func (m *Machine) newDict() *Dict {
 
 // Run decodes until STOP and returns the pickled object.
 func (m *Machine) Run() (Value, error) {
+	r := m.r
 	for {
+		if r.end-r.pos >= 16 {
+			if n := m.fast(r.buf[r.pos:r.end]); n > 0 {
+				r.pos += n
+				continue
+			}
+		} else if r.err == nil {
+			_ = r.fill(16) // short reads near the end are left to the slow path
+		}
 		op, err := m.r.op()
 		if err != nil {
 			return Value{}, err
@@ -141,6 +151,79 @@ func (m *Machine) Run() (Value, error) {
 			return Value{}, err
 		}
 	}
+}
+
+// fast decodes a run of the commonest opcodes straight from the buffer, as
+// long as at least 16 bytes remain, and returns how many bytes it consumed.
+// It stops at anything unusual, which step then handles with every check.
+// The stack lives in a local variable for the length of the run.
+func (m *Machine) fast(b []byte) int {
+	stack := m.stack
+	reads, low, lowUsed := m.plan.reads, m.memo.low, m.memo.lowUsed
+	maxStack := m.lim.MaxStack
+	pos := 0
+loop:
+	for len(b)-pos >= 16 && len(stack) < maxStack {
+		var v Value
+		n := 1
+		switch b[pos] {
+		case opBinGet, opLongBinGet:
+			id := uint64(b[pos+1])
+			n = 2
+			if b[pos] == opLongBinGet {
+				id, n = uint64(binary.LittleEndian.Uint32(b[pos+1:pos+5])), 5
+			}
+			// Only slots read so often they are never dropped; the rest need bookkeeping.
+			if id >= uint64(len(low)) || !lowUsed[id] || reads[id] != 255 {
+				break loop
+			}
+			v = low[id]
+		case opMemoize:
+			// A slot never read back and never written before needs no storing.
+			id := m.memoLen
+			if len(stack) == 0 || (len(m.marks) > 0 && m.marks[len(m.marks)-1] == len(stack)) ||
+				id >= uint64(len(reads)) || reads[id] != 0 || m.seen.has(id) {
+				break loop
+			}
+			m.seen.add(id)
+			m.memoLen++
+			pos++
+			continue
+		case opMark:
+			if len(m.marks) >= m.lim.MaxMarks {
+				break loop
+			}
+			m.marks = append(m.marks, len(stack))
+			pos++
+			continue
+		case opBinInt1:
+			v, n = Value{Kind: Int, Num: int64(b[pos+1])}, 2
+		case opBinInt2:
+			v, n = Value{Kind: Int, Num: int64(binary.LittleEndian.Uint16(b[pos+1 : pos+3]))}, 3
+		case opBinInt:
+			v, n = Value{Kind: Int, Num: int64(int32(binary.LittleEndian.Uint32(b[pos+1 : pos+5])))}, 5
+		case opLong1:
+			k := int(b[pos+1])
+			if k > 8 {
+				break loop
+			}
+			v, n = decodeLong(b[pos+2:pos+2+k]), 2+k
+		case opNewFalse:
+			v = Value{Kind: Bool}
+		case opNewTrue:
+			v = Value{Kind: Bool, Num: 1}
+		case opNone:
+			v = Value{Kind: None}
+		case opEmptyDict:
+			v = Value{Kind: DictKind, Ref: m.newDict()}
+		default:
+			break loop
+		}
+		stack = append(stack, v)
+		pos += n
+	}
+	m.stack = stack
+	return pos
 }
 
 func (m *Machine) step(op byte) error {

@@ -288,6 +288,19 @@ type bitset struct {
 	far   map[uint64]struct{}
 }
 
+// fill adds every slot below n.
+func (b *bitset) fill(n uint64) {
+	for uint64(len(b.words))*64 < n {
+		b.words = append(b.words, 0)
+	}
+	for i := uint64(0); i < n/64; i++ {
+		b.words[i] = ^uint64(0)
+	}
+	for id := n / 64 * 64; id < n; id++ {
+		b.words[id/64] |= 1 << (id % 64)
+	}
+}
+
 func (b *bitset) has(id uint64) bool {
 	if id < uint64(len(b.words))*64 && b.words[id/64]&(1<<(id%64)) != 0 {
 		return true

@@ -39,6 +39,7 @@ type Value struct {
 type List struct {
 	Items []Value
 	Tag   any
+	Mark  int64 // free for the caller, like Tag, without an allocation
 	// Count is the number of items appended, including any a caller consumed
 	// through Machine.OnAppend instead of keeping.
 	Count int64
@@ -49,6 +50,7 @@ type List struct {
 type Dict struct {
 	Items []Value
 	Tag   any
+	Mark  int64 // free for the caller, like Tag, without an allocation
 	pins  int32 // memo slots holding this dict
 }
 

@@ -11,13 +11,9 @@ import (
 
 func byteReader(b []byte) io.Reader { return bytes.NewReader(b) }
 
-// Tags the decoder leaves on pickle containers to remember what it made of them.
-type (
-	traceTag  int                // a device trace list: its trace number
-	stackTag  profiler.StackID   // a frames list already interned
-	frameTag  profiler.FrameID   // a frame dict already interned
-	framesTag []profiler.FrameID // a frames list kept as interned frames, stack not yet interned
-)
+// traceTag marks a device trace list with its trace number. Frames lists and
+// frame dicts remember their interned stack or frame in Mark (ID+1).
+type traceTag int
 
 type decoder struct {
 	frames  *profiler.Frames
@@ -35,8 +31,8 @@ func newDecoder(frames *profiler.Frames, onEvent EventFunc) *decoder {
 // "action" key is a device trace; its entries become events and are dropped.
 func (d *decoder) onAppend(m *pickle.Machine) func(*pickle.List, []pickle.Value) (bool, error) {
 	return func(l *pickle.List, items []pickle.Value) (bool, error) {
-		if ft, ok := l.Tag.(framesTag); ok || (l.Tag == nil && len(l.Items) == 0 && isFrame(items[0])) {
-			return d.appendFrames(l, ft, items)
+		if l.Mark > 0 || (l.Tag == nil && len(l.Items) == 0 && isFrame(items[0])) {
+			return d.appendFrames(l, items)
 		}
 		tag, ok := l.Tag.(traceTag)
 		if !ok {
@@ -67,16 +63,21 @@ func (d *decoder) onAppend(m *pickle.Machine) func(*pickle.List, []pickle.Value)
 	}
 }
 
-// appendFrames keeps a frames list as interned frame IDs instead of values.
-func (d *decoder) appendFrames(l *pickle.List, ft framesTag, items []pickle.Value) (bool, error) {
+// appendFrames interns a frames list as it is filled, so the list keeps no values.
+func (d *decoder) appendFrames(l *pickle.List, items []pickle.Value) (bool, error) {
+	ids := d.ids[:0]
+	if l.Mark > 0 {
+		ids = append(ids, d.frames.StackAt(profiler.StackID(l.Mark-1))...)
+	}
 	for _, it := range items {
 		id, err := d.frame(it)
 		if err != nil {
 			return false, err
 		}
-		ft = append(ft, id)
+		ids = append(ids, id)
 	}
-	l.Tag = ft
+	d.ids = ids
+	l.Mark = int64(d.frames.Stack(ids)) + 1
 	return true, nil
 }
 
@@ -158,13 +159,8 @@ func (d *decoder) stack(v pickle.Value) (profiler.StackID, error) {
 	var l *pickle.List
 	if v.Kind == pickle.ListKind {
 		l = v.Ref.(*pickle.List)
-		switch t := l.Tag.(type) {
-		case stackTag:
-			return profiler.StackID(t), nil
-		case framesTag:
-			s := d.frames.Stack(t)
-			l.Tag = stackTag(s)
-			return s, nil
+		if l.Mark > 0 {
+			return profiler.StackID(l.Mark - 1), nil
 		}
 	}
 	items, _ := v.Items()
@@ -179,7 +175,7 @@ func (d *decoder) stack(v pickle.Value) (profiler.StackID, error) {
 	d.ids = ids
 	s := d.frames.Stack(ids)
 	if l != nil {
-		l.Tag = stackTag(s)
+		l.Mark = int64(s) + 1
 	}
 	return s, nil
 }
@@ -189,8 +185,8 @@ func (d *decoder) frame(v pickle.Value) (profiler.FrameID, error) {
 		return 0, fmt.Errorf("a frame is a %s, not a dict", v.TypeName())
 	}
 	dict := v.Ref.(*pickle.Dict)
-	if t, ok := dict.Tag.(frameTag); ok {
-		return profiler.FrameID(t), nil
+	if dict.Mark > 0 {
+		return profiler.FrameID(dict.Mark - 1), nil
 	}
 	var f profiler.Frame
 	if s, ok := dict.Get("filename"); ok {
@@ -204,6 +200,6 @@ func (d *decoder) frame(v pickle.Value) (profiler.FrameID, error) {
 		f.Line = int(n)
 	}
 	id := d.frames.Frame(f)
-	dict.Tag = frameTag(id)
+	dict.Mark = int64(id) + 1
 	return id, nil
 }

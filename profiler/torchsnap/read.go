@@ -10,6 +10,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
+	"sync"
+	"sync/atomic"
 
 	"github.com/vramscope/vramscope/profiler"
 	"github.com/vramscope/vramscope/profiler/pickle"
@@ -75,15 +78,9 @@ func readFile(path string, frames *profiler.Frames, onEvent EventFunc, opt Optio
 	}
 	size := st.Size()
 	prog := &progressReader{total: 2 * size, fn: opt.Progress}
-	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		return nil, err
-	}
-	prog.r = f
-	plan, err := pickle.Scan(prog, size, opt.Limits)
+	prog.r = io.NewSectionReader(f, 0, size)
+	plan, err := pickle.ScanAt(progressAt{f, prog}, size, opt.Limits, runtime.GOMAXPROCS(0))
 	if err != nil {
-		return nil, err
-	}
-	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return nil, err
 	}
 	d := newDecoder(frames, onEvent)
@@ -127,6 +124,7 @@ func Decode(b []byte, frames *profiler.Frames, onEvent EventFunc) (*Snapshot, er
 }
 
 type progressReader struct {
+	mu    sync.Mutex
 	r     io.Reader
 	done  int64
 	total int64
@@ -136,10 +134,31 @@ type progressReader struct {
 
 func (p *progressReader) Read(b []byte) (int, error) {
 	n, err := p.r.Read(b)
-	p.done += int64(n)
-	if p.fn != nil && p.done >= p.next {
-		p.fn(p.done, p.total)
-		p.next = p.done + 8<<20
+	p.add(n)
+	return n, err
+}
+
+// add counts bytes read; the planning pass reads from several goroutines.
+func (p *progressReader) add(n int) {
+	done := atomic.AddInt64(&p.done, int64(n))
+	if p.fn != nil && done >= atomic.LoadInt64(&p.next) {
+		p.mu.Lock()
+		if done >= p.next {
+			p.fn(done, p.total)
+			p.next = done + 8<<20
+		}
+		p.mu.Unlock()
 	}
+}
+
+// progressAt counts what the planning pass reads.
+type progressAt struct {
+	f *os.File
+	p *progressReader
+}
+
+func (a progressAt) ReadAt(b []byte, off int64) (int, error) {
+	n, err := a.f.ReadAt(b, off)
+	a.p.add(n)
 	return n, err
 }

@@ -1,0 +1,51 @@
+# vramscope — two commands do all set-up on a fresh machine:
+#   make demo   analyse the bundled example snapshot, print the summary, write the flame graph
+#   make test   install what the tests need and run every test
+GO      ?= go
+BIN     := bin/vramscope
+EXAMPLE := examples/snapshots/example_train.pickle
+SHARED  ?= ../shared
+
+.PHONY: all build demo test setup test-go test-web test-fixtures bench fuzz clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN) ./cmd/vramscope
+
+demo: build
+	$(BIN) analyze --root . --html example_flame.html $(EXAMPLE)
+
+# setup installs the test dependencies from the project's own files: Go modules
+# (go.sum), the npm workspace (package-lock.json), and Debian's chromium for the
+# real-browser tests (only when missing, and only as root).
+setup:
+	$(GO) mod download
+	npm ci --no-audit --no-fund
+	@command -v chromium >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	  else echo "install Debian's chromium (apt-get install chromium) for the browser tests" >&2; exit 1; fi; }
+
+test: setup test-go test-web test-fixtures
+
+test-go:
+	$(GO) vet ./...
+	$(GO) test ./...
+
+test-web:
+	node --test profiler/flame/web/
+
+# The shared fixture facts (peak within 1%, top user line, no false alarms).
+test-fixtures: build
+	python3 $(SHARED)/checks/fixtures.py $(BIN)
+
+bench: build
+	bash bench/run.sh
+
+fuzz:
+	$(GO) test -run XXX -fuzz FuzzDecode -fuzztime 60s ./profiler/pickle
+	$(GO) test -run XXX -fuzz FuzzSnapshot -fuzztime 60s ./profiler/torchsnap
+
+clean:
+	rm -rf bin example_flame.html test-artifacts .bench

@@ -1,0 +1,126 @@
+package archtest
+
+import (
+	"encoding/json"
+	"io"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/vramscope/vramscope/"
+
+// allowed lists, for each layer (a package path relative to the module, "/..."
+// for a subtree), the module packages and external modules it may import.
+// The standard library is always allowed. Order matters: the first match wins.
+var allowed = []struct {
+	pkg  string
+	may  []string
+	note string
+}{
+	{"profiler", nil, "the model: standard library only"},
+	{"profiler/pickle", nil, "the safe pickle reader: standard library only"},
+	{"profiler/torchsnap", []string{"profiler", "profiler/pickle"}, ""},
+	{"profiler/flame", []string{"profiler"}, "one flame-graph core, no analysis"},
+	{"profiler/flame/...", []string{"profiler", "profiler/flame"}, ""},
+	{"profiler/analyze", []string{"profiler", "profiler/pickle", "profiler/torchsnap", "profiler/flame"}, ""},
+	{"profiler/pprofenc", []string{"profiler", "profiler/analyze", "github.com/google/pprof/profile"}, ""},
+	{"internal/cli", []string{"profiler/...", "internal/synth"}, "subcommands call the engine"},
+	{"internal/synth", []string{"profiler", "profiler/pickle", "profiler/torchsnap"}, ""},
+	{"internal/archtest", nil, ""},
+	{"cmd/vramscope", []string{"internal/cli"}, "a thin entry point"},
+	{"cmd/vramscope-synth", []string{"internal/synth"}, "a thin entry point"},
+}
+
+type pkg struct {
+	ImportPath string
+	Imports    []string
+}
+
+func matches(pattern, path string) bool {
+	if strings.HasSuffix(pattern, "/...") {
+		base := strings.TrimSuffix(pattern, "/...")
+		return strings.HasPrefix(path, base+"/")
+	}
+	return path == pattern
+}
+
+func isStd(path string) bool {
+	first, _, _ := strings.Cut(path, "/")
+	return !strings.Contains(first, ".")
+}
+
+// TestImportLayers fails on any import the layer table does not allow.
+func TestImportLayers(t *testing.T) {
+	out, err := exec.Command("go", "list", "-json", "../../...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	dec := json.NewDecoder(strings.NewReader(string(out)))
+	var pkgs []pkg
+	for {
+		var p pkg
+		if err := dec.Decode(&p); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		pkgs = append(pkgs, p)
+	}
+	if len(pkgs) < 8 {
+		t.Fatalf("only %d packages listed; is go list looking at the module?", len(pkgs))
+	}
+	for _, v := range violations(pkgs) {
+		t.Error(v)
+	}
+}
+
+// TestViolationsCatchForbiddenEdge makes sure the checker itself can fail.
+func TestViolationsCatchForbiddenEdge(t *testing.T) {
+	bad := []pkg{
+		{ImportPath: module + "profiler", Imports: []string{"fmt", module + "profiler/analyze"}},
+		{ImportPath: module + "profiler/pickle", Imports: []string{"github.com/nlpodyssey/gopickle/pickle"}},
+		{ImportPath: module + "profiler/torchsnap", Imports: []string{module + "profiler/pickle"}},
+		{ImportPath: module + "somewhere/new", Imports: nil},
+	}
+	if v := violations(bad); len(v) != 3 {
+		t.Fatalf("want 3 violations (model importing analysis, pickle importing gopickle, unknown package), got %d: %v", len(v), v)
+	}
+}
+
+func violations(pkgs []pkg) []string {
+	var out []string
+	for _, p := range pkgs {
+		rel := strings.TrimPrefix(p.ImportPath, module)
+		rule := -1
+		for i, r := range allowed {
+			if matches(r.pkg, rel) {
+				rule = i
+				break
+			}
+		}
+		if rule < 0 {
+			out = append(out, rel+" is not in the layer table of internal/archtest (and docs/architecture.md): add it")
+			continue
+		}
+		for _, imp := range p.Imports {
+			if isStd(imp) {
+				continue
+			}
+			ok := false
+			for _, m := range allowed[rule].may {
+				target := imp
+				if strings.HasPrefix(imp, module) {
+					target = strings.TrimPrefix(imp, module)
+				}
+				if matches(m, target) || (strings.HasSuffix(m, "/...") && target == strings.TrimSuffix(m, "/...")) {
+					ok = true
+				}
+			}
+			if !ok {
+				out = append(out, "forbidden import: "+rel+" imports "+imp)
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,210 @@
+package pickle
+
+import (
+	"encoding/binary"
+	"io"
+	"sync"
+)
+
+// ScanAt plans a pickle read through an io.ReaderAt. Protocol 4 and 5 pickles
+// are cut into frames (the FRAME opcode) that never split an opcode, so when
+// every memo write is a MEMOIZE the frames can be scanned on several cores at
+// once: reads are counted per slot wherever they occur, and a slot's index is
+// the number of MEMOIZEs before it, which the parts add up in order. Anything
+// else (explicit PUTs, unframed data, older protocols) is scanned serially.
+func ScanAt(src io.ReaderAt, size int64, lim Limits, workers int) (*Plan, error) {
+	serial := func() (*Plan, error) {
+		return Scan(io.NewSectionReader(src, 0, size), size, lim)
+	}
+	if workers < 2 {
+		return serial()
+	}
+	cuts, ok := frameCuts(src, size, workers)
+	if !ok {
+		return serial()
+	}
+	parts := make([]chunkScan, len(cuts)-1)
+	var wg sync.WaitGroup
+	for i := range parts {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			parts[i] = scanChunk(src, cuts[i], cuts[i+1], size, lim, i == len(parts)-1)
+		}(i)
+	}
+	wg.Wait()
+	p := &Plan{Proto: 4}
+	var base uint64
+	for i := range parts {
+		c := &parts[i]
+		if c.fallback {
+			return serial()
+		}
+		if c.err != nil {
+			return nil, c.err
+		}
+		if c.need > int64(base) {
+			return nil, &Error{Offset: c.needAt, Msg: "memo slot is read before it is written"}
+		}
+		base += c.memoizes
+		p.Ops += c.ops
+		p.reads = addReads(p.reads, c.reads)
+	}
+	for uint64(len(p.reads)) < base {
+		p.reads = append(p.reads, 0)
+	}
+	for _, n := range p.reads[base:] {
+		if n != 0 {
+			return nil, &Error{Offset: size, Msg: "memo slot is read but never written"}
+		}
+	}
+	p.reads = p.reads[:base:base]
+	p.written.fill(base)
+	p.Slots = int64(base)
+	return p, nil
+}
+
+// frameCuts finds frame starts that split the file into about n parts of
+// similar size. It walks the chain of FRAME headers (one small read per frame).
+func frameCuts(src io.ReaderAt, size int64, n int) ([]int64, bool) {
+	var hdr [9]byte
+	if _, err := src.ReadAt(hdr[:3], 0); err != nil || hdr[0] != opProto || hdr[1] < 4 || hdr[2] != opFrame {
+		return nil, false
+	}
+	cuts := []int64{0}
+	target := size / int64(n)
+	off := int64(2)
+	for off < size {
+		if _, err := src.ReadAt(hdr[:], off); err != nil {
+			break // the last frame ends the file (STOP inside it); see below
+		}
+		if hdr[0] != opFrame {
+			return nil, false
+		}
+		flen := int64(binary.LittleEndian.Uint64(hdr[1:]))
+		if flen < 0 || flen > size {
+			return nil, false
+		}
+		if off >= int64(len(cuts))*target && len(cuts) < n {
+			cuts = append(cuts, off)
+		}
+		off += 9 + flen
+	}
+	if off != size || len(cuts) < 2 {
+		return nil, false
+	}
+	return append(cuts, size), true
+}
+
+type chunkScan struct {
+	reads    []uint8
+	memoizes uint64
+	need     int64 // the part needs at least this many slots written before it
+	needAt   int64
+	ops      int64
+	err      error
+	fallback bool
+}
+
+// scanChunk counts memo reads in [from, to), which starts at an opcode.
+func scanChunk(src io.ReaderAt, from, to, size int64, lim Limits, last bool) (c chunkScan) {
+	r := newReader(io.NewSectionReader(src, from, to-from), to-from)
+	r.base = from
+	stopped := false
+	for r.offset() < to {
+		if r.end-r.pos >= 10 {
+			n, id, kind := fastOp(r.buf[r.pos:r.end])
+			if n > 0 {
+				r.opAt = r.base + int64(r.pos)
+				r.pos += n
+				c.ops++
+				switch kind {
+				case fastGet:
+					c.read(id, r.opAt)
+				case fastMemoize:
+					c.memoizes++
+				case fastPut:
+					c.fallback = true
+					return
+				}
+				continue
+			}
+		} else if r.err == nil {
+			_ = r.fill(10)
+		}
+		op, err := r.op()
+		if err != nil {
+			c.err = err
+			return
+		}
+		c.ops++
+		switch op {
+		case opStop:
+			stopped = true
+			if r.offset() != to {
+				c.err = &Error{Offset: r.opAt, Msg: "STOP before the end of the data"}
+			}
+			return
+		case opMemoize:
+			c.memoizes++
+		case opBinGet, opLongBinGet:
+			var id uint64
+			if op == opBinGet {
+				b, err := r.u8()
+				c.err, id = err, uint64(b)
+			} else {
+				b, err := r.u32()
+				c.err, id = err, uint64(b)
+			}
+			if c.err != nil {
+				return
+			}
+			c.read(id, r.opAt)
+		case opProto:
+			if r.opAt != 0 {
+				c.fallback = true
+				return
+			}
+			if _, c.err = r.u8(); c.err != nil {
+				return
+			}
+		case opBinPut, opLongBinPut, opPut, opGet:
+			c.fallback = true // rare forms: let the serial scan handle them
+			return
+		default:
+			if c.err = skipArg(r, op, lim); c.err != nil {
+				return
+			}
+		}
+	}
+	if last && !stopped {
+		c.err = &Error{Offset: size, Msg: "truncated: input ends before the STOP opcode"}
+	}
+	return
+}
+
+func (c *chunkScan) read(id uint64, at int64) {
+	if need := int64(id) - int64(c.memoizes) + 1; need > c.need {
+		c.need, c.needAt = need, at
+	}
+	if id >= 1<<40 {
+		return
+	}
+	for uint64(len(c.reads)) <= id {
+		c.reads = append(c.reads, make([]uint8, max(len(c.reads), 1024))...)
+	}
+	if c.reads[id] < 255 {
+		c.reads[id]++
+	}
+}
+
+// addReads adds read counts, saturating at 255.
+func addReads(a, b []uint8) []uint8 {
+	if len(b) > len(a) {
+		a, b = b, a
+	}
+	for i, n := range b {
+		a[i] = uint8(min(int(a[i])+int(n), 255))
+	}
+	return a
+}
