@@ -223,6 +223,7 @@ func (t *Frames) NumFrames() int { return len(t.frames) }
 // IsUserFile reports whether a frame's file is the user's own code rather than
 // an installed library, PyTorch itself, or the interpreter.
 func IsUserFile(file string) bool {
+	file = strings.ReplaceAll(file, "\\", "/")
 	if strings.Contains(file, "<ipython-input") || strings.Contains(file, "/ipykernel_") {
 		return true
 	}

@@ -35,6 +35,11 @@ func (m *PathMap) AddRule(spec string) error {
 // AddRoot makes files under dir candidates for suffix matching. The walk is
 // bounded so pointing it at a huge tree stays cheap.
 func (m *PathMap) AddRoot(dir string) error {
+	if st, err := os.Stat(dir); err != nil {
+		return fmt.Errorf("path root %s: %w", dir, err)
+	} else if !st.IsDir() {
+		return fmt.Errorf("path root %s: not a directory", dir)
+	}
 	if m.byBase == nil {
 		m.byBase = map[string][]string{}
 	}
@@ -94,7 +99,9 @@ func (m *PathMap) resolve(file string) string {
 			best, bestLen = cand, n
 		}
 	}
-	if best != "" {
+	// A library file matched by its base name alone (torch's functional.py and
+	// the user's own functional.py) is no match.
+	if best != "" && (bestLen >= 2 || IsUserFile(file)) {
 		return best
 	}
 	return file

@@ -36,6 +36,12 @@ func runFlame(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "vramscope flame: want one snapshot file and --weight peak|alloc|current")
 		return exitInput
 	}
+	switch c.format {
+	case "html", "json", "collapsed", "pprof":
+	default: // checked before anything is read or any output file is touched
+		fmt.Fprintf(stderr, "vramscope flame: unknown --format %q (html, json, collapsed or pprof)\n", c.format)
+		return exitInput
+	}
 	res, err := c.load(pos[0], stderr)
 	if err != nil {
 		return fail(stderr, err)

@@ -52,7 +52,7 @@ func (a *analysis) ooms(t *tracker, d Device) []OOM {
 	var out []OOM
 	for _, e := range t.ooms {
 		o := OOM{Device: d.Device, TimeUS: e.timeUS, Requested: e.requested, DeviceFree: e.deviceFree,
-			Allocated: d.PreTraceBytes + e.cur, Reserved: reservedAt(d, e.rcur, t.rcur),
+			Allocated: d.Allocator.Allocated - (t.cur - e.cur), Reserved: reservedAt(d, e.rcur, t.rcur),
 			Frames: a.origins.stackPath(e.stack)}
 		if f, ok := a.origins.userFrame(e.stack); ok {
 			o.File, o.Line, o.Function = f.File, f.Line, f.Func
@@ -62,7 +62,10 @@ func (a *analysis) ooms(t *tracker, d Device) []OOM {
 	return out
 }
 
-// reservedAt turns a replayed reserved level into bytes using the end state.
+// reservedAt turns a replayed reserved level into bytes using the end state
+// (allocated bytes at an OOM are anchored the same way: the snapshot's
+// segments give exact block sizes at the end, so PyTorch's own OOM message
+// and these figures agree).
 func reservedAt(d Device, rcur, rend int64) int64 {
 	return d.Allocator.Reserved - rend + rcur
 }

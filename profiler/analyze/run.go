@@ -124,7 +124,11 @@ func (a *analysis) finish(snap *torchsnap.Snapshot, opt Options) *Result {
 			r.OOMs = append(r.OOMs, a.ooms(t, d)...)
 		}
 	}
-	r.Sites, r.LeafSites, r.Coverage = a.sites(r.Peak.Bytes)
+	var peaks int64 // sites cover every device, so shares are of all devices' peaks
+	for _, d := range r.Devices {
+		peaks += d.Peak.Bytes
+	}
+	r.Sites, r.LeafSites, r.Coverage = a.sites(peaks)
 	r.Stacks = a.topStacks(20)
 	r.Findings = append([]Finding{}, findings(r)...)
 	if r.OOMs == nil {

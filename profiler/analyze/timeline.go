@@ -81,7 +81,7 @@ func (tl *timeline) result(device int, base, rbase int64, anns []profiler.Annota
 	for len(tl.buckets) > MaxTimelinePoints {
 		tl.halve()
 	}
-	out := Timeline{Device: device, Points: make([]Point, len(tl.buckets))}
+	out := Timeline{Device: device, Points: make([]Point, len(tl.buckets)), Markers: []Marker{}}
 	for i, b := range tl.buckets {
 		out.Points[i] = Point{TimeUS: b.TimeUS, Allocated: b.Allocated + base, Reserved: b.Reserved + rbase}
 	}

@@ -93,7 +93,7 @@ func (t *tracker) event(e *profiler.Event, user bool) {
 }
 
 func (t *tracker) alloc(e *profiler.Event, user bool) {
-	size := int64(e.Size)
+	size := blockSize(e.Size)
 	b := &block{size: size, seq: e.Seq}
 	if !user {
 		if t.open == nil {
@@ -117,6 +117,9 @@ func (t *tracker) alloc(e *profiler.Event, user bool) {
 	if old := t.live[e.Addr]; old != nil {
 		// An alloc over a live address means the free fell outside the ring; drop the old one.
 		t.cur -= old.size
+		if old.seq <= t.peakAt {
+			t.freedSincePeak = append(t.freedSincePeak, old)
+		}
 	}
 	t.live[e.Addr] = b
 	t.cur += size
@@ -157,7 +160,8 @@ func (t *tracker) free(e *profiler.Event) {
 	b := t.live[e.Addr]
 	if b == nil {
 		// Allocated before the trace began: it was live all along until now.
-		b = &block{size: int64(e.Size), seq: -1, origin: t.a.origins.preTrace(e.Stack)}
+		// Its frames (context="all") are where it was freed, not where it was made.
+		b = &block{size: blockSize(e.Size), seq: -1, origin: t.a.origins.preTrace(0)}
 		t.preFreed += b.size
 	} else {
 		delete(t.live, e.Addr)
@@ -173,4 +177,16 @@ func (t *tracker) finish() {
 	if t.open != nil {
 		t.closeGap(0)
 	}
+}
+
+// blockSize is the allocator's block for a request: traces record the bytes
+// requested, while PyTorch's "allocated" counts blocks, which are multiples of
+// 512 bytes (a large request can get a little more when its segment is not
+// split; the snapshot's segments give those exactly at the end).
+func blockSize(requested uint64) int64 {
+	const minBlock = 512
+	if requested < minBlock {
+		return minBlock
+	}
+	return int64((requested + minBlock - 1) / minBlock * minBlock)
 }

@@ -464,7 +464,7 @@ func (m *Machine) collect(op byte, items []Value) error {
 	case opTuple:
 		return m.push(Value{Kind: Tuple, Ref: own})
 	case opFrozenSet:
-		return m.push(Value{Kind: SetKind, Ref: &Set{Items: own}})
+		return m.push(Value{Kind: SetKind, Ref: &Set{Items: own, Frozen: true}})
 	case opList:
 		l := &List{}
 		if err := m.push(Value{Kind: ListKind, Ref: l}); err != nil {
@@ -524,9 +524,13 @@ func (m *Machine) setItems(kv []Value) error {
 		return m.fail("SETITEMS with an odd number of items")
 	}
 	for i := 0; i < len(kv); i += 2 {
-		switch kv[i].Kind {
-		case ListKind, DictKind, SetKind:
-			return m.fail("unhashable dict key of type %s", kv[i].TypeName())
+		switch k := kv[i]; k.Kind {
+		case ListKind, DictKind:
+			return m.fail("unhashable dict key of type %s", k.TypeName())
+		case SetKind:
+			if !k.Ref.(*Set).Frozen {
+				return m.fail("unhashable dict key of type set")
+			}
 		}
 	}
 	if err := m.hold(len(kv)); err != nil {

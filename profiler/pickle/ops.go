@@ -129,6 +129,6 @@ var DefaultLimits = Limits{
 	MaxStack:     1 << 20,
 	MaxMarks:     1 << 12,
 	MaxString:    1 << 30,
-	MaxHeld:      64 << 20,
+	MaxHeld:      8 << 20,
 	MaxMemoIndex: 1 << 32,
 }

@@ -54,8 +54,11 @@ type Dict struct {
 	pins  int32 // memo slots holding this dict
 }
 
-// Set is a Python set or frozenset.
-type Set struct{ Items []Value }
+// Set is a Python set or frozenset (Frozen; only a frozenset can be a dict key).
+type Set struct {
+	Items  []Value
+	Frozen bool
+}
 
 // Get returns the value stored under a string key.
 func (d *Dict) Get(key string) (Value, bool) {

@@ -21,6 +21,8 @@ type decoder struct {
 	traces  []int64 // events per trace
 	ev      profiler.Event
 	ids     []profiler.FrameID
+	keys    strCache // entry key -> field
+	actions strCache // action string -> profiler.Action
 }
 
 func newDecoder(frames *profiler.Frames, onEvent EventFunc) *decoder {
@@ -97,6 +99,65 @@ func isTraceEntry(v pickle.Value) bool {
 	return ok
 }
 
+// Fields of a trace entry. Keys are memoised strings, so the same few string
+// values recur; a small cache compares them first (equal strings that share
+// their bytes compare in constant time).
+const (
+	fOther = iota
+	fAction
+	fAddr
+	fSize
+	fStream
+	fTime
+	fDeviceFree
+	fUserMeta
+	fFrames
+)
+
+func fieldByName(k string) int {
+	switch k {
+	case "action":
+		return fAction
+	case "addr":
+		return fAddr
+	case "size":
+		return fSize
+	case "stream":
+		return fStream
+	case "time_us":
+		return fTime
+	case "device_free":
+		return fDeviceFree
+	case "user_metadata":
+		return fUserMeta
+	case "frames":
+		return fFrames
+	}
+	return fOther // compile_context and keys added by later PyTorch versions
+}
+
+type strCache struct {
+	str [12]string
+	val [12]int
+	k   int
+}
+
+func (c *strCache) lookup(s string, slow func(string) int) int {
+	for i := 0; i < c.k; i++ {
+		if c.str[i] == s {
+			return c.val[i]
+		}
+	}
+	v := slow(s)
+	if c.k < len(c.str) {
+		c.str[c.k], c.val[c.k] = s, v
+		c.k++
+	}
+	return v
+}
+
+func actionOf(s string) int { return int(profiler.ParseAction(s)) }
+
 // event fills d.ev from one trace entry dict.
 func (d *decoder) event(dict *pickle.Dict, seq int64) error {
 	e := &d.ev
@@ -107,36 +168,30 @@ func (d *decoder) event(dict *pickle.Dict, seq int64) error {
 		if k.Kind != pickle.Str {
 			continue
 		}
-		var ok bool
-		switch k.Text {
-		case "action":
-			var s string
-			s, ok = v.AsString()
-			e.Action, haveAction = profiler.ParseAction(s), ok
-		case "addr":
+		ok := true
+		switch d.keys.lookup(k.Text, fieldByName) {
+		case fAction:
+			ok = v.Kind == pickle.Str
+			e.Action, haveAction = profiler.Action(d.actions.lookup(v.Text, actionOf)), ok
+		case fAddr:
 			e.Addr, ok = v.AsUint()
-		case "size":
+		case fSize:
 			e.Size, ok = v.AsUint()
-		case "stream":
+		case fStream:
 			e.Stream, ok = v.AsInt()
 			ok = ok || v.Kind == pickle.None
-		case "time_us":
+		case fTime:
 			e.TimeUS, ok = v.AsInt()
 			ok = ok || v.Kind == pickle.None
-		case "device_free":
+		case fDeviceFree:
 			e.DeviceFree, ok = v.AsUint()
-		case "user_metadata":
+		case fUserMeta:
 			e.UserMeta, _ = v.AsString()
-			ok = true
-		case "frames":
+		case fFrames:
 			var err error
-			e.Stack, err = d.stack(v)
-			if err != nil {
+			if e.Stack, err = d.stack(v); err != nil {
 				return err
 			}
-			ok = true
-		default:
-			ok = true // compile_context and keys added by later PyTorch versions
 		}
 		if !ok {
 			return fmt.Errorf("%q is a %s", k.Text, v.TypeName())

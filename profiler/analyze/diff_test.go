@@ -1,0 +1,121 @@
+package analyze_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/vramscope/vramscope/profiler/analyze"
+)
+
+func key(file string, line int, fn, kind string) string {
+	return fmt.Sprintf("%s\x00%d\x00%s\x00%s", file, line, fn, kind)
+}
+
+func TestCompareWithItself(t *testing.T) {
+	for _, name := range []string{"gpt2_train", "leak_steps"} {
+		t.Run(name, func(t *testing.T) {
+			r := result(t, name)
+			d := analyze.Compare(r, r)
+			if d.PeakDelta != 0 || d.New != 0 || d.Gone != 0 || d.PeakA != r.Peak.Bytes || d.PeakB != r.Peak.Bytes {
+				t.Errorf("self diff: %+v", d)
+			}
+			if len(d.Sites) != len(r.Sites) {
+				t.Errorf("%d site deltas for %d sites", len(d.Sites), len(r.Sites))
+			}
+			for _, s := range d.Sites {
+				if s.Status != "same" || s.PeakDelta != 0 || s.CurrentDelta != 0 || s.AllocDelta != 0 || s.AllocsDelta != 0 {
+					t.Errorf("self diff site %+v", s)
+				}
+				if s.PeakBefore != s.PeakAfter {
+					t.Errorf("self diff site %s: before %d after %d", s.Function, s.PeakBefore, s.PeakAfter)
+				}
+			}
+		})
+	}
+}
+
+// gpt2_train against oom_batch: different scripts around the same model. New
+// and gone sites are the set differences of the two results' site keys, and
+// every delta is after minus before.
+func TestCompareTwoRuns(t *testing.T) {
+	a, b := result(t, "gpt2_train"), result(t, "oom_batch")
+	d := analyze.Compare(a, b)
+	if d.Before != a.File || d.After != b.File {
+		t.Errorf("before %q after %q", d.Before, d.After)
+	}
+	if d.PeakDelta != b.Peak.Bytes-a.Peak.Bytes || d.PeakA != a.Peak.Bytes || d.PeakB != b.Peak.Bytes {
+		t.Errorf("peak %d -> %d delta %d; results say %d -> %d", d.PeakA, d.PeakB, d.PeakDelta, a.Peak.Bytes, b.Peak.Bytes)
+	}
+	before, after := map[string]analyze.Site{}, map[string]analyze.Site{}
+	for _, s := range a.Sites {
+		before[key(s.File, s.Line, s.Function, s.Kind)] = s
+	}
+	for _, s := range b.Sites {
+		after[key(s.File, s.Line, s.Function, s.Kind)] = s
+	}
+	wantNew, wantGone, union := 0, 0, len(before)
+	for k := range after {
+		if _, ok := before[k]; !ok {
+			wantNew++
+			union++
+		}
+	}
+	for k := range before {
+		if _, ok := after[k]; !ok {
+			wantGone++
+		}
+	}
+	if d.New != wantNew || d.Gone != wantGone {
+		t.Errorf("new %d gone %d; set differences give %d, %d", d.New, d.Gone, wantNew, wantGone)
+	}
+	if wantNew+wantGone == 0 {
+		t.Error("the two runs have the same sites: the test lost its point")
+	}
+	if len(d.Sites) != union {
+		t.Errorf("%d site deltas, %d distinct sites", len(d.Sites), union)
+	}
+	nonzero := 0
+	statuses := map[string]int{}
+	for i, s := range d.Sites {
+		k := key(s.File, s.Line, s.Function, s.Kind)
+		x, y := before[k], after[k]
+		statuses[s.Status]++
+		if s.PeakBefore != x.PeakBytes || s.PeakAfter != y.PeakBytes || s.PeakDelta != y.PeakBytes-x.PeakBytes ||
+			s.AllocDelta != y.AllocBytes-x.AllocBytes || s.AllocsDelta != y.Allocs-x.Allocs || s.CurrentDelta != y.CurrentBytes-x.CurrentBytes {
+			t.Errorf("delta %+v disagrees with before %+v after %+v", s, x, y)
+		}
+		_, inA := before[k]
+		_, inB := after[k]
+		want := "changed"
+		switch {
+		case !inA:
+			want = "new"
+		case !inB:
+			want = "gone"
+		case s.PeakDelta == 0 && s.AllocDelta == 0 && s.AllocsDelta == 0 && s.CurrentDelta == 0:
+			want = "same"
+		}
+		if s.Status != want {
+			t.Errorf("site %s:%d %s: status %q, want %q", s.File, s.Line, s.Function, s.Status, want)
+		}
+		if s.PeakDelta != 0 || s.AllocDelta != 0 {
+			nonzero++
+		}
+		if i > 0 && abs(s.PeakDelta) > abs(d.Sites[i-1].PeakDelta) {
+			t.Errorf("site deltas not ordered by |peak delta| at %d", i)
+		}
+	}
+	if nonzero == 0 {
+		t.Error("no site changed")
+	}
+	if statuses["new"] != d.New || statuses["gone"] != d.Gone {
+		t.Errorf("statuses %v, new %d gone %d", statuses, d.New, d.Gone)
+	}
+}
+
+func abs(x int64) int64 {
+	if x < 0 {
+		return -x
+	}
+	return x
+}

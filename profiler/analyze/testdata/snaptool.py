@@ -1,0 +1,288 @@
+"""Independent reference for vramscope's analysis tests (standard library only).
+
+  snaptool.py facts FILE...         one JSON object per line: what a plain replay of
+                                    each snapshot says (peak, counts, allocator state)
+  snaptool.py wrap FILE N OUT       OUT is FILE with the first N entries of every
+                                    device trace dropped, as when the ring buffer wraps
+  snaptool.py synth KIND OUT        a small synthetic snapshot (see SYNTH below)
+
+The replay is deliberately naive and written from PyTorch's documented format,
+not from vramscope's code: allocated bytes go up by an `alloc` entry's block
+size and down by a `free_completed` entry's block size (trace entries record the
+bytes requested; the allocator hands out blocks of at least 512 bytes, in
+multiples of 512, and "allocated" counts blocks); blocks active in `segments` that the
+trace never allocated (or whose allocation it no longer holds) were there before
+the trace, as were blocks the trace frees without having allocated them.
+"""
+import json
+import pickle
+import sys
+
+
+def block_size(requested):
+    return max(512, -(-requested // 512) * 512)
+
+
+def replay(trace):
+    live = {}  # addr -> (size, seq)
+    cur = peak = 0
+    peak_seq, peak_t = -1, None
+    pre_freed = 0
+    pre_frees = []  # (seq, size, free-stack user frame)
+    allocs = alloc_bytes = 0
+    # The levels (relative to the unknown start) after every event.
+    for i, e in enumerate(trace):
+        a = e["action"]
+        size = block_size(e["size"])
+        if a == "alloc":
+            allocs += 1
+            alloc_bytes += size
+            if e["addr"] in live:
+                cur -= live[e["addr"]][0]
+            live[e["addr"]] = (size, i)
+            cur += size
+        elif a == "free_completed":
+            if e["addr"] in live:
+                cur -= live.pop(e["addr"])[0]
+            else:
+                pre_freed += size
+                cur -= size
+                pre_frees.append((i, size))
+        if cur > peak:
+            peak, peak_seq, peak_t = cur, i, e["time_us"]
+    return dict(live=live, cur=cur, peak=peak, peak_seq=peak_seq, peak_t=peak_t, pre_freed=pre_freed,
+                pre_frees=pre_frees, allocs=allocs, alloc_bytes=alloc_bytes)
+
+
+def is_user(fn):
+    if "<ipython-input" in fn or "/ipykernel_" in fn:
+        return True
+    if not fn.endswith(".py") or fn.startswith("<"):
+        return False
+    return not any(s in fn for s in ("site-packages/", "dist-packages/", "/lib/python", "/torch/"))
+
+
+def user_frame(frames):
+    for f in frames or []:
+        if is_user(f["filename"]):
+            return {"file": f["filename"], "line": f["line"], "function": f["name"]}
+    return None
+
+
+def device_facts(snap, dev, trace):
+    segs = [s for s in snap.get("segments", []) if s.get("device", 0) == dev]
+    r = replay(trace)
+    live = r["live"]
+    pre_live = pre_live_noframes = 0
+    active = active_count = 0
+    for s in segs:
+        for b in s["blocks"]:
+            if b["state"] == "inactive":
+                continue
+            active += b["size"]
+            active_count += 1
+            if b["address"] not in live:
+                pre_live += b["size"]
+                if not b.get("frames"):
+                    pre_live_noframes += b["size"]
+    base = pre_live + r["pre_freed"]
+    # Pre-trace blocks freed after the peak were live at it.
+    pre_freed_after_peak = sum(size for seq, size in r["pre_frees"] if seq > r["peak_seq"])
+    # Reserved over time: anchored at the end state, which the segments give.
+    reserved_end = sum(s["total_size"] for s in segs)
+    rcur = rmax = 0
+    rlevels = []
+    for e in trace:
+        a = e["action"]
+        if a in ("segment_alloc", "segment_map"):
+            rcur += e["size"]
+        elif a in ("segment_free", "segment_unmap"):
+            rcur -= e["size"]
+        rlevels.append(rcur)
+    rbase = reserved_end - rcur
+    max_reserved = rbase + max([0] + rlevels)
+    ooms = []
+    for e in trace:
+        if e["action"] == "oom":
+            ooms.append({"size": e["size"], "device_free": e.get("device_free"),
+                         "user": user_frame(e.get("frames")), "time_us": e["time_us"]})
+    free_sizes, largest_free = 0, 0
+    for s in segs:
+        for b in s["blocks"]:
+            if b["state"] == "inactive":
+                free_sizes += b["size"]
+                largest_free = max(largest_free, b["size"])
+    actions = {}
+    for e in trace:
+        actions[e["action"]] = actions.get(e["action"], 0) + 1
+    return {
+        "device": dev,
+        "events": len(trace),
+        "actions": actions,
+        "peak": base + r["peak"],
+        "peak_event": r["peak_seq"],
+        "peak_time_us": r["peak_t"],
+        "pre_trace_bytes": base,
+        "pre_live": pre_live,
+        "pre_live_noframes": pre_live_noframes,
+        "pre_freed": r["pre_freed"],
+        "pre_freed_after_peak": pre_freed_after_peak,
+        "allocs": r["allocs"],
+        "alloc_bytes": r["alloc_bytes"],
+        "active_bytes": active,
+        "active_blocks": active_count,
+        "reserved": reserved_end,
+        "max_reserved": max_reserved,
+        "segments": len(segs),
+        "expandable_segments": sum(1 for s in segs if s.get("is_expandable")),
+        "private_pool_segments": sum(1 for s in segs if tuple(s.get("segment_pool_id", (0, 0))) != (0, 0)),
+        "external_free": free_sizes,
+        "largest_free_block": largest_free,
+        "ooms": ooms,
+        "first_time_us": trace[0]["time_us"] if trace else None,
+        "last_time_us": trace[-1]["time_us"] if trace else None,
+    }
+
+
+def facts(path):
+    with open(path, "rb") as f:
+        snap = pickle.load(f)
+    traces = snap.get("device_traces", [])
+    devs = set(range(len(traces))) | {s.get("device", 0) for s in snap.get("segments", [])}
+    anns = snap.get("external_annotations", [])
+    out = {
+        "file": path,
+        "devices": [device_facts(snap, d, traces[d] if d < len(traces) else []) for d in sorted(devs)],
+        "step_markers": sum(1 for a in anns if a["stage"] == "START" and a["name"].startswith("Optimizer.step#")),
+        "annotations": len(anns),
+        "expandable_setting": bool(snap.get("allocator_settings", {}).get("expandable_segments", False)),
+    }
+    out["events"] = sum(d["events"] for d in out["devices"])
+    return out
+
+
+def wrap(path, n, out):
+    with open(path, "rb") as f:
+        snap = pickle.load(f)
+    snap["device_traces"] = [t[n:] for t in snap["device_traces"]]
+    with open(out, "wb") as f:
+        pickle.dump(snap, f, protocol=4)
+
+
+# --- synthetic snapshots -------------------------------------------------------
+
+USER = "/workspace/proj/train.py"
+LIB = "/usr/local/lib/python3.12/site-packages/torch/nn/modules/linear.py"
+
+
+def frames(*places):
+    """Innermost first, as PyTorch records them."""
+    return [{"filename": f, "line": l, "name": n} for f, l, n in places]
+
+
+def entry(action, addr, size, t, fr=(), **kw):
+    e = {"action": action, "addr": addr, "size": size, "stream": 0, "time_us": t, "frames": list(fr),
+         "compile_context": "N/A", "user_metadata": ""}
+    e.update(kw)
+    return e
+
+
+def segment(dev, addr, total, blocks, pool=(0, 0), expandable=False):
+    return {"device": dev, "address": addr, "total_size": total,
+            "allocated_size": sum(b["size"] for b in blocks if b["state"] != "inactive"),
+            "active_size": sum(b["size"] for b in blocks if b["state"] != "inactive"),
+            "requested_size": sum(b["requested_size"] for b in blocks if b["state"] != "inactive"),
+            "stream": 0, "segment_type": "large", "segment_pool_id": pool, "is_expandable": expandable,
+            "frames": [], "blocks": blocks}
+
+
+def block(addr, size, state, fr=()):
+    return {"address": addr, "size": size, "requested_size": size, "state": state, "frames": list(fr)}
+
+
+def settings(expandable=False):
+    return {"PYTORCH_CUDA_ALLOC_CONF": "", "max_split_size": -1, "expandable_segments": expandable}
+
+
+def synth_two_devices():
+    """Device 0 has segments but an empty trace; device 1 does the work."""
+    fw = frames((LIB, 134, "forward"), (USER, 20, "step"), (USER, 40, "main"))
+    bw = frames()
+    opt = frames((USER, 22, "step"), (USER, 40, "main"))
+    M = 1 << 20
+    t1 = [
+        entry("segment_alloc", 0x10000000, 64 * M, 1000, fw),
+        entry("alloc", 0x10000000, 8 * M, 1001, fw),
+        entry("alloc", 0x10800000, 16 * M, 1002, fw),
+        entry("alloc", 0x11800000, 4 * M, 1003, bw),  # backward, frameless
+        entry("free_completed", 0x10800000, 16 * M, 1004, bw),
+        entry("alloc", 0x11C00000, 2 * M, 1005, opt),
+        entry("free_completed", 0x11800000, 4 * M, 1006, bw),
+    ]
+    segs = [
+        segment(0, 0x20000000, 32 * M, [block(0x20000000, 12 * M, "active_allocated", opt),
+                                         block(0x20C00000, 20 * M, "inactive")]),
+        segment(1, 0x10000000, 64 * M, [block(0x10000000, 8 * M, "active_allocated", fw),
+                                         block(0x10800000, 16 * M, "inactive"),
+                                         block(0x11800000, 4 * M, "inactive"),
+                                         block(0x11C00000, 2 * M, "active_allocated", opt),
+                                         block(0x11E00000, 34 * M, "inactive")]),
+    ]
+    anns = [{"name": "Optimizer.step#SGD.step", "stage": "START", "device": 1, "time_us": 1005},
+            {"name": "Optimizer.step#SGD.step", "stage": "END", "device": 1, "time_us": 1006}]
+    return {"segments": segs, "device_traces": [[], t1], "allocator_settings": settings(),
+            "external_annotations": anns}
+
+
+def synth_address_reuse():
+    """An alloc over an address the trace still holds (its free was not recorded)."""
+    fw = frames((USER, 10, "main"))
+    M = 1 << 20
+    t = [
+        entry("alloc", 0x1000, 8 * M, 10, fw),
+        entry("alloc", 0x1000, 2 * M, 11, fw),
+    ]
+    segs = [segment(0, 0x1000, 16 * M, [block(0x1000, 2 * M, "active_allocated", fw),
+                                         block(0x1000 + 2 * M, 14 * M, "inactive")])]
+    return {"segments": segs, "device_traces": [t], "allocator_settings": settings(),
+            "external_annotations": []}
+
+
+def synth_long():
+    """100k events over a long time span: the timeline must stay bounded and keep the peak."""
+    fw = frames((USER, 10, "main"))
+    t, events = 0, []
+    K = 1 << 10
+    G = 1 << 30
+    events.append(entry("segment_alloc", 0x7F0000000000, G, t, fw))
+    for i in range(50000):
+        t += 7 + (i % 13)
+        size = (1 + (i * 7919) % 97) * K
+        if i == 31337:
+            size = 512 * K * K  # one spike, far above the rest
+        events.append(entry("alloc", 0x100000 + i * 4096, size, t, fw))
+        t += 3
+        events.append(entry("free_completed", 0x100000 + i * 4096, size, t, fw))
+    segs = [segment(0, 0x7F0000000000, G, [block(0x7F0000000000, G, "inactive")])]
+    return {"segments": segs, "device_traces": [events], "allocator_settings": settings(),
+            "external_annotations": []}
+
+
+SYNTH = {"two_devices": synth_two_devices, "address_reuse": synth_address_reuse, "long": synth_long}
+
+
+def main(argv):
+    if argv[0] == "facts":
+        for p in argv[1:]:
+            print(json.dumps(facts(p)))
+    elif argv[0] == "wrap":
+        wrap(argv[1], int(argv[2]), argv[3])
+    elif argv[0] == "synth":
+        with open(argv[2], "wb") as f:
+            pickle.dump(SYNTH[argv[1]](), f, protocol=4)
+    else:
+        sys.exit("unknown command " + argv[0])
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
