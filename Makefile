@@ -40,8 +40,9 @@ test-web:
 test-fixtures: build
 	python3 $(SHARED)/checks/fixtures.py $(BIN)
 
-bench: build
-	bash bench/run.sh
+# Large-snapshot benchmarks beside python3 pickle.load; writes docs/benchmarks.md (KEEP=1 keeps the 50M file).
+bench:
+	go run ./bench $(BENCHFLAGS)
 
 fuzz:
 	$(GO) test -run XXX -fuzz FuzzDecode -fuzztime 60s ./profiler/pickle
