@@ -216,6 +216,14 @@ loop:
 			v = Value{Kind: None}
 		case opEmptyDict:
 			v = Value{Kind: DictKind, Ref: m.newDict()}
+		case opEmptyList:
+			v = Value{Kind: ListKind, Ref: &List{}}
+		case opShortBinUnicode:
+			k := int(b[pos+1])
+			if 2+k > len(b)-pos {
+				break loop
+			}
+			v, n = m.str(b[pos+2:pos+2+k]), 2+k
 		default:
 			break loop
 		}

@@ -37,11 +37,11 @@ func ScanAt(src io.ReaderAt, size int64, lim Limits, workers int) (*Plan, error)
 	var base uint64
 	for i := range parts {
 		c := &parts[i]
-		if c.fallback {
+		// A part that stops early (rare forms, frames that do not match opcode
+		// boundaries, damage) is left to the serial scan, which accepts what
+		// CPython accepts and reports errors at their true offsets.
+		if c.fallback || c.err != nil {
 			return serial()
-		}
-		if c.err != nil {
-			return nil, c.err
 		}
 		if c.need > int64(base) {
 			return nil, &Error{Offset: c.needAt, Msg: "memo slot is read before it is written"}
@@ -187,8 +187,8 @@ func (c *chunkScan) read(id uint64, at int64) {
 	if need := int64(id) - int64(c.memoizes) + 1; need > c.need {
 		c.need, c.needAt = need, at
 	}
-	if id >= 1<<40 {
-		return
+	if id >= uint64(at) {
+		return // never written: each slot below id takes a MEMOIZE byte before at
 	}
 	for uint64(len(c.reads)) <= id {
 		c.reads = append(c.reads, make([]uint8, max(len(c.reads), 1024))...)

@@ -23,7 +23,11 @@ type reader struct {
 const bufSize = 1 << 20
 
 func newReader(src io.Reader, size int64) *reader {
-	r := &reader{src: src, buf: make([]byte, bufSize), remain: -1}
+	n := bufSize
+	if size >= 0 && size+16 < bufSize {
+		n = int(size) + 16 // small inputs (tests, fuzzing) need no megabyte buffer
+	}
+	r := &reader{src: src, buf: make([]byte, n), remain: -1}
 	if size >= 0 {
 		r.remain = size
 	}
@@ -38,7 +42,13 @@ func (r *reader) fill(n int) error {
 	if r.end-r.pos >= n {
 		return nil
 	}
+	if n > len(r.buf) {
+		return r.truncated() // more than the whole (small) input could hold
+	}
 	if r.err != nil {
+		if !errors.Is(r.err, io.EOF) {
+			return &Error{Offset: r.base + int64(r.end), Msg: fmt.Sprintf("read error: %v", r.err)}
+		}
 		return r.truncated()
 	}
 	copy(r.buf, r.buf[r.pos:r.end])
@@ -76,7 +86,7 @@ func (r *reader) op() (byte, error) {
 	if r.pos >= r.end {
 		if err := r.fill(1); err != nil {
 			r.opAt = r.offset()
-			if r.end == r.pos {
+			if r.end == r.pos && errors.Is(r.err, io.EOF) {
 				return 0, &Error{Offset: r.offset(), Msg: "truncated: input ends before the STOP opcode"}
 			}
 			return 0, err

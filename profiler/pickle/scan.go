@@ -21,6 +21,11 @@ const sparseGap = 1 << 16 // an explicit index this far past the dense range goe
 
 func (p *Plan) slot(id uint64) *uint8 {
 	if id < uint64(len(p.reads)) {
+		if p.sparse != nil {
+			if _, ok := p.sparse[id]; ok {
+				return nil // written while far off: it stays in the map
+			}
+		}
 		return &p.reads[id]
 	}
 	return nil
@@ -29,11 +34,12 @@ func (p *Plan) slot(id uint64) *uint8 {
 // put marks slot id written and reports whether it was new (CPython's memo is a
 // dict, so len(memo), which MEMOIZE uses, counts distinct slots).
 func (p *Plan) put(id uint64) bool {
-	if id < uint64(len(p.reads))+sparseGap {
+	_, far := p.sparse[id]
+	if !far && id < uint64(len(p.reads))+sparseGap && id < 2*uint64(p.Slots)+sparseGap {
 		for uint64(len(p.reads)) <= id {
 			p.reads = append(p.reads, 0)
 		}
-	} else if _, ok := p.sparse[id]; !ok {
+	} else if !far {
 		if p.sparse == nil {
 			p.sparse = map[uint64]uint32{}
 		}
@@ -97,7 +103,7 @@ func Scan(src io.Reader, size int64, lim Limits) (*Plan, error) {
 				p.Ops++
 				switch kind {
 				case fastGet:
-					if id < uint64(len(p.reads)) && p.written.words[id>>6]&(1<<(id&63)) != 0 {
+					if id < uint64(len(p.reads)) && p.sparse == nil && p.written.words[id>>6]&(1<<(id&63)) != 0 {
 						if p.reads[id] < 255 {
 							p.reads[id]++
 						}
@@ -286,6 +292,7 @@ func (p *Plan) consume(id uint64) bool {
 type bitset struct {
 	words []uint64
 	far   map[uint64]struct{}
+	n     uint64 // adds so far: the dense range grows only in step with them
 }
 
 // fill adds every slot below n.
@@ -311,7 +318,8 @@ func (b *bitset) has(id uint64) bool {
 
 // add inserts id and reports whether it was new.
 func (b *bitset) add(id uint64) bool {
-	if id < uint64(len(b.words))*64+sparseGap*64 {
+	b.n++
+	if id < uint64(len(b.words))*64+sparseGap*64 && id < 2*b.n+sparseGap*64 {
 		for uint64(len(b.words))*64 <= id {
 			b.words = append(b.words, 0)
 		}

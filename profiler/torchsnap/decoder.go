@@ -33,6 +33,9 @@ func newDecoder(frames *profiler.Frames, onEvent EventFunc) *decoder {
 // "action" key is a device trace; its entries become events and are dropped.
 func (d *decoder) onAppend(m *pickle.Machine) func(*pickle.List, []pickle.Value) (bool, error) {
 	return func(l *pickle.List, items []pickle.Value) (bool, error) {
+		if len(items) == 0 {
+			return true, nil // an empty MARK batch: nothing to add
+		}
 		if l.Mark > 0 || (l.Tag == nil && len(l.Items) == 0 && isFrame(items[0])) {
 			return d.appendFrames(l, items)
 		}

@@ -62,7 +62,7 @@ func (d *decoder) finish(root pickle.Value) (*Snapshot, error) {
 func keyList(d *pickle.Dict) string {
 	var keys []string
 	for i := 0; i < len(d.Items) && len(keys) < 8; i += 2 {
-		keys = append(keys, strconv.Quote(fmt.Sprint(d.Items[i].Plain())))
+		keys = append(keys, keyName(d.Items[i]))
 	}
 	return fmt.Sprint(keys)
 }
@@ -139,7 +139,8 @@ func (d *decoder) block(v pickle.Value, next uint64) (profiler.Block, bool, erro
 		b.Addr, _ = a.AsUint()
 	}
 	b.Size = getUint(dict, "size")
-	b.Requested = getUint(dict, "requested_size")
+	req, hasReq := dict.Get("requested_size")
+	b.Requested, _ = req.AsUint()
 	b.State = profiler.ParseBlockState(getString(dict, "state"))
 	var err error
 	if fr, ok := dict.Get("frames"); ok {
@@ -149,11 +150,14 @@ func (d *decoder) block(v pickle.Value, next uint64) (profiler.Block, bool, erro
 	}
 	h, ok := dict.Get("history")
 	if !ok {
+		if !hasReq {
+			b.Requested = b.Size
+		}
 		return b, false, nil
 	}
 	hist, _ := h.Items()
-	if len(hist) > 0 && hist[len(hist)-1].Kind == pickle.DictKind {
-		last := hist[len(hist)-1].Ref.(*pickle.Dict)
+	if len(hist) > 0 && hist[0].Kind == pickle.DictKind {
+		last := hist[0].Ref.(*pickle.Dict)
 		if b.Requested == 0 {
 			b.Requested = getUint(last, "real_size")
 		}
@@ -227,4 +231,19 @@ func getString(d *pickle.Dict, key string) string {
 	v, _ := d.Get(key)
 	s, _ := v.AsString()
 	return s
+}
+
+// keyName spells a dict key for a message without expanding containers.
+func keyName(k pickle.Value) string {
+	switch k.Kind {
+	case pickle.Str, pickle.Bytes:
+		s := k.Text
+		if len(s) > 40 {
+			s = s[:40] + "..."
+		}
+		return strconv.Quote(s)
+	case pickle.Int, pickle.Bool, pickle.Float, pickle.None:
+		return strconv.Quote(fmt.Sprint(k.Plain()))
+	}
+	return "<" + k.TypeName() + ">"
 }
