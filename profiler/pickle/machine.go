@@ -15,6 +15,12 @@ type Machine struct {
 	// It returns true when it consumed them, in which case the list keeps only
 	// its Count; otherwise the items are stored in the list as usual.
 	OnAppend func(l *List, items []Value) (bool, error)
+	// OnFlatDict, when set, receives flat dicts appended to a list whose Tag
+	// is set, straight from the input (see flat.go).
+	OnFlatDict FlatFunc
+
+	pend flatPending
+	err  error // an error from OnFlatDict inside the fast path
 
 	lim     Limits
 	plan    *Plan
@@ -129,7 +135,12 @@ func (m *Machine) Run() (Value, error) {
 	r := m.r
 	for {
 		if r.end-r.pos >= 16 {
-			if n := m.fast(r.buf[r.pos:r.end]); n > 0 {
+			n := m.fast(r.buf[r.pos:r.end])
+			if m.err != nil {
+				r.opAt = r.base + int64(r.pos+n)
+				return Value{}, &Error{Offset: r.opAt, Msg: m.err.Error()}
+			}
+			if n > 0 {
 				r.pos += n
 				continue
 			}
@@ -215,6 +226,21 @@ loop:
 		case opNone:
 			v = Value{Kind: None}
 		case opEmptyDict:
+			if m.OnFlatDict != nil && len(m.marks) > 0 && m.marks[len(m.marks)-1] == len(stack) && len(stack) > 0 {
+				// The next item of a batch, none waiting: a claimed list may take it raw.
+				if c := stack[len(stack)-1]; c.Kind == ListKind && c.Ref.(*List).Tag != nil {
+					m.stack = stack
+					k, err := m.flat(c.Ref.(*List), b[pos:])
+					if err != nil {
+						m.err = err
+						break loop
+					}
+					if k > 0 {
+						pos += k
+						continue
+					}
+				}
+			}
 			v = Value{Kind: DictKind, Ref: m.newDict()}
 		case opEmptyList:
 			v = Value{Kind: ListKind, Ref: &List{}}

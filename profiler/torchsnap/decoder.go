@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"unsafe"
 
 	"github.com/vramscope/vramscope/profiler"
 	"github.com/vramscope/vramscope/profiler/pickle"
@@ -139,6 +140,10 @@ func fieldByName(k string) int {
 	return fOther // compile_context and keys added by later PyTorch versions
 }
 
+// strCache maps the few strings that recur millions of times (entry keys,
+// action names) to small ints. They are memoised in the pickle, so the same
+// string value — the same bytes — comes back each time: a pointer compare
+// finds it. The cache holds the strings, so their bytes cannot be reused.
 type strCache struct {
 	str [12]string
 	val [12]int
@@ -146,13 +151,14 @@ type strCache struct {
 }
 
 func (c *strCache) lookup(s string, slow func(string) int) int {
+	p := unsafe.StringData(s)
 	for i := 0; i < c.k; i++ {
-		if c.str[i] == s {
+		if unsafe.StringData(c.str[i]) == p && len(c.str[i]) == len(s) {
 			return c.val[i]
 		}
 	}
 	v := slow(s)
-	if c.k < len(c.str) {
+	if c.k < len(c.str) && len(s) > 0 {
 		c.str[c.k], c.val[c.k] = s, v
 		c.k++
 	}
@@ -163,47 +169,84 @@ func actionOf(s string) int { return int(profiler.ParseAction(s)) }
 
 // event fills d.ev from one trace entry dict.
 func (d *decoder) event(dict *pickle.Dict, seq int64) error {
-	e := &d.ev
-	*e = profiler.Event{Seq: seq}
-	var haveAction bool
+	d.ev = profiler.Event{Seq: seq}
+	haveAction := false
 	for i := 0; i+1 < len(dict.Items); i += 2 {
-		k, v := dict.Items[i], dict.Items[i+1]
-		if k.Kind != pickle.Str {
-			continue
-		}
-		ok := true
-		switch d.keys.lookup(k.Text, fieldByName) {
-		case fAction:
-			ok = v.Kind == pickle.Str
-			e.Action, haveAction = profiler.Action(d.actions.lookup(v.Text, actionOf)), ok
-		case fAddr:
-			e.Addr, ok = v.AsUint()
-		case fSize:
-			e.Size, ok = v.AsUint()
-		case fStream:
-			e.Stream, ok = v.AsInt()
-			ok = ok || v.Kind == pickle.None
-		case fTime:
-			e.TimeUS, ok = v.AsInt()
-			ok = ok || v.Kind == pickle.None
-		case fDeviceFree:
-			e.DeviceFree, ok = v.AsUint()
-		case fUserMeta:
-			e.UserMeta, _ = v.AsString()
-		case fFrames:
-			var err error
-			if e.Stack, err = d.stack(v); err != nil {
+		if k := dict.Items[i]; k.Kind == pickle.Str {
+			isAction, err := d.field(k.Text, dict.Items[i+1])
+			if err != nil {
 				return err
 			}
-		}
-		if !ok {
-			return fmt.Errorf("%q is a %s", k.Text, v.TypeName())
+			haveAction = haveAction || isAction
 		}
 	}
 	if !haveAction {
 		return fmt.Errorf("no \"action\" string")
 	}
 	return nil
+}
+
+// flatEvent fills d.ev from a trace entry the machine read straight from the
+// input (pickle.FlatFunc) and passes it on.
+func (d *decoder) flatEvent(l *pickle.List, keys []string, vals []pickle.Value) error {
+	tag, ok := l.Tag.(traceTag)
+	if !ok {
+		return fmt.Errorf("a dict was offered for a list that is not a device trace")
+	}
+	seq := d.traces[tag]
+	d.ev = profiler.Event{Seq: seq}
+	haveAction := false
+	for i, k := range keys {
+		isAction, err := d.field(k, vals[i])
+		if err != nil {
+			return fmt.Errorf("device trace %d, entry %d: %w", tag, seq, err)
+		}
+		haveAction = haveAction || isAction
+	}
+	if !haveAction {
+		return fmt.Errorf("device trace %d, entry %d: no \"action\" string", tag, seq)
+	}
+	d.traces[tag]++
+	if d.onEvent != nil {
+		return d.onEvent(int(tag), &d.ev)
+	}
+	return nil
+}
+
+// field sets one entry field of d.ev; it reports whether it was the action.
+func (d *decoder) field(k string, v pickle.Value) (bool, error) {
+	e := &d.ev
+	ok := true
+	switch d.keys.lookup(k, fieldByName) {
+	case fAction:
+		if v.Kind != pickle.Str {
+			return false, fmt.Errorf("\"action\" is a %s", v.TypeName())
+		}
+		e.Action = profiler.Action(d.actions.lookup(v.Text, actionOf))
+		return true, nil
+	case fAddr:
+		e.Addr, ok = v.AsUint()
+	case fSize:
+		e.Size, ok = v.AsUint()
+	case fStream:
+		e.Stream, ok = v.AsInt()
+		ok = ok || v.Kind == pickle.None
+	case fTime:
+		e.TimeUS, ok = v.AsInt()
+		ok = ok || v.Kind == pickle.None
+	case fDeviceFree:
+		e.DeviceFree, ok = v.AsUint()
+	case fUserMeta:
+		e.UserMeta, _ = v.AsString()
+	case fFrames:
+		var err error
+		e.Stack, err = d.stack(v)
+		return false, err
+	}
+	if !ok {
+		return false, fmt.Errorf("%q is a %s", k, v.TypeName())
+	}
+	return false, nil
 }
 
 // stack interns a frames list, caching the result on the list itself.

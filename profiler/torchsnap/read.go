@@ -86,6 +86,7 @@ func readFile(path string, frames *profiler.Frames, onEvent EventFunc, opt Optio
 	d := newDecoder(frames, onEvent)
 	m := pickle.NewMachine(prog, size, plan, opt.Limits)
 	m.OnAppend = d.onAppend(m)
+	m.OnFlatDict = d.flatEvent
 	root, err := m.Run()
 	if err != nil {
 		return nil, err
@@ -111,6 +112,7 @@ func Decode(b []byte, frames *profiler.Frames, onEvent EventFunc) (*Snapshot, er
 	d := newDecoder(frames, onEvent)
 	m := pickle.NewMachine(byteReader(b), int64(len(b)), plan, lim)
 	m.OnAppend = d.onAppend(m)
+	m.OnFlatDict = d.flatEvent
 	root, err := m.Run()
 	if err != nil {
 		return nil, err

@@ -1,0 +1,292 @@
+package pickle
+
+import "encoding/binary"
+
+// A flat dict is what a snapshot holds millions of: EMPTY_DICT, an optional
+// MEMOIZE, MARK, then key/value pairs whose keys are memoised strings and whose
+// values are numbers, None, booleans, short strings or memoised objects, then
+// SETITEMS. OnFlatDict lets a caller take such a dict straight from the input
+// bytes, item by item, instead of having it built on the stack — the caller
+// claims the list being filled by setting its Tag. The machine offers a dict
+// only when it is the next item of a claimed list and no item built the slow
+// way is waiting in the same batch, so items reach the caller in order.
+
+// FlatFunc receives the pairs of one flat dict, in order. It must not keep vs.
+type FlatFunc func(list *List, keys []string, vs []Value) error
+
+const maxFlatPairs = 32
+
+type flatPending struct {
+	keys    [maxFlatPairs]string
+	vals    [maxFlatPairs]Value
+	gets    [4 * maxFlatPairs]uint64 // memo reads that need bookkeeping
+	n, nget int
+	memos   int // MEMOIZEs of values never read back
+	// At most one inline list (a trace entry's frames), its items, and the
+	// memo slot it is stored in when read back later (store > 0: slot+1).
+	list  *List
+	items [maxFlatItems]Value
+	nitem int
+	store uint64
+}
+
+const maxFlatItems = 256
+
+// flat tries to decode a flat dict at b[0] (EMPTY_DICT) for a claimed list. It
+// returns the bytes consumed, or 0 (with nothing changed) to use the slow path.
+func (m *Machine) flat(list *List, b []byte) (int, error) {
+	p := &m.pend
+	p.n, p.nget, p.memos, p.list, p.nitem, p.store = 0, 0, 0, nil, 0, 0
+	pos := skipFrames(b, 1)
+	memoLen := m.memoLen
+	if pos < len(b) && b[pos] == opMemoize {
+		if !m.unwanted(memoLen) {
+			return 0, nil // the dict itself is read back later: build it
+		}
+		memoLen++
+		p.memos++
+		pos = skipFrames(b, pos+1)
+	}
+	if pos >= len(b) || b[pos] != opMark {
+		return 0, nil
+	}
+	pos++
+	for {
+		if pos = skipFrames(b, pos); pos >= len(b) {
+			return 0, nil
+		}
+		if b[pos] == opSetItems {
+			pos++
+			break
+		}
+		if p.n == maxFlatPairs {
+			return 0, nil
+		}
+		k, n := m.flatKey(b[pos:])
+		if n == 0 {
+			return 0, nil
+		}
+		pos = skipFrames(b, pos+n)
+		v, n, memos := m.flatValue(b[pos:], memoLen)
+		if n == 0 {
+			return 0, nil
+		}
+		memoLen += uint64(memos)
+		p.memos += memos
+		pos += n
+		p.keys[p.n], p.vals[p.n] = k, v
+		p.n++
+	}
+	// Commit: the memo bookkeeping the slow path would have done.
+	for i := 0; i < p.memos; i++ {
+		if p.store == m.memoLen+1 {
+			m.memo.set(m.memoLen, Value{Kind: ListKind, Ref: p.list})
+		}
+		m.seen.add(m.memoLen)
+		m.memoLen++
+	}
+	for i := 0; i < p.nget; i++ {
+		if m.plan.consume(p.gets[i]) {
+			if v, ok := m.memo.get(p.gets[i]); ok {
+				unpin(v)
+			}
+			m.memo.del(p.gets[i])
+		}
+	}
+	if p.list != nil && p.nitem > 0 {
+		p.list.Count += int64(p.nitem)
+		done := false
+		var err error
+		if m.OnAppend != nil {
+			if done, err = m.OnAppend(p.list, p.items[:p.nitem]); err != nil {
+				return 0, err
+			}
+		}
+		if !done {
+			if err := m.hold(p.nitem); err != nil {
+				return 0, err
+			}
+			p.list.Items = append(p.list.Items, p.items[:p.nitem]...)
+		}
+	}
+	list.Count++
+	if err := m.OnFlatDict(list, p.keys[:p.n], p.vals[:p.n]); err != nil {
+		return 0, err
+	}
+	return pos, nil
+}
+
+// unwanted reports whether a memo slot about to be written is never read back
+// and was never written before (so writing it needs no storing).
+func (m *Machine) unwanted(id uint64) bool {
+	return id < uint64(len(m.plan.reads)) && m.plan.reads[id] == 0 && !m.seen.has(id)
+}
+
+// flatKey reads a memoised string key.
+func (m *Machine) flatKey(b []byte) (string, int) {
+	v, n, ok := m.flatGet(b)
+	if !ok || v.Kind != Str {
+		return "", 0
+	}
+	return v.Text, n
+}
+
+// flatGet reads BINGET/LONG_BINGET and queues the read's bookkeeping.
+func (m *Machine) flatGet(b []byte) (Value, int, bool) {
+	var id uint64
+	var n int
+	switch {
+	case len(b) >= 2 && b[0] == opBinGet:
+		id, n = uint64(b[1]), 2
+	case len(b) >= 5 && b[0] == opLongBinGet:
+		id, n = uint64(binary.LittleEndian.Uint32(b[1:5])), 5
+	default:
+		return Value{}, 0, false
+	}
+	v, ok := m.memo.get(id)
+	if !ok || id >= uint64(len(m.plan.reads)) {
+		return Value{}, 0, false
+	}
+	if m.plan.reads[id] != 255 {
+		p := &m.pend
+		for i := 0; i < p.nget; i++ {
+			if p.gets[i] == id {
+				return Value{}, 0, false // read twice in one dict: leave the count to the slow path
+			}
+		}
+		if p.nget == len(p.gets) {
+			return Value{}, 0, false
+		}
+		p.gets[p.nget] = id
+		p.nget++
+	}
+	return v, n, true
+}
+
+// flatValue reads one simple value and an optional MEMOIZE after it.
+func (m *Machine) flatValue(b []byte, memoLen uint64) (Value, int, int) {
+	if len(b) == 0 {
+		return Value{}, 0, 0
+	}
+	var v Value
+	n := 1
+	switch b[0] {
+	case opBinInt1:
+		if len(b) < 2 {
+			return Value{}, 0, 0
+		}
+		v, n = Value{Kind: Int, Num: int64(b[1])}, 2
+	case opBinInt2:
+		if len(b) < 3 {
+			return Value{}, 0, 0
+		}
+		v, n = Value{Kind: Int, Num: int64(binary.LittleEndian.Uint16(b[1:3]))}, 3
+	case opBinInt:
+		if len(b) < 5 {
+			return Value{}, 0, 0
+		}
+		v, n = Value{Kind: Int, Num: int64(int32(binary.LittleEndian.Uint32(b[1:5])))}, 5
+	case opLong1:
+		if len(b) < 2 || b[1] > 8 || len(b) < 2+int(b[1]) {
+			return Value{}, 0, 0
+		}
+		v, n = decodeLong(b[2:2+int(b[1])]), 2+int(b[1])
+	case opBinFloat:
+		if len(b) < 9 {
+			return Value{}, 0, 0
+		}
+		v, n = Value{Kind: Float, Num: int64(binary.BigEndian.Uint64(b[1:9]))}, 9
+	case opNone:
+		v = Value{Kind: None}
+	case opNewTrue:
+		v = Value{Kind: Bool, Num: 1}
+	case opNewFalse:
+		v = Value{Kind: Bool}
+	case opShortBinUnicode:
+		if len(b) < 2 || len(b) < 2+int(b[1]) {
+			return Value{}, 0, 0
+		}
+		v, n = m.str(b[2:2+int(b[1])]), 2+int(b[1])
+	case opBinGet, opLongBinGet:
+		var ok bool
+		if v, n, ok = m.flatGet(b); !ok {
+			return Value{}, 0, 0
+		}
+		return v, n, 0 // a read object is not memoised again
+	case opEmptyList:
+		return m.flatList(b, memoLen)
+	default:
+		return Value{}, 0, 0
+	}
+	if k := skipFrames(b, n); k < len(b) && b[k] == opMemoize {
+		if !m.unwanted(memoLen) {
+			return Value{}, 0, 0
+		}
+		return v, k + 1, 1
+	}
+	return v, n, 0
+}
+
+// flatList reads an inline list of memoised objects: EMPTY_LIST, an optional
+// MEMOIZE, then nothing, GET APPEND, or MARK GET... APPENDS.
+func (m *Machine) flatList(b []byte, memoLen uint64) (Value, int, int) {
+	p := &m.pend
+	if p.list != nil {
+		return Value{}, 0, 0
+	}
+	l := &List{}
+	n, memos := skipFrames(b, 1), 0
+	if n < len(b) && b[n] == opMemoize {
+		if memoLen >= uint64(len(m.plan.reads)) || m.seen.has(memoLen) {
+			return Value{}, 0, 0
+		}
+		if m.plan.reads[memoLen] != 0 {
+			p.store = memoLen + 1 // read back later (a free entry's frames): keep it
+		}
+		n, memos = skipFrames(b, n+1), 1
+	}
+	switch {
+	case n < len(b) && b[n] == opMark:
+		n++
+		for {
+			if n = skipFrames(b, n); n >= len(b) {
+				return Value{}, 0, 0
+			}
+			if b[n] == opAppends {
+				n++
+				break
+			}
+			v, k, ok := m.flatGet(b[n:])
+			if !ok || p.nitem == maxFlatItems {
+				return Value{}, 0, 0
+			}
+			p.items[p.nitem] = v
+			p.nitem++
+			n += k
+		}
+	case n < len(b) && (b[n] == opBinGet || b[n] == opLongBinGet):
+		v, k, ok := m.flatGet(b[n:])
+		if !ok {
+			return Value{}, 0, 0
+		}
+		if k = skipFrames(b, n+k); k >= len(b) || b[k] != opAppend {
+			return Value{}, 0, 0
+		}
+		p.items[0], p.nitem = v, 1
+		n = k + 1
+	}
+	p.list = l
+	return Value{Kind: ListKind, Ref: l}, n, memos
+}
+
+// skipFrames steps over FRAME opcodes at b[pos:]: protocol 4 starts a new
+// frame every 64 KiB, between any two opcodes.
+func skipFrames(b []byte, pos int) int {
+	for pos < len(b) && b[pos] == opFrame {
+		if pos+9 > len(b) {
+			return len(b)
+		}
+		pos += 9
+	}
+	return pos
+}
