@@ -169,44 +169,8 @@ func (m *Machine) flatValue(b []byte, memoLen uint64) (Value, int, int) {
 		return Value{}, 0, 0
 	}
 	var v Value
-	n := 1
+	var n int
 	switch b[0] {
-	case opBinInt1:
-		if len(b) < 2 {
-			return Value{}, 0, 0
-		}
-		v, n = Value{Kind: Int, Num: int64(b[1])}, 2
-	case opBinInt2:
-		if len(b) < 3 {
-			return Value{}, 0, 0
-		}
-		v, n = Value{Kind: Int, Num: int64(binary.LittleEndian.Uint16(b[1:3]))}, 3
-	case opBinInt:
-		if len(b) < 5 {
-			return Value{}, 0, 0
-		}
-		v, n = Value{Kind: Int, Num: int64(int32(binary.LittleEndian.Uint32(b[1:5])))}, 5
-	case opLong1:
-		if len(b) < 2 || b[1] > 8 || len(b) < 2+int(b[1]) {
-			return Value{}, 0, 0
-		}
-		v, n = decodeLong(b[2:2+int(b[1])]), 2+int(b[1])
-	case opBinFloat:
-		if len(b) < 9 {
-			return Value{}, 0, 0
-		}
-		v, n = Value{Kind: Float, Num: int64(binary.BigEndian.Uint64(b[1:9]))}, 9
-	case opNone:
-		v = Value{Kind: None}
-	case opNewTrue:
-		v = Value{Kind: Bool, Num: 1}
-	case opNewFalse:
-		v = Value{Kind: Bool}
-	case opShortBinUnicode:
-		if len(b) < 2 || len(b) < 2+int(b[1]) {
-			return Value{}, 0, 0
-		}
-		v, n = m.str(b[2:2+int(b[1])]), 2+int(b[1])
 	case opBinGet, opLongBinGet:
 		var ok bool
 		if v, n, ok = m.flatGet(b); !ok {
@@ -216,7 +180,9 @@ func (m *Machine) flatValue(b []byte, memoLen uint64) (Value, int, int) {
 	case opEmptyList:
 		return m.flatList(b, memoLen)
 	default:
-		return Value{}, 0, 0
+		if v, n = m.scalar(b); n == 0 {
+			return Value{}, 0, 0
+		}
 	}
 	if k := skipFrames(b, n); k < len(b) && b[k] == opMemoize {
 		if !m.unwanted(memoLen) {

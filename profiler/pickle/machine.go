@@ -207,24 +207,6 @@ loop:
 			m.marks = append(m.marks, len(stack))
 			pos++
 			continue
-		case opBinInt1:
-			v, n = Value{Kind: Int, Num: int64(b[pos+1])}, 2
-		case opBinInt2:
-			v, n = Value{Kind: Int, Num: int64(binary.LittleEndian.Uint16(b[pos+1 : pos+3]))}, 3
-		case opBinInt:
-			v, n = Value{Kind: Int, Num: int64(int32(binary.LittleEndian.Uint32(b[pos+1 : pos+5])))}, 5
-		case opLong1:
-			k := int(b[pos+1])
-			if k > 8 {
-				break loop
-			}
-			v, n = decodeLong(b[pos+2:pos+2+k]), 2+k
-		case opNewFalse:
-			v = Value{Kind: Bool}
-		case opNewTrue:
-			v = Value{Kind: Bool, Num: 1}
-		case opNone:
-			v = Value{Kind: None}
 		case opEmptyDict:
 			if m.OnFlatDict != nil && len(m.marks) > 0 && m.marks[len(m.marks)-1] == len(stack) && len(stack) > 0 {
 				// The next item of a batch, none waiting: a claimed list may take it raw.
@@ -244,20 +226,45 @@ loop:
 			v = Value{Kind: DictKind, Ref: m.newDict()}
 		case opEmptyList:
 			v = Value{Kind: ListKind, Ref: &List{}}
-		case opShortBinUnicode:
-			k := int(b[pos+1])
-			if 2+k > len(b)-pos {
+		default:
+			if v, n = m.scalar(b[pos:]); n == 0 {
 				break loop
 			}
-			v, n = m.str(b[pos+2:pos+2+k]), 2+k
-		default:
-			break loop
 		}
 		stack = append(stack, v)
 		pos += n
 	}
 	m.stack = stack
 	return pos
+}
+
+// scalar decodes a number, None, a bool or a short string at b[0], the values
+// both fast paths take inline; n is 0 for anything else or a cut-off argument.
+func (m *Machine) scalar(b []byte) (v Value, n int) {
+	if len(b) == 0 {
+		return Value{}, 0
+	}
+	switch op := b[0]; {
+	case op == opNone:
+		return Value{Kind: None}, 1
+	case op == opNewTrue:
+		return Value{Kind: Bool, Num: 1}, 1
+	case op == opNewFalse:
+		return Value{Kind: Bool}, 1
+	case op == opBinInt1 && len(b) >= 2:
+		return Value{Kind: Int, Num: int64(b[1])}, 2
+	case op == opBinInt2 && len(b) >= 3:
+		return Value{Kind: Int, Num: int64(binary.LittleEndian.Uint16(b[1:3]))}, 3
+	case op == opBinInt && len(b) >= 5:
+		return Value{Kind: Int, Num: int64(int32(binary.LittleEndian.Uint32(b[1:5])))}, 5
+	case op == opBinFloat && len(b) >= 9:
+		return Value{Kind: Float, Num: int64(binary.BigEndian.Uint64(b[1:9]))}, 9
+	case op == opLong1 && len(b) >= 2 && b[1] <= 8 && len(b) >= 2+int(b[1]):
+		return decodeLong(b[2 : 2+int(b[1])]), 2 + int(b[1])
+	case op == opShortBinUnicode && len(b) >= 2 && len(b) >= 2+int(b[1]):
+		return m.str(b[2 : 2+int(b[1])]), 2 + int(b[1])
+	}
+	return Value{}, 0
 }
 
 func (m *Machine) step(op byte) error {

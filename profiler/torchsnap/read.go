@@ -83,8 +83,18 @@ func readFile(path string, frames *profiler.Frames, onEvent EventFunc, opt Optio
 	if err != nil {
 		return nil, err
 	}
+	snap, err := decode(prog, size, plan, opt.Limits, frames, onEvent)
+	if err != nil {
+		return nil, err
+	}
+	snap.Path = path
+	return snap, nil
+}
+
+// decode runs the decoding pass that plan was made for.
+func decode(src io.Reader, size int64, plan *pickle.Plan, lim pickle.Limits, frames *profiler.Frames, onEvent EventFunc) (*Snapshot, error) {
 	d := newDecoder(frames, onEvent)
-	m := pickle.NewMachine(prog, size, plan, opt.Limits)
+	m := pickle.NewMachine(src, size, plan, lim)
 	m.OnAppend = d.onAppend(m)
 	m.OnFlatDict = d.flatEvent
 	root, err := m.Run()
@@ -95,7 +105,7 @@ func readFile(path string, frames *profiler.Frames, onEvent EventFunc, opt Optio
 	if err != nil {
 		return nil, err
 	}
-	snap.Path, snap.Bytes = path, size
+	snap.Bytes = size
 	return snap, nil
 }
 
@@ -109,20 +119,7 @@ func Decode(b []byte, frames *profiler.Frames, onEvent EventFunc) (*Snapshot, er
 	if err != nil {
 		return nil, err
 	}
-	d := newDecoder(frames, onEvent)
-	m := pickle.NewMachine(byteReader(b), int64(len(b)), plan, lim)
-	m.OnAppend = d.onAppend(m)
-	m.OnFlatDict = d.flatEvent
-	root, err := m.Run()
-	if err != nil {
-		return nil, err
-	}
-	snap, err := d.finish(root)
-	if err != nil {
-		return nil, err
-	}
-	snap.Bytes = int64(len(b))
-	return snap, nil
+	return decode(byteReader(b), int64(len(b)), plan, lim, frames, onEvent)
 }
 
 type progressReader struct {
