@@ -62,7 +62,7 @@ func (m *Machine) flat(list *List, b []byte) (int, error) {
 		if p.n == maxFlatPairs {
 			return 0, nil
 		}
-		k, n := m.flatKey(b[pos:])
+		k, n := m.flatKey(p.n, b[pos:])
 		if n == 0 {
 			return 0, nil
 		}
@@ -123,12 +123,38 @@ func (m *Machine) unwanted(id uint64) bool {
 }
 
 // flatKey reads a memoised string key.
-func (m *Machine) flatKey(b []byte) (string, int) {
+// Keys come in the same order, from the same memo slots, entry after entry:
+// the key at position i is remembered by its GET bytes while its slot is one
+// that is never dropped (and no explicit PUT overwrites slots: see put).
+func (m *Machine) flatKey(i int, b []byte) (string, int) {
+	c := &m.keys[i]
+	if c.n > 0 && len(b) >= c.n && b[0] == c.op && b[1] == c.arg[0] && (c.n == 2 || b[2] == c.arg[1] && b[3] == c.arg[2] && b[4] == c.arg[3]) {
+		return c.s, c.n
+	}
 	v, n, ok := m.flatGet(b)
 	if !ok || v.Kind != Str {
 		return "", 0
 	}
+	c.n = 0
+	if id := memoIndex(b); id < uint64(len(m.plan.reads)) && m.plan.reads[id] == 255 {
+		*c = flatKeyCache{s: v.Text, n: n, op: b[0]}
+		copy(c.arg[:], b[1:n])
+	}
 	return v.Text, n
+}
+
+type flatKeyCache struct {
+	s   string
+	n   int // bytes of the GET; 0: nothing cached
+	op  byte
+	arg [4]byte
+}
+
+func memoIndex(b []byte) uint64 {
+	if b[0] == opBinGet {
+		return uint64(b[1])
+	}
+	return uint64(binary.LittleEndian.Uint32(b[1:5]))
 }
 
 // flatGet reads BINGET/LONG_BINGET and queues the read's bookkeeping.

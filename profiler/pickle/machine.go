@@ -20,6 +20,7 @@ type Machine struct {
 	OnFlatDict FlatFunc
 
 	pend flatPending
+	keys [maxFlatPairs]flatKeyCache
 	err  error // an error from OnFlatDict inside the fast path
 
 	lim     Limits
@@ -589,6 +590,8 @@ func (m *Machine) put(id uint64) error {
 	}
 	if m.seen.add(id) {
 		m.memoLen++
+	} else {
+		m.keys = [maxFlatPairs]flatKeyCache{} // a slot is overwritten: forget cached keys
 	}
 	if old, ok := m.memo.get(id); ok {
 		unpin(old)

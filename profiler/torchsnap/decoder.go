@@ -23,6 +23,10 @@ type decoder struct {
 	ev      profiler.Event
 	ids     []profiler.FrameID
 	keys    strCache // entry key -> field
+	byPos   [16]struct {
+		s string
+		f int
+	}
 	actions strCache // action string -> profiler.Action
 }
 
@@ -197,7 +201,7 @@ func (d *decoder) flatEvent(l *pickle.List, keys []string, vals []pickle.Value) 
 	d.ev = profiler.Event{Seq: seq}
 	haveAction := false
 	for i, k := range keys {
-		isAction, err := d.field(k, vals[i])
+		isAction, err := d.fieldAt(i, k, vals[i])
 		if err != nil {
 			return fmt.Errorf("device trace %d, entry %d: %w", tag, seq, err)
 		}
@@ -213,11 +217,28 @@ func (d *decoder) flatEvent(l *pickle.List, keys []string, vals []pickle.Value) 
 	return nil
 }
 
+// fieldAt is field for the key at position i of a flat entry: entries repeat
+// the same key strings in the same order, so position i remembers its field.
+func (d *decoder) fieldAt(i int, k string, v pickle.Value) (bool, error) {
+	if i < len(d.byPos) {
+		c := &d.byPos[i]
+		if len(c.s) != len(k) || unsafe.StringData(c.s) != unsafe.StringData(k) {
+			c.s, c.f = k, d.keys.lookup(k, fieldByName)
+		}
+		return d.set(c.f, k, v)
+	}
+	return d.field(k, v)
+}
+
 // field sets one entry field of d.ev; it reports whether it was the action.
 func (d *decoder) field(k string, v pickle.Value) (bool, error) {
+	return d.set(d.keys.lookup(k, fieldByName), k, v)
+}
+
+func (d *decoder) set(f int, k string, v pickle.Value) (bool, error) {
 	e := &d.ev
 	ok := true
-	switch d.keys.lookup(k, fieldByName) {
+	switch f {
 	case fAction:
 		if v.Kind != pickle.Str {
 			return false, fmt.Errorf("\"action\" is a %s", v.TypeName())
