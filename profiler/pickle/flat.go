@@ -67,7 +67,7 @@ func (m *Machine) flat(list *List, b []byte) (int, error) {
 			return 0, nil
 		}
 		pos = skipFrames(b, pos+n)
-		v, n, memos := m.flatValue(b[pos:], memoLen)
+		v, n, memos := m.flatValue(p.n, b[pos:], memoLen)
 		if n == 0 {
 			return 0, nil
 		}
@@ -143,6 +143,11 @@ func (m *Machine) flatKey(i int, b []byte) (string, int) {
 	return v.Text, n
 }
 
+type flatValCache struct {
+	s   string
+	set bool
+}
+
 type flatKeyCache struct {
 	s   string
 	n   int // bytes of the GET; 0: nothing cached
@@ -190,7 +195,7 @@ func (m *Machine) flatGet(b []byte) (Value, int, bool) {
 }
 
 // flatValue reads one simple value and an optional MEMOIZE after it.
-func (m *Machine) flatValue(b []byte, memoLen uint64) (Value, int, int) {
+func (m *Machine) flatValue(i int, b []byte, memoLen uint64) (Value, int, int) {
 	if len(b) == 0 {
 		return Value{}, 0, 0
 	}
@@ -206,8 +211,20 @@ func (m *Machine) flatValue(b []byte, memoLen uint64) (Value, int, int) {
 	case opEmptyList:
 		return m.flatList(b, memoLen)
 	default:
+		if b[0] == opShortBinUnicode && len(b) >= 2 && len(b) >= 2+int(b[1]) {
+			// The same short string at the same position (compile_context 'N/A')
+			// is the same interned string: skip the intern lookup.
+			c := &m.vals[i]
+			if s := b[2 : 2+int(b[1])]; string(s) == c.s && c.set {
+				v, n = Value{Kind: Str, Text: c.s}, 2+len(s)
+				break
+			}
+		}
 		if v, n = m.scalar(b); n == 0 {
 			return Value{}, 0, 0
+		}
+		if v.Kind == Str && len(v.Text) <= 64 {
+			m.vals[i] = flatValCache{s: v.Text, set: true}
 		}
 	}
 	if k := skipFrames(b, n); k < len(b) && b[k] == opMemoize {

@@ -21,6 +21,7 @@ type Machine struct {
 
 	pend flatPending
 	keys [maxFlatPairs]flatKeyCache
+	vals [maxFlatPairs]flatValCache
 	err  error // an error from OnFlatDict inside the fast path
 
 	lim     Limits
