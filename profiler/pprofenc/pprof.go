@@ -6,6 +6,8 @@ package pprofenc
 
 import (
 	"io"
+	"path/filepath"
+	"strings"
 
 	"github.com/google/pprof/profile"
 
@@ -63,7 +65,7 @@ func (b *builder) location(f profiler.Frame) *profile.Location {
 	key := [2]string{f.Func, f.File}
 	fn := b.fn[key]
 	if fn == nil {
-		fn = &profile.Function{ID: uint64(len(b.p.Function) + 1), Name: f.Func, SystemName: f.Func, Filename: f.File}
+		fn = &profile.Function{ID: uint64(len(b.p.Function) + 1), Name: qualified(f), SystemName: f.Func, Filename: f.File}
 		b.fn[key] = fn
 		b.p.Function = append(b.p.Function, fn)
 	}
@@ -71,4 +73,13 @@ func (b *builder) location(f profiler.Frame) *profile.Location {
 	b.loc[f] = l
 	b.p.Location = append(b.p.Location, l)
 	return l
+}
+
+// qualified names a Python function by its module file, as pprof groups by
+// name: without it every nn.Module's "forward" would fold into one row.
+func qualified(f profiler.Frame) string {
+	if f.File == "" {
+		return f.Func
+	}
+	return strings.TrimSuffix(filepath.Base(f.File), ".py") + "." + f.Func
 }

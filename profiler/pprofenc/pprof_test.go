@@ -93,7 +93,7 @@ func TestWriteParsesBack(t *testing.T) {
 	}
 	leaf := top.Location[0].Line[0].Function
 	root := top.Location[len(top.Location)-1].Line[0].Function
-	if root.Name != "<module>" || filepath.Base(root.Filename) != "train_gpt2.py" {
+	if root.Name != "train_gpt2.<module>" || root.SystemName != "<module>" || filepath.Base(root.Filename) != "train_gpt2.py" {
 		t.Errorf("outermost frame of the largest sample: %s (%s)", root.Name, root.Filename)
 	}
 	if filepath.Base(leaf.Filename) == "train_gpt2.py" {
@@ -133,7 +133,7 @@ func TestGoToolPprof(t *testing.T) {
 			t.Fatalf("go tool pprof -sample_index=%s: %v\n%s", idx, err, out)
 		}
 		s := string(out)
-		if !strings.Contains(s, "train_step") || !strings.Contains(s, "forward") {
+		if !strings.Contains(s, "train_gpt2.train_step") || !strings.Contains(s, "modeling_gpt2.forward") {
 			t.Errorf("-sample_index=%s: top lacks train_step/forward:\n%s", idx, s)
 		}
 		if !strings.Contains(s, "Type: "+idx) {
