@@ -1,6 +1,9 @@
 package analyze
 
-import "sort"
+import (
+	"regexp"
+	"sort"
+)
 
 // SiteDelta is how one site changed between two snapshots.
 type SiteDelta struct {
@@ -32,7 +35,7 @@ type Diff struct {
 // Compare reports per-site deltas from a to b, largest change in peak first.
 func Compare(a, b *Result) *Diff {
 	d := &Diff{Before: a.File, After: b.File, PeakA: a.Peak.Bytes, PeakB: b.Peak.Bytes, PeakDelta: b.Peak.Bytes - a.Peak.Bytes}
-	key := func(s Site) siteKey { return siteKey{file: s.File, fn: s.Function, line: s.Line, kind: s.Kind} }
+	key := func(s Site) siteKey { return siteKey{file: s.File, fn: phaseKey(s), line: s.Line, kind: s.Kind} }
 	before := map[siteKey]Site{}
 	for _, s := range a.Sites {
 		before[key(s)] = s
@@ -82,4 +85,16 @@ func abs(x int64) int64 {
 		return -x
 	}
 	return x
+}
+
+var phaseScope = regexp.MustCompile(`^\[no user frame: [^\]]*\]`)
+
+// phaseKey identifies a phase by its window between user lines, not by the
+// record_function scope that happened to be open (two runs of the same script
+// can annotate differently), so the same backward pass matches across snapshots.
+func phaseKey(s Site) string {
+	if s.Kind != "phase" {
+		return s.Function
+	}
+	return phaseScope.ReplaceAllString(s.Function, "[no user frame]")
 }

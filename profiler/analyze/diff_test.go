@@ -2,12 +2,22 @@ package analyze_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/vramscope/vramscope/profiler/analyze"
 )
 
+// key identifies a site across snapshots. A phase is its window between user
+// lines: the record_function scope in "[no user frame: scope]" is not part of it,
+// since two runs of one script may annotate differently (gpt2_train is wrapped in
+// train_step_N scopes, oom_batch is not).
 func key(file string, line int, fn, kind string) string {
+	if kind == "phase" && strings.HasPrefix(fn, "[no user frame: ") {
+		if i := strings.Index(fn, "]"); i > 0 {
+			fn = "[no user frame" + fn[i:]
+		}
+	}
 	return fmt.Sprintf("%s\x00%d\x00%s\x00%s", file, line, fn, kind)
 }
 
@@ -34,11 +44,11 @@ func TestCompareWithItself(t *testing.T) {
 	}
 }
 
-// gpt2_train against oom_batch: different scripts around the same model. New
-// and gone sites are the set differences of the two results' site keys, and
-// every delta is after minus before.
+// gpt2_train against llama_lora_gc: different scripts and models. New and
+// gone sites are the set differences of the two results' site keys, and every
+// delta is after minus before.
 func TestCompareTwoRuns(t *testing.T) {
-	a, b := result(t, "gpt2_train"), result(t, "oom_batch")
+	a, b := result(t, "gpt2_train"), result(t, "llama_lora_gc")
 	d := analyze.Compare(a, b)
 	if d.Before != a.File || d.After != b.File {
 		t.Errorf("before %q after %q", d.Before, d.After)
@@ -118,4 +128,18 @@ func abs(x int64) int64 {
 		return -x
 	}
 	return x
+}
+
+// The same backward pass under a different record_function scope is one site:
+// gpt2_train wraps steps in train_step_N, oom_batch does not.
+func TestComparePhaseAcrossScopes(t *testing.T) {
+	d := analyze.Compare(result(t, "gpt2_train"), result(t, "oom_batch"))
+	for _, s := range d.Sites {
+		if s.Kind == "phase" && strings.Contains(s.Function, "after train_gpt2.py:23") && s.Status != "changed" && s.Status != "same" {
+			t.Errorf("backward phase %q is %s across the two runs", s.Function, s.Status)
+		}
+	}
+	if d.New != 0 || d.Gone != 0 {
+		t.Errorf("%d new, %d gone sites between two runs of the same training step", d.New, d.Gone)
+	}
 }
