@@ -67,14 +67,14 @@ func (m *Machine) flat(list *List, b []byte) (int, error) {
 			return 0, nil
 		}
 		pos = skipFrames(b, pos+n)
-		v, n, memos := m.flatValue(p.n, b[pos:], memoLen)
+		n, memos := m.flatValue(p.n, b[pos:], memoLen, &p.vals[p.n])
 		if n == 0 {
 			return 0, nil
 		}
 		memoLen += uint64(memos)
 		p.memos += memos
 		pos += n
-		p.keys[p.n], p.vals[p.n] = k, v
+		p.keys[p.n] = k
 		p.n++
 	}
 	// Commit: the memo bookkeeping the slow path would have done.
@@ -194,60 +194,65 @@ func (m *Machine) flatGet(b []byte) (Value, int, bool) {
 	return v, n, true
 }
 
-// flatValue reads one simple value and an optional MEMOIZE after it.
-func (m *Machine) flatValue(i int, b []byte, memoLen uint64) (Value, int, int) {
+// flatValue reads one simple value, and an optional MEMOIZE after it, into
+// *out; it returns the bytes used (0: not a flat value) and the MEMOIZEs.
+func (m *Machine) flatValue(i int, b []byte, memoLen uint64, out *Value) (int, int) {
 	if len(b) == 0 {
-		return Value{}, 0, 0
+		return 0, 0
 	}
-	var v Value
 	var n int
 	switch b[0] {
 	case opBinGet, opLongBinGet:
 		var ok bool
-		if v, n, ok = m.flatGet(b); !ok {
-			return Value{}, 0, 0
+		if *out, n, ok = m.flatGet(b); !ok {
+			return 0, 0
 		}
-		return v, n, 0 // a read object is not memoised again
+		return n, 0 // a read object is not memoised again
 	case opEmptyList:
-		return m.flatList(b, memoLen)
+		return m.flatList(b, memoLen, out)
+	case opShortBinUnicode:
+		// The same short string at the same position (compile_context 'N/A')
+		// is the same interned string: skip the intern lookup.
+		c := &m.vals[i]
+		if len(b) >= 2 && len(b) >= 2+int(b[1]) && c.set && string(b[2:2+int(b[1])]) == c.s {
+			*out, n = Value{Kind: Str, Text: c.s}, 2+int(b[1])
+			break
+		}
+		if *out, n = m.scalar(b); n == 0 {
+			return 0, 0
+		}
+		if len(out.Text) <= 64 {
+			*c = flatValCache{s: out.Text, set: true}
+		}
 	default:
-		if b[0] == opShortBinUnicode && len(b) >= 2 && len(b) >= 2+int(b[1]) {
-			// The same short string at the same position (compile_context 'N/A')
-			// is the same interned string: skip the intern lookup.
-			c := &m.vals[i]
-			if s := b[2 : 2+int(b[1])]; string(s) == c.s && c.set {
-				v, n = Value{Kind: Str, Text: c.s}, 2+len(s)
-				break
-			}
-		}
-		if v, n = m.scalar(b); n == 0 {
-			return Value{}, 0, 0
-		}
-		if v.Kind == Str && len(v.Text) <= 64 {
-			m.vals[i] = flatValCache{s: v.Text, set: true}
+		if *out, n = m.scalar(b); n == 0 {
+			return 0, 0
 		}
 	}
 	if k := skipFrames(b, n); k < len(b) && b[k] == opMemoize {
 		if !m.unwanted(memoLen) {
-			return Value{}, 0, 0
+			return 0, 0
 		}
-		return v, k + 1, 1
+		return k + 1, 1
 	}
-	return v, n, 0
+	return n, 0
 }
+
+// emptyList stands for every empty list that no memo slot keeps: nothing can
+// add to it or tell it apart from another empty list, so one will do.
+var emptyList = &List{}
 
 // flatList reads an inline list of memoised objects: EMPTY_LIST, an optional
 // MEMOIZE, then nothing, GET APPEND, or MARK GET... APPENDS.
-func (m *Machine) flatList(b []byte, memoLen uint64) (Value, int, int) {
+func (m *Machine) flatList(b []byte, memoLen uint64, out *Value) (int, int) {
 	p := &m.pend
 	if p.list != nil {
-		return Value{}, 0, 0
+		return 0, 0
 	}
-	l := &List{}
 	n, memos := skipFrames(b, 1), 0
 	if n < len(b) && b[n] == opMemoize {
 		if memoLen >= uint64(len(m.plan.reads)) || m.seen.has(memoLen) {
-			return Value{}, 0, 0
+			return 0, 0
 		}
 		if m.plan.reads[memoLen] != 0 {
 			p.store = memoLen + 1 // read back later (a free entry's frames): keep it
@@ -259,7 +264,7 @@ func (m *Machine) flatList(b []byte, memoLen uint64) (Value, int, int) {
 		n++
 		for {
 			if n = skipFrames(b, n); n >= len(b) {
-				return Value{}, 0, 0
+				return 0, 0
 			}
 			if b[n] == opAppends {
 				n++
@@ -267,7 +272,7 @@ func (m *Machine) flatList(b []byte, memoLen uint64) (Value, int, int) {
 			}
 			v, k, ok := m.flatGet(b[n:])
 			if !ok || p.nitem == maxFlatItems {
-				return Value{}, 0, 0
+				return 0, 0
 			}
 			p.items[p.nitem] = v
 			p.nitem++
@@ -276,16 +281,21 @@ func (m *Machine) flatList(b []byte, memoLen uint64) (Value, int, int) {
 	case n < len(b) && (b[n] == opBinGet || b[n] == opLongBinGet):
 		v, k, ok := m.flatGet(b[n:])
 		if !ok {
-			return Value{}, 0, 0
+			return 0, 0
 		}
 		if k = skipFrames(b, n+k); k >= len(b) || b[k] != opAppend {
-			return Value{}, 0, 0
+			return 0, 0
 		}
 		p.items[0], p.nitem = v, 1
 		n = k + 1
 	}
-	p.list = l
-	return Value{Kind: ListKind, Ref: l}, n, memos
+	if p.nitem == 0 && p.store == 0 {
+		*out = Value{Kind: ListKind, Ref: emptyList}
+		return n, memos
+	}
+	p.list = &List{}
+	*out = Value{Kind: ListKind, Ref: p.list}
+	return n, memos
 }
 
 // skipFrames steps over FRAME opcodes at b[pos:]: protocol 4 starts a new

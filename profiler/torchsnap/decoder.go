@@ -286,6 +286,9 @@ func (d *decoder) stack(v pickle.Value) (profiler.StackID, error) {
 		}
 	}
 	items, _ := v.Items()
+	if len(items) == 0 {
+		return 0, nil // the empty stack; empty lists may be shared, so nothing is written to them
+	}
 	ids := d.ids[:0]
 	for _, it := range items {
 		id, err := d.frame(it)
