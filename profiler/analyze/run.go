@@ -178,10 +178,10 @@ func (a *analysis) device(dev int, t *tracker, snap *torchsnap.Snapshot) Device 
 			if b.State == profiler.BlockInactive {
 				continue
 			}
-			lb := t.live[b.Addr]
+			lb, tracked := t.live[b.Addr]
 			var o int32
 			switch {
-			case lb != nil:
+			case tracked:
 				o = lb.resolved()
 			default:
 				o = a.origins.preTrace(b.Stack)

@@ -37,7 +37,7 @@ type gap struct {
 type tracker struct {
 	a      *analysis
 	trace  int
-	live   map[uint64]*block
+	live   map[uint64]block // by value: no allocation per block
 	cur    int64 // allocated bytes relative to the unknown start
 	rcur   int64 // reserved bytes relative to the unknown start
 	peak   int64
@@ -45,7 +45,7 @@ type tracker struct {
 	peakT  int64
 	// freedSincePeak holds blocks live at the peak that were freed after it,
 	// including blocks allocated before the trace began (negative seq).
-	freedSincePeak []*block
+	freedSincePeak []block
 	preFreed       int64 // bytes of pre-trace blocks freed during the trace
 	lastFramed     profiler.StackID
 	open           *gap
@@ -63,7 +63,7 @@ type oomEvent struct {
 }
 
 func newTracker(a *analysis, trace int) *tracker {
-	return &tracker{a: a, trace: trace, live: map[uint64]*block{}, peakAt: -1, timeline: newTimeline()}
+	return &tracker{a: a, trace: trace, live: map[uint64]block{}, peakAt: -1, timeline: newTimeline()}
 }
 
 // event replays one trace event; user says whether its stack reaches user code
@@ -94,7 +94,7 @@ func (t *tracker) event(e *profiler.Event, user bool) {
 
 func (t *tracker) alloc(e *profiler.Event, user bool) {
 	size := blockSize(e.Size)
-	b := &block{size: size, seq: e.Seq}
+	b := block{size: size, seq: e.Seq}
 	if !user {
 		if t.open == nil {
 			t.open = &gap{left: t.lastFramed, firstTime: e.TimeUS, stats: map[profiler.StackID]*origin{}}
@@ -114,7 +114,7 @@ func (t *tracker) alloc(e *profiler.Event, user bool) {
 		b.origin = int32(e.Stack)
 		t.a.origins.countAlloc(b.origin, size)
 	}
-	if old := t.live[e.Addr]; old != nil {
+	if old, ok := t.live[e.Addr]; ok {
 		// An alloc over a live address means the free fell outside the ring; drop the old one.
 		t.cur -= old.size
 		if old.seq <= t.peakAt {
@@ -157,11 +157,11 @@ func (t *tracker) closeGap(right profiler.StackID) {
 }
 
 func (t *tracker) free(e *profiler.Event) {
-	b := t.live[e.Addr]
-	if b == nil {
+	b, ok := t.live[e.Addr]
+	if !ok {
 		// Allocated before the trace began: it was live all along until now.
 		// Its frames (context="all") are where it was freed, not where it was made.
-		b = &block{size: blockSize(e.Size), seq: -1, origin: t.a.origins.preTrace(0)}
+		b = block{size: blockSize(e.Size), seq: -1, origin: t.a.origins.preTrace(0)}
 		t.preFreed += b.size
 	} else {
 		delete(t.live, e.Addr)
