@@ -112,12 +112,26 @@ func main() {
 		if strings.Contains(name, "5000k") {
 			r.pyRuns = *pyRuns5M
 		}
-		if r.analyze, err = measure(log, "vramscope analyze "+name, *runs, filepath.Join("bin", "vramscope"), "analyze", "--json", path); err != nil {
-			fail(err)
+		// Runs alternate between the two tools, so both see the same machine:
+		// on a shared VM the speed of the cores drifts by tens of percent within minutes.
+		var as, ps []sample
+		for i := 0; i < max(*runs, r.pyRuns); i++ {
+			if i < *runs {
+				s, err := runOnce(log, "vramscope analyze "+name, i, *runs, filepath.Join("bin", "vramscope"), "analyze", "--json", path)
+				if err != nil {
+					fail(err)
+				}
+				as = append(as, s)
+			}
+			if i < r.pyRuns {
+				s, err := runOnce(log, "python3 pickle.load "+name, i, r.pyRuns, "python3", "-c", pyLoad, path)
+				if err != nil {
+					fail(err)
+				}
+				ps = append(ps, s)
+			}
 		}
-		if r.python, err = measure(log, "python3 pickle.load "+name, r.pyRuns, "python3", "-c", pyLoad, path); err != nil {
-			fail(err)
-		}
+		r.analyze, r.python = summarize(as), summarize(ps)
 		rows = append(rows, r)
 	}
 
@@ -149,7 +163,7 @@ func main() {
 	fmt.Fprintf(&b, "| CPU | %s, nproc %d |\n| memory | %s |\n| Go | %s |\n| Python | %s |\n| commit | %s |\n\n",
 		env.cpu, env.nproc, env.memory, env.goVersion, env.pyVersion, env.commit)
 	fmt.Fprintf(&b, "## Real snapshots: `vramscope analyze --json` beside `python3` `pickle.load`\n\n")
-	fmt.Fprintf(&b, "Wall time and peak RSS of the whole process (ru_maxrss from wait4, as GNU time's %%M); each the median of the runs shown. ")
+	fmt.Fprintf(&b, "Wall time and peak RSS of the whole process (ru_maxrss from wait4, as GNU time's %%M); each the median of the runs shown; the two tools run alternately, so both see the same machine (the speed of this shared VM drifts by tens of percent within minutes). ")
 	fmt.Fprintf(&b, "`python3 -c '%s' FILE` only unpickles; vramscope also analyses. Goals: time ratio ≤ 0.25, RSS/file size ≤ 0.25.\n\n", pyLoad)
 	fmt.Fprintf(&b, "| snapshot | file size | entries | vramscope analyze | python3 pickle.load | analyze time / python time | analyze RSS / file size |\n")
 	fmt.Fprintf(&b, "|---|---:|---:|---:|---:|---:|---:|\n")
@@ -198,29 +212,44 @@ func count(n int64) string {
 func measure(log func(string, ...any), what string, n int, name string, args ...string) (figure, error) {
 	var ss []sample
 	for i := 0; i < n; i++ {
-		cmd := exec.Command(name, args...)
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		start := time.Now()
-		err := cmd.Run()
-		wall := time.Since(start)
+		s, err := runOnce(log, what, i, n, name, args...)
 		if err != nil {
-			return figure{}, fmt.Errorf("%s: %v\n%s", what, err, stderr.String())
+			return figure{}, err
 		}
-		ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage)
-		if !ok {
-			return figure{}, errors.New("no rusage on this system")
-		}
-		s := sample{wall: wall, rss: ru.Maxrss << 10} // Linux reports KiB
-		log("  %s, run %d/%d: %.2f s, %s", what, i+1, n, s.wall.Seconds(), mib(s.rss))
 		ss = append(ss, s)
 	}
+	return summarize(ss), nil
+}
+
+// runOnce runs a command and reads its wall time and peak RSS.
+func runOnce(log func(string, ...any), what string, i, n int, name string, args ...string) (sample, error) {
+	cmd := exec.Command(name, args...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	start := time.Now()
+	err := cmd.Run()
+	wall := time.Since(start)
+	if err != nil {
+		return sample{}, fmt.Errorf("%s: %v\n%s", what, err, stderr.String())
+	}
+	ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+	if !ok {
+		return sample{}, errors.New("no rusage on this system")
+	}
+	s := sample{wall: wall, rss: ru.Maxrss << 10} // Linux reports KiB
+	log("  %s, run %d/%d: %.2f s, %s", what, i+1, n, s.wall.Seconds(), mib(s.rss))
+	return s, nil
+}
+
+// summarize takes the medians of wall time and of peak RSS.
+func summarize(ss []sample) figure {
+	n := len(ss)
 	f := figure{n: n}
 	sort.Slice(ss, func(i, j int) bool { return ss[i].wall < ss[j].wall })
 	f.wall = ss[len(ss)/2].wall
 	sort.Slice(ss, func(i, j int) bool { return ss[i].rss < ss[j].rss })
 	f.rss = ss[len(ss)/2].rss
-	return f, nil
+	return f
 }
 
 func run(name string, args ...string) error {
