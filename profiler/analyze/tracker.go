@@ -38,8 +38,8 @@ type tracker struct {
 	a      *analysis
 	trace  int
 	live   map[uint64]block // by value: no allocation per block
-	cur    int64 // allocated bytes relative to the unknown start
-	rcur   int64 // reserved bytes relative to the unknown start
+	cur    int64            // allocated bytes relative to the unknown start
+	rcur   int64            // reserved bytes relative to the unknown start
 	peak   int64
 	peakAt int64 // Seq of the event that reached the peak; -1 before any event
 	peakT  int64

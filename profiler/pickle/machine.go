@@ -22,6 +22,7 @@ type Machine struct {
 	pend flatPending
 	keys [maxFlatPairs]flatKeyCache
 	vals [maxFlatPairs]flatValCache
+	gets [maxFlatPairs]flatGetCache
 	err  error // an error from OnFlatDict inside the fast path
 
 	lim     Limits
@@ -592,7 +593,8 @@ func (m *Machine) put(id uint64) error {
 	if m.seen.add(id) {
 		m.memoLen++
 	} else {
-		m.keys = [maxFlatPairs]flatKeyCache{} // a slot is overwritten: forget cached keys
+		m.keys = [maxFlatPairs]flatKeyCache{} // a slot is overwritten: forget cached keys and values
+		m.gets = [maxFlatPairs]flatGetCache{}
 	}
 	if old, ok := m.memo.get(id); ok {
 		unpin(old)
