@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -43,12 +42,7 @@ func runAnalyze(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	if c.json {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", " ")
-		if err := enc.Encode(res); err != nil {
-			return fail(stderr, err)
-		}
-		return exitOK
+		return printJSON(stdout, stderr, res)
 	}
 	writeSummary(stdout, res, c.top)
 	if c.html != "" {

@@ -3,6 +3,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -80,6 +81,16 @@ func parse(fs *flag.FlagSet, args []string, stderr io.Writer) ([]string, bool) {
 		pos = append(pos, args[0])
 		args = args[1:]
 	}
+}
+
+// printJSON writes v indented, as every --json flag does.
+func printJSON(stdout, stderr io.Writer, v any) int {
+	enc := json.NewEncoder(stdout)
+	enc.SetIndent("", " ")
+	if err := enc.Encode(v); err != nil {
+		return fail(stderr, err)
+	}
+	return exitOK
 }
 
 // multi is a repeatable string flag.

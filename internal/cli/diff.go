@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -39,12 +38,7 @@ func runDiff(args []string, stdout, stderr io.Writer) int {
 	}
 	d := analyze.Compare(a, b)
 	if c.json {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", " ")
-		if err := enc.Encode(d); err != nil {
-			return fail(stderr, err)
-		}
-		return exitOK
+		return printJSON(stdout, stderr, d)
 	}
 	fmt.Fprintf(stdout, "peak %s -> %s (%s)\n", fb(d.PeakA), fb(d.PeakB), signed(d.PeakDelta))
 	fmt.Fprintf(stdout, "%d new sites, %d gone\n\n", d.New, d.Gone)
