@@ -212,16 +212,21 @@ func (m *Machine) flatValue(i int, b []byte, memoLen uint64, out *Value) (int, i
 	case opBinGet, opLongBinGet:
 		// Like keys, values read from never-dropped slots (action names, '')
 		// recur at the same position with the same GET bytes.
-		if c := &m.gets[i]; c.n > 0 && len(b) >= c.n && b[0] == c.op && b[1] == c.arg[0] && (c.n == 2 || b[2] == c.arg[1] && b[3] == c.arg[2] && b[4] == c.arg[3]) {
-			*out = c.v
-			return c.n, 0
+		// A few ways per position: the action alternates between alloc and frees.
+		ways := &m.gets[i]
+		for w := range ways {
+			if c := &ways[w]; c.n > 0 && len(b) >= c.n && b[0] == c.op && b[1] == c.arg[0] && (c.n == 2 || b[2] == c.arg[1] && b[3] == c.arg[2] && b[4] == c.arg[3]) {
+				*out = c.v
+				return c.n, 0
+			}
 		}
 		var ok bool
 		if *out, n, ok = m.flatGet(b); !ok {
 			return 0, 0
 		}
 		if id := memoIndex(b); id < uint64(len(m.plan.reads)) && m.plan.reads[id] == 255 {
-			c := &m.gets[i]
+			c := &ways[m.getsNext[i]%uint8(len(ways))]
+			m.getsNext[i]++
 			*c = flatGetCache{v: *out, n: n, op: b[0]}
 			copy(c.arg[:], b[1:n])
 		}

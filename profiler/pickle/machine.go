@@ -19,11 +19,12 @@ type Machine struct {
 	// is set, straight from the input (see flat.go).
 	OnFlatDict FlatFunc
 
-	pend flatPending
-	keys [maxFlatPairs]flatKeyCache
-	vals [maxFlatPairs]flatValCache
-	gets [maxFlatPairs]flatGetCache
-	err  error // an error from OnFlatDict inside the fast path
+	pend     flatPending
+	keys     [maxFlatPairs]flatKeyCache
+	vals     [maxFlatPairs]flatValCache
+	gets     [maxFlatPairs][4]flatGetCache
+	getsNext [maxFlatPairs]uint8
+	err      error // an error from OnFlatDict inside the fast path
 
 	lim     Limits
 	plan    *Plan
@@ -594,7 +595,7 @@ func (m *Machine) put(id uint64) error {
 		m.memoLen++
 	} else {
 		m.keys = [maxFlatPairs]flatKeyCache{} // a slot is overwritten: forget cached keys and values
-		m.gets = [maxFlatPairs]flatGetCache{}
+		m.gets = [maxFlatPairs][4]flatGetCache{}
 	}
 	if old, ok := m.memo.get(id); ok {
 		unpin(old)
