@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 
@@ -82,6 +83,11 @@ func readFile(path string, frames *profiler.Frames, onEvent EventFunc, opt Optio
 	plan, err := pickle.ScanAt(progressAt{f, prog}, size, opt.Limits, runtime.GOMAXPROCS(0))
 	if err != nil {
 		return nil, err
+	}
+	if size > 64<<20 {
+		// The planning pass's per-core tables are garbage now; hand their
+		// memory back before decoding so peak RSS is one pass's, not both.
+		debug.FreeOSMemory()
 	}
 	snap, err := decode(prog, size, plan, opt.Limits, frames, onEvent)
 	if err != nil {
