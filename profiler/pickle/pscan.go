@@ -171,46 +171,21 @@ func scanChunk(src io.ReaderAt, from, to, size int64, lim Limits, last bool) (c 
 	return
 }
 
-// opSize is the length of the opcodes whose length is fixed, 0 for the rest.
-var opSize = func() (t [256]uint8) {
-	for _, op := range []byte{opMark, opEmptyDict, opEmptyList, opSetItems, opAppends, opAppend, opSetItem,
-		opNewFalse, opNewTrue, opNone, opTuple1, opTuple2, opTuple3, opEmptyTuple} {
-		t[op] = 1
-	}
-	t[opBinInt1], t[opBinInt2], t[opBinInt], t[opBinFloat], t[opFrame] = 2, 3, 5, 9, 9
-	return t
-}()
-
 // run counts a stretch of common opcodes straight from the buffer (at least
 // 10 bytes) and returns the bytes it used; base is the offset of b[0].
 func (c *chunkScan) run(b []byte, base int64) int {
 	pos := 0
 	for len(b)-pos >= 10 {
-		op := b[pos]
-		if n := opSize[op]; n > 0 {
-			pos += int(n)
-			c.ops++
-			continue
-		}
-		switch op {
-		case opMemoize:
-			c.memoizes++
-			pos++
-		case opBinGet:
-			c.read(uint64(b[pos+1]), base+int64(pos))
-			pos += 2
-		case opLongBinGet:
-			c.read(uint64(binary.LittleEndian.Uint32(b[pos+1:pos+5])), base+int64(pos))
-			pos += 5
-		case opLong1, opShortBinUnicode, opShortBinBytes:
-			n := 2 + int(b[pos+1])
-			if n > len(b)-pos {
-				return pos
-			}
-			pos += n
-		default:
+		n, id, isGet := commonOp(b[pos:])
+		switch {
+		case n == 0:
 			return pos
+		case isGet:
+			c.read(id, base+int64(pos))
+		case b[pos] == opMemoize:
+			c.memoizes++
 		}
+		pos += n
 		c.ops++
 	}
 	return pos

@@ -1,6 +1,7 @@
 package pickle
 
 import (
+	"encoding/binary"
 	"fmt"
 	"io"
 	"strconv"
@@ -62,14 +63,6 @@ func (p *Plan) read(id uint64) bool {
 	return false
 }
 
-// Reads returns how many times slot id is read back (255 means "many").
-func (p *Plan) Reads(id uint64) int {
-	if s := p.slot(id); s != nil {
-		return int(*s)
-	}
-	return int(min(p.sparse[id], 255))
-}
-
 // Scan reads a whole pickle once, checking every opcode and counting memo reads.
 // size is the input's length if known (-1 otherwise); it bounds string lengths.
 func Scan(src io.Reader, size int64, lim Limits) (*Plan, error) {
@@ -96,26 +89,21 @@ func Scan(src io.Reader, size int64, lim Limits) (*Plan, error) {
 		// Fast path: the opcodes that make up nearly all of a snapshot, decoded
 		// straight from the buffer while it holds a whole opcode.
 		if r.end-r.pos >= 10 {
-			n, id, kind := fastOp(r.buf[r.pos:r.end])
-			if n > 0 {
+			if n, id, isGet := commonOp(r.buf[r.pos:r.end]); n > 0 {
 				r.opAt = r.base + int64(r.pos)
 				r.pos += n
 				p.Ops++
-				switch kind {
-				case fastGet:
-					if id < uint64(len(p.reads)) && p.sparse == nil && p.written.words[id>>6]&(1<<(id&63)) != 0 {
-						if p.reads[id] < 255 {
-							p.reads[id]++
-						}
-					} else if err := get(id); err != nil {
+				switch {
+				case isGet && id < uint64(len(p.reads)) && p.sparse == nil && p.written.words[id>>6]&(1<<(id&63)) != 0:
+					if p.reads[id] < 255 {
+						p.reads[id]++
+					}
+				case isGet:
+					if err := get(id); err != nil {
 						return nil, err
 					}
-				case fastMemoize:
+				case r.buf[r.pos-n] == opMemoize:
 					if err := putAt(memoLen); err != nil {
-						return nil, err
-					}
-				case fastPut:
-					if err := putAt(id); err != nil {
 						return nil, err
 					}
 				}
@@ -338,42 +326,33 @@ func (b *bitset) add(id uint64) bool {
 	return true
 }
 
-const (
-	fastPlain = iota
-	fastGet
-	fastPut
-	fastMemoize
-)
+// opSize is the length of the opcodes whose length is fixed, 0 for the rest.
+var opSize = func() (t [256]uint8) {
+	for _, op := range []byte{opMark, opEmptyDict, opEmptyList, opSetItems, opAppends, opAppend, opSetItem,
+		opNewFalse, opNewTrue, opNone, opTuple1, opTuple2, opTuple3, opEmptyTuple} {
+		t[op] = 1
+	}
+	t[opBinInt1], t[opBinInt2], t[opBinInt], t[opBinFloat], t[opFrame] = 2, 3, 5, 9, 9
+	return t
+}()
 
-// fastOp decodes one common opcode from b (at least 10 bytes) and returns its
-// length (0 when the slow path must handle it), a memo index, and its kind.
-func fastOp(b []byte) (int, uint64, int) {
-	switch b[0] {
-	case opMemoize:
-		return 1, 0, fastMemoize
-	case opBinGet:
-		return 2, uint64(b[1]), fastGet
-	case opLongBinGet:
-		return 5, uint64(b[1]) | uint64(b[2])<<8 | uint64(b[3])<<16 | uint64(b[4])<<24, fastGet
-	case opBinPut:
-		return 2, uint64(b[1]), fastPut
-	case opLongBinPut:
-		return 5, uint64(b[1]) | uint64(b[2])<<8 | uint64(b[3])<<16 | uint64(b[4])<<24, fastPut
-	case opMark, opEmptyDict, opEmptyList, opSetItems, opAppends, opAppend, opSetItem,
-		opNewFalse, opNewTrue, opNone, opTuple1, opTuple2, opTuple3, opEmptyTuple:
-		return 1, 0, fastPlain
-	case opBinInt1:
-		return 2, 0, fastPlain
-	case opBinInt2:
-		return 3, 0, fastPlain
-	case opBinInt:
-		return 5, 0, fastPlain
-	case opBinFloat, opFrame:
-		return 9, 0, fastPlain
-	case opLong1, opShortBinUnicode, opShortBinBytes:
+// commonOp measures one of the opcodes that make up nearly all of a snapshot
+// (b holds at least 10 bytes): its length (0 for any other), and for a memo
+// read its slot. Explicit PUTs and the rest take the slow path.
+func commonOp(b []byte) (n int, id uint64, isGet bool) {
+	switch op := b[0]; {
+	case opSize[op] > 0:
+		return int(opSize[op]), 0, false
+	case op == opMemoize:
+		return 1, 0, false
+	case op == opBinGet:
+		return 2, uint64(b[1]), true
+	case op == opLongBinGet:
+		return 5, uint64(binary.LittleEndian.Uint32(b[1:5])), true
+	case op == opLong1 || op == opShortBinUnicode || op == opShortBinBytes:
 		if n := 2 + int(b[1]); n <= len(b) {
-			return n, 0, fastPlain
+			return n, 0, false
 		}
 	}
-	return 0, 0, fastPlain
+	return 0, 0, false
 }
