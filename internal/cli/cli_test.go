@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
-	"flag"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,13 +12,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vramscope/vramscope/internal/golden"
+
 	"github.com/google/pprof/profile"
 
 	"github.com/vramscope/vramscope/internal/cli"
 	"github.com/vramscope/vramscope/profiler/flame"
 )
-
-var update = flag.Bool("update", false, "rewrite testdata/*.golden from the current output")
 
 var (
 	fixtureDir = filepath.Join("..", "..", "..", "shared", "fixtures", "snapshots")
@@ -83,36 +82,6 @@ func mustRun(t *testing.T, args ...string) outcome {
 	return o
 }
 
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		gl, wl := strings.Split(string(got), "\n"), strings.Split(string(want), "\n")
-		for i := 0; i < len(gl) || i < len(wl); i++ {
-			var g, w string
-			if i < len(gl) {
-				g = gl[i]
-			}
-			if i < len(wl) {
-				w = wl[i]
-			}
-			if g != w {
-				t.Fatalf("%s differs at line %d:\n got %q\nwant %q\n(run go test -update if the change is intended)", path, i+1, g, w)
-			}
-		}
-	}
-}
-
 // The text report on the repository's example, with recorded paths found
 // under the repository by --root. Machine paths are replaced by <REPO>.
 func TestAnalyzeGolden(t *testing.T) {
@@ -136,7 +105,7 @@ func TestAnalyzeGolden(t *testing.T) {
 	if strings.Contains(out, "/work/main/") {
 		t.Errorf("output keeps the recording machine's path:\n%s", out)
 	}
-	golden(t, "analyze_example_train.golden", []byte(out))
+	golden.Check(t, "analyze_example_train.golden", []byte(out))
 }
 
 // The JSON has the documented keys and agrees with the run's own measurement.

@@ -4,11 +4,12 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/vramscope/vramscope/internal/golden"
 
 	"github.com/vramscope/vramscope/profiler"
 	"github.com/vramscope/vramscope/profiler/analyze"
@@ -188,36 +189,6 @@ func TestCollapsedSumsToRoot(t *testing.T) {
 	}
 }
 
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		gl, wl := strings.Split(string(got), "\n"), strings.Split(string(want), "\n")
-		for i := 0; i < len(gl) || i < len(wl); i++ {
-			var g, w string
-			if i < len(gl) {
-				g = gl[i]
-			}
-			if i < len(wl) {
-				w = wl[i]
-			}
-			if g != w {
-				t.Fatalf("%s differs at line %d:\n got %q\nwant %q\n(run go test -update if the change is intended)", path, i+1, g, w)
-			}
-		}
-	}
-}
-
 // The collapsed stacks of gpt2_train (peak weight, wrappers folded).
 func TestGoldenCollapsed(t *testing.T) {
 	r := result(t, "gpt2_train")
@@ -225,7 +196,7 @@ func TestGoldenCollapsed(t *testing.T) {
 	if err := flame.WriteCollapsed(&b, r.Flame(analyze.FlameOptions{Weight: flame.WeightPeak})); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "gpt2_train.collapsed.golden", b.Bytes())
+	golden.Check(t, "gpt2_train.collapsed.golden", b.Bytes())
 }
 
 // Each input's top ten sites.
@@ -246,5 +217,5 @@ func TestGoldenTopSites(t *testing.T) {
 			fmt.Fprintf(&b, "%-7s %s peak=%d alloc=%d allocs=%d\n", s.Kind, where, s.PeakBytes, s.AllocBytes, s.Allocs)
 		}
 	}
-	golden(t, "top_sites.golden", b.Bytes())
+	golden.Check(t, "top_sites.golden", b.Bytes())
 }

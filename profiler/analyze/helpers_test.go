@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
-	"flag"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,8 +13,6 @@ import (
 
 	"github.com/vramscope/vramscope/profiler/analyze"
 )
-
-var update = flag.Bool("update", false, "rewrite testdata/*.golden from the current output")
 
 // The real snapshots: the shared fixtures (recorded by ../shared/fixtures/trainer)
 // and the examples the repository ships (recorded by examples/record).

@@ -3,17 +3,14 @@ package flame
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 
+	"github.com/vramscope/vramscope/internal/golden"
+
 	"github.com/vramscope/vramscope/profiler"
 )
-
-var update = flag.Bool("update", false, "rewrite testdata/*.golden from the current output")
 
 const evilName = "</script><script>alert(1)</script>"
 
@@ -142,20 +139,5 @@ func TestHumanBytes(t *testing.T) {
 
 func TestWriteHTMLGolden(t *testing.T) {
 	page := writePage(t, smallTree())
-	golden := filepath.Join("testdata", "small.html.golden")
-	if *update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(golden, []byte(page), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatalf("%v (run go test ./profiler/flame -update)", err)
-	}
-	if page != string(want) {
-		t.Errorf("page differs from %s; if the change is intended, run go test ./profiler/flame -update", golden)
-	}
+	golden.Check(t, "small.html.golden", []byte(page))
 }
