@@ -45,9 +45,6 @@ func NewMachine(src io.Reader, size int64, plan *Plan, lim Limits) *Machine {
 		intern: map[string]string{}, stack: make([]Value, 0, 4096)}
 }
 
-// Offset is the input position reached so far (for progress reports).
-func (m *Machine) Offset() int64 { return m.r.offset() }
-
 // Release hands a consumed dict back for reuse. It does nothing for a dict a
 // memo slot still holds, so a caller may release whatever it consumed.
 func (m *Machine) Release(d *Dict) {
