@@ -25,6 +25,7 @@ var allowed = []struct {
 	{"profiler/flame/...", []string{"profiler", "profiler/flame"}, ""},
 	{"profiler/analyze", []string{"profiler", "profiler/pickle", "profiler/torchsnap", "profiler/flame"}, ""},
 	{"profiler/pprofenc", []string{"profiler", "profiler/analyze", "github.com/google/pprof/profile"}, ""},
+	{"daemon/store", nil, "the snapshot store: standard library only"},
 	{"internal/cli", []string{"profiler/...", "internal/synth"}, "subcommands call the engine"},
 	{"internal/synth", []string{"profiler", "profiler/pickle", "profiler/torchsnap"}, ""},
 	{"internal/archtest", nil, ""},

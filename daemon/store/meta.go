@@ -1,0 +1,22 @@
+package store
+
+import "time"
+
+// Meta describes one stored snapshot. It is written beside the snapshot as
+// <id>.json, and that write (a rename) is the moment the snapshot exists: a
+// snapshot without its meta file was never completed and is removed at open.
+type Meta struct {
+	ID      string    `json:"id"`                // sortable: time then a counter, e.g. 20261129T110203.123Z-0001 (UTC)
+	Created time.Time `json:"created"`           // when the store committed it
+	Bytes   int64     `json:"bytes"`             // size of the pickle
+	SHA256  string    `json:"sha256"`            // of the pickle, checked by Verify
+	Reason  string    `json:"reason"`            // "request", "oom", "import"
+	Source  string    `json:"source,omitempty"`  // imported file name, or the agent's script
+	PID     int       `json:"pid,omitempty"`     // the process it came from
+	Host    string    `json:"host,omitempty"`    // that process's host
+	Rank    int       `json:"rank"`              // torch.distributed rank, 0 when not distributed
+	Device  int       `json:"device"`            // CUDA device index of the process
+	Entries int64     `json:"entries,omitempty"` // trace entries, when the agent counted them
+	TookMS  float64   `json:"took_ms,omitempty"` // how long the agent took to dump it
+	Label   string    `json:"label,omitempty"`   // free text from the caller
+}
