@@ -29,6 +29,13 @@ var commands = []command{
 	{"analyze", "analyze FILE [--map REMOTE=LOCAL] [--root DIR] [--json] [--html OUT]  peak, top lines, stacks, allocator state, findings", runAnalyze},
 	{"flame", "flame FILE [-o OUT] [--weight peak|alloc|current] [--format html|json|collapsed|pprof]  flame graph", runFlame},
 	{"diff", "diff A B [--json]  per-line change between two snapshots", runDiff},
+	{"serve", "serve [--socket S] [--data-dir D] [--tcp 127.0.0.1:PORT]  run the per-user daemon", runServe},
+	{"run", "run [--max-entries N] -- COMMAND ARGS...  run a training command with the agent in every Python process", runRun},
+	{"attach", "attach PID  attach the agent to a running Python >= 3.14 process", runAttach},
+	{"status", "status  the daemon's state", runStatus},
+	{"ps", "ps  processes with an agent, and GPU processes without one", runPS},
+	{"snap", "snap PID [--label L]  take a snapshot of a process through its agent", runSnap},
+	{"snapshots", "snapshots  the stored snapshots", runSnapshots},
 	{"version", "version  print the version", runVersion},
 }
 

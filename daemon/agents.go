@@ -1,0 +1,177 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/vramscope/vramscope/daemon/api"
+)
+
+// agent is one attached training process.
+type agent struct {
+	s    *session
+	mu   sync.Mutex
+	proc api.Process
+}
+
+func (a *agent) process() api.Process {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.proc
+}
+
+// agents is the registry of attached processes, by pid.
+type agents struct {
+	mu    sync.Mutex
+	byPID map[int]*agent
+}
+
+func newAgents() *agents { return &agents{byPID: map[int]*agent{}} }
+
+func (r *agents) count() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.byPID)
+}
+
+func (r *agents) get(pid int) *agent {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.byPID[pid]
+}
+
+func (r *agents) list() []*agent {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]*agent, 0, len(r.byPID))
+	for _, a := range r.byPID {
+		out = append(out, a)
+	}
+	return out
+}
+
+func (s *session) agentRegister(_ context.Context, raw json.RawMessage) (any, error) {
+	var p api.RegisterParams
+	if err := decode(raw, &p); err != nil {
+		return nil, err
+	}
+	if p.PID <= 0 {
+		return nil, rpcErr(api.CodeInvalidParams, "agent.register needs the process's pid")
+	}
+	if p.APIVersion != "" && major(p.APIVersion) != major(api.Version) {
+		return nil, rpcErr(api.CodeVersion, "agent speaks API %s, the daemon %s", p.APIVersion, api.Version)
+	}
+	a := &agent{s: s, proc: api.Process{
+		PID: p.PID, Agent: true, Host: p.Host, Rank: p.Rank, LocalRank: p.LocalRank, WorldSize: p.WorldSize,
+		Argv: p.Argv, Python: p.Python, Torch: p.Torch, CUDA: p.CUDA, Device: p.Device,
+		Recording: p.Recording, MaxEntries: p.MaxEntries, Note: p.Note,
+		Connected: time.Now().UTC().Format(time.RFC3339),
+	}}
+	d := s.d
+	d.agents.mu.Lock()
+	old := d.agents.byPID[p.PID]
+	d.agents.byPID[p.PID] = a
+	d.agents.mu.Unlock()
+	if old != nil && old.s != s {
+		old.s.conn.Close() // a re-registration after a reconnect replaces the stale one
+	}
+	s.mu.Lock()
+	s.agent = a
+	s.mu.Unlock()
+	d.cfg.Logf("agent %d registered (rank %d/%d, %s)", p.PID, p.Rank, p.WorldSize, firstArg(p.Argv))
+	d.events.publish(api.EventAgentConnected, api.AgentEvent{Process: a.process()})
+	return api.RegisterResult{IncomingDir: d.store.IncomingDir(), APIVersion: api.Version}, nil
+}
+
+// agentGone removes an agent whose connection closed (unless it has already
+// been replaced by a newer registration of the same pid).
+func (d *Daemon) agentGone(a *agent, reason string) {
+	d.agents.mu.Lock()
+	pid := a.process().PID
+	if d.agents.byPID[pid] == a {
+		delete(d.agents.byPID, pid)
+	}
+	d.agents.mu.Unlock()
+	d.cfg.Logf("agent %d gone: %s", pid, reason)
+	d.events.publish(api.EventAgentGone, api.AgentEvent{Process: a.process(), Reason: reason})
+}
+
+func (s *session) currentAgent() (*agent, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.agent == nil {
+		return nil, rpcErr(api.CodeNoAgent, "call agent.register first")
+	}
+	return s.agent, nil
+}
+
+func (s *session) agentTorch(_ context.Context, raw json.RawMessage) (any, error) {
+	var p api.TorchParams
+	if err := decode(raw, &p); err != nil {
+		return nil, err
+	}
+	a, err := s.currentAgent()
+	if err != nil {
+		return nil, err
+	}
+	a.mu.Lock()
+	a.proc.Allocated, a.proc.Reserved, a.proc.Device = p.Allocated, p.Reserved, p.Device
+	a.mu.Unlock()
+	return nil, nil
+}
+
+func (s *session) processList(context.Context, json.RawMessage) (any, error) {
+	d := s.d
+	res := api.ProcessListResult{Processes: []api.Process{}}
+	seen := map[int]int{}
+	for _, a := range d.agents.list() {
+		seen[a.process().PID] = len(res.Processes)
+		res.Processes = append(res.Processes, a.process())
+	}
+	for _, gp := range d.counters.Processes() {
+		if i, ok := seen[gp.PID]; ok {
+			res.Processes[i].GPUBytes += gp.UsedBytes
+			continue
+		}
+		seen[gp.PID] = len(res.Processes)
+		res.Processes = append(res.Processes, api.Process{PID: gp.PID, Device: gp.Device, GPUBytes: gp.UsedBytes,
+			Argv: cmdline(gp.PID), Note: "no agent attached"})
+	}
+	sort.Slice(res.Processes, func(i, j int) bool {
+		a, b := res.Processes[i], res.Processes[j]
+		if a.Agent != b.Agent {
+			return a.Agent
+		}
+		if a.Rank != b.Rank {
+			return a.Rank < b.Rank
+		}
+		return a.PID < b.PID
+	})
+	return res, nil
+}
+
+// firstArg is what a command line runs: the script or module after the
+// interpreter's own options ("python -u train.py" -> "train.py").
+func firstArg(argv []string) string {
+	if len(argv) == 0 {
+		return "?"
+	}
+	rest := argv
+	if strings.HasPrefix(filepath.Base(argv[0]), "python") {
+		rest = argv[1:]
+	}
+	for i, a := range rest {
+		if a == "-m" && i+1 < len(rest) {
+			return "-m " + rest[i+1]
+		}
+		if a != "" && a[0] != '-' {
+			return a
+		}
+	}
+	return argv[0]
+}

@@ -1,0 +1,252 @@
+package daemon
+
+import (
+	"container/list"
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/vramscope/vramscope/daemon/api"
+	"github.com/vramscope/vramscope/daemon/store"
+	"github.com/vramscope/vramscope/profiler/analyze"
+	"github.com/vramscope/vramscope/profiler/flame"
+)
+
+// summaryCache is the name of the analysis kept on disk beside a snapshot, so
+// a restarted daemon answers analysis.summary without decoding again.
+const summaryCache = "summary.json"
+
+// analyses caches finished analyses by snapshot id: the most recent few in
+// memory (a Result keeps what flame graphs and diffs need), the summary on
+// disk. Concurrent requests for one snapshot share one decode.
+type analyses struct {
+	st   *store.Store
+	max  int
+	runs atomic.Int64 // decodes, for the test that a snapshot is decoded once
+
+	mu      sync.Mutex
+	entries map[string]*list.Element // of *analysisEntry
+	lru     *list.List
+}
+
+type analysisEntry struct {
+	id   string
+	done chan struct{}
+	res  *analyze.Result
+	err  error
+}
+
+func newAnalyses(st *store.Store, max int) *analyses {
+	return &analyses{st: st, max: max, entries: map[string]*list.Element{}, lru: list.New()}
+}
+
+// compute analyses a file that is not (yet) in the store.
+func (c *analyses) compute(path string) (*analyze.Result, error) {
+	c.runs.Add(1)
+	return analyze.Run(path, analyze.Options{})
+}
+
+// put caches the analysis of a freshly committed snapshot.
+func (c *analyses) put(id string, r *analyze.Result) {
+	r.File = c.st.Path(id)
+	e := &analysisEntry{id: id, done: make(chan struct{}), res: r}
+	close(e.done)
+	c.mu.Lock()
+	c.insert(e)
+	c.mu.Unlock()
+	c.writeSummary(id, r)
+}
+
+func (c *analyses) writeSummary(id string, r *analyze.Result) {
+	if b, err := json.Marshal(r); err == nil {
+		c.st.WriteCache(id, summaryCache, b) // a cache: failing to write it costs a decode later, nothing more
+	}
+}
+
+// insert adds e as most recent and evicts beyond max; c.mu is held.
+func (c *analyses) insert(e *analysisEntry) {
+	c.entries[e.id] = c.lru.PushFront(e)
+	for c.lru.Len() > c.max {
+		old := c.lru.Back()
+		c.lru.Remove(old)
+		delete(c.entries, old.Value.(*analysisEntry).id)
+	}
+}
+
+// get returns the analysis of a stored snapshot, decoding it at most once
+// however many requests ask at the same time.
+func (c *analyses) get(id string) (*analyze.Result, error) {
+	c.mu.Lock()
+	if el, ok := c.entries[id]; ok {
+		c.lru.MoveToFront(el)
+		e := el.Value.(*analysisEntry)
+		c.mu.Unlock()
+		<-e.done
+		return e.res, e.err
+	}
+	e := &analysisEntry{id: id, done: make(chan struct{})}
+	c.insert(e)
+	c.mu.Unlock()
+	c.runs.Add(1)
+	e.res, e.err = analyze.Run(c.st.Path(id), analyze.Options{})
+	close(e.done)
+	if e.err != nil {
+		c.drop(id) // a failed analysis is not cached: the file may be fixed or deleted
+	} else {
+		c.writeSummary(id, e.res)
+	}
+	return e.res, e.err
+}
+
+// drop forgets a snapshot (deleted, or removed by retention).
+func (c *analyses) drop(id string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if el, ok := c.entries[id]; ok {
+		c.lru.Remove(el)
+		delete(c.entries, id)
+	}
+}
+
+// cached reports whether id's analysis is in memory (for tests and status).
+func (c *analyses) cached(id string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, ok := c.entries[id]
+	return ok
+}
+
+// result looks up a snapshot and its analysis for an analysis.* request.
+func (s *session) result(id string) (*analyze.Result, error) {
+	if _, err := s.d.lookup(id); err != nil {
+		return nil, err
+	}
+	r, err := s.d.analyses.get(id)
+	if err != nil {
+		return nil, rpcErr(api.CodeBadSnapshot, "%v", err)
+	}
+	return r, nil
+}
+
+func (s *session) analysisSummary(_ context.Context, raw json.RawMessage) (any, error) {
+	var p api.IDParams
+	if err := decode(raw, &p); err != nil {
+		return nil, err
+	}
+	if _, err := s.d.lookup(p.ID); err != nil {
+		return nil, err
+	}
+	if !s.d.analyses.cached(p.ID) {
+		if b, err := s.d.store.ReadCache(p.ID, summaryCache); err == nil && json.Valid(b) {
+			return json.RawMessage(b), nil
+		}
+	}
+	return s.result(p.ID)
+}
+
+func (s *session) analysisSites(_ context.Context, raw json.RawMessage) (any, error) {
+	var p api.SitesParams
+	if err := decode(raw, &p); err != nil {
+		return nil, err
+	}
+	r, err := s.result(p.ID)
+	if err != nil {
+		return nil, err
+	}
+	res := api.SitesResult{File: p.File, PeakBytes: r.Peak.Bytes, Sites: []analyze.Site{}}
+	for _, site := range r.Sites {
+		if sameFile(site.File, p.File) {
+			res.Sites = append(res.Sites, site)
+		}
+	}
+	return res, nil
+}
+
+// sameFile matches a recorded path with a requested one exactly or, when the
+// two are in different trees (a container, a remote box), by their common
+// trailing components: at least the base name and its directory.
+func sameFile(recorded, want string) bool {
+	if recorded == "" || want == "" {
+		return false
+	}
+	if recorded == want {
+		return true
+	}
+	r := strings.Split(filepath.ToSlash(recorded), "/")
+	w := strings.Split(filepath.ToSlash(want), "/")
+	n := 0
+	for n < len(r) && n < len(w) && r[len(r)-1-n] == w[len(w)-1-n] {
+		n++
+	}
+	return n >= 2 || (n == 1 && (len(r) == 1 || len(w) == 1))
+}
+
+func (s *session) analysisFlame(_ context.Context, raw json.RawMessage) (any, error) {
+	var p api.FlameParams
+	if err := decode(raw, &p); err != nil {
+		return nil, err
+	}
+	w := flame.WeightPeak
+	if p.Weight != "" {
+		var ok bool
+		if w, ok = flame.ParseWeight(p.Weight); !ok {
+			return nil, rpcErr(api.CodeInvalidParams, "unknown weight %q (peak, alloc or current)", p.Weight)
+		}
+	}
+	r, err := s.result(p.ID)
+	if err != nil {
+		return nil, err
+	}
+	return r.Flame(analyze.FlameOptions{Weight: w, KeepWrappers: p.KeepWrappers}), nil
+}
+
+func (s *session) analysisTimeline(_ context.Context, raw json.RawMessage) (any, error) {
+	var p api.TimelineParams
+	if err := decode(raw, &p); err != nil {
+		return nil, err
+	}
+	r, err := s.result(p.ID)
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range r.Devices {
+		if d.Device == p.Device {
+			return d.Timeline, nil
+		}
+	}
+	return nil, rpcErr(api.CodeNotFound, "snapshot %s has no trace for device %d", p.ID, p.Device)
+}
+
+func (s *session) analysisFindings(_ context.Context, raw json.RawMessage) (any, error) {
+	var p api.IDParams
+	if err := decode(raw, &p); err != nil {
+		return nil, err
+	}
+	r, err := s.result(p.ID)
+	if err != nil {
+		return nil, err
+	}
+	if r.Findings == nil {
+		return []analyze.Finding{}, nil
+	}
+	return r.Findings, nil
+}
+
+func (s *session) analysisDiff(_ context.Context, raw json.RawMessage) (any, error) {
+	var p api.DiffParams
+	if err := decode(raw, &p); err != nil {
+		return nil, err
+	}
+	a, err := s.result(p.A)
+	if err != nil {
+		return nil, err
+	}
+	b, err := s.result(p.B)
+	if err != nil {
+		return nil, err
+	}
+	return analyze.Compare(a, b), nil
+}

@@ -1,0 +1,125 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"time"
+
+	"github.com/vramscope/vramscope/daemon/api"
+	"github.com/vramscope/vramscope/daemon/counters"
+)
+
+// gpuProcess is one process NVML sees on a GPU.
+type gpuProcess struct {
+	PID       int
+	Device    int
+	UsedBytes uint64
+}
+
+// counterSource is what the daemon needs of the NVML sampler.
+type counterSource struct {
+	col  *counters.Collector
+	st   counters.Status
+	stop func()
+	mu   sync.Mutex
+	last time.Time
+}
+
+// openCounters opens NVML (or notes why it cannot) behind a Collector.
+func openCounters(cfg Config) *counterSource {
+	var s counters.Sampler
+	if cfg.NoCounters {
+		s = counters.Unavailable(counters.Status{Reason: "counters disabled (--no-counters)"})
+	} else {
+		s, _ = counters.Open()
+	}
+	c := &counterSource{col: counters.NewCollector(s, counters.Options{Interval: cfg.Interval}), st: s.Status()}
+	if !c.st.Available {
+		cfg.Logf("counters: %s", c.st.Reason)
+	}
+	return c
+}
+
+// Start samples until Stop; tick is called about once a second with the
+// latest samples (for the counters_tick notification).
+func (c *counterSource) Start(ctx context.Context, tick func()) {
+	if !c.st.Available {
+		return
+	}
+	c.stop = c.col.OnTick(func([]counters.DeviceSample) {
+		c.mu.Lock()
+		due := time.Since(c.last) >= time.Second
+		if due {
+			c.last = time.Now()
+		}
+		c.mu.Unlock()
+		if due {
+			go tick()
+		}
+	})
+	c.col.Start(ctx)
+}
+
+func (c *counterSource) Stop() {
+	if c.stop != nil {
+		c.stop()
+	}
+	c.col.Stop()
+}
+
+func (c *counterSource) Status() api.CountersStatus {
+	st := c.col.Status()
+	return api.CountersStatus{Available: st.Available, Reason: st.Reason, Driver: st.DriverVersion,
+		Devices: st.DeviceCount, IntervalMS: c.col.Options().Interval.Milliseconds()}
+}
+
+func (c *counterSource) Processes() []gpuProcess {
+	var out []gpuProcess
+	for _, p := range c.col.Processes() {
+		out = append(out, gpuProcess{PID: int(p.PID), Device: p.Device, UsedBytes: p.UsedBytes})
+	}
+	return out
+}
+
+func (c *counterSource) devices() api.DevicesResult {
+	return api.DevicesResult{Status: c.Status(), Devices: nonNil(c.col.Devices()), Latest: nonNil(c.col.Latest())}
+}
+
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
+// tick publishes the latest counters to counters_tick subscribers.
+func (d *Daemon) tick() {
+	d.events.publish(api.EventCountersTick, d.counters.devices())
+}
+
+func (s *session) countersDevices(context.Context, json.RawMessage) (any, error) {
+	return s.d.counters.devices(), nil
+}
+
+func (s *session) countersSeries(_ context.Context, raw json.RawMessage) (any, error) {
+	p := api.SeriesParams{Device: -1}
+	if err := decode(raw, &p); err != nil {
+		return nil, err
+	}
+	if p.MaxPoints <= 0 {
+		p.MaxPoints = 2000
+	}
+	to := p.ToMS
+	if to == 0 {
+		to = time.Now().UnixMilli() + 1
+	}
+	if p.PID > 0 {
+		return api.SeriesResult{Device: p.Device, PID: p.PID,
+			Samples: nonNil(s.d.counters.col.ProcessSeries(uint32(p.PID), p.FromMS, to, p.MaxPoints))}, nil
+	}
+	if p.Device < 0 {
+		return nil, rpcErr(api.CodeInvalidParams, "counters.series needs a device (≥ 0) or a pid")
+	}
+	return api.SeriesResult{Device: p.Device, Samples: nonNil(s.d.counters.col.Series(p.Device, p.FromMS, to, p.MaxPoints))}, nil
+}

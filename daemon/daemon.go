@@ -1,0 +1,169 @@
+// Package daemon is vramscope's per-user process (vramscope serve): it listens
+// on a Unix socket (and optionally loopback TCP with a token), keeps a registry
+// of the agents inside training processes, asks them for snapshots, stores
+// snapshots crash-safely (daemon/store), analyses them once through the engine
+// (profiler/analyze), samples NVML counters (daemon/counters) and serves it all
+// as the JSON-RPC API of daemon/api. One file per feature: listen, session
+// (a connection), agents, snapshots, analysis, counters, events.
+package daemon
+
+import (
+	"context"
+	"errors"
+	"net"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/vramscope/vramscope/daemon/store"
+)
+
+// Daemon is one running daemon.
+type Daemon struct {
+	cfg     Config
+	store   *store.Store
+	started time.Time
+	host    string
+	token   string
+
+	agents   *agents
+	analyses *analyses
+	events   *events
+	counters *counterSource
+
+	mu        sync.Mutex
+	listeners []net.Listener
+	sessions  map[*session]struct{}
+	wg        sync.WaitGroup
+	closed    bool
+}
+
+// New opens the store and, unless disabled, the NVML sampler. It does not
+// listen yet.
+func New(cfg Config) (*Daemon, error) {
+	if err := cfg.defaults(); err != nil {
+		return nil, err
+	}
+	st, err := store.Open(cfg.DataDir, store.Limits{MaxCount: cfg.MaxSnapshots, MaxBytes: cfg.MaxBytes})
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range st.Recovered() {
+		cfg.Logf("store: %s", r)
+	}
+	host, _ := os.Hostname()
+	d := &Daemon{
+		cfg: cfg, store: st, started: time.Now(), host: host,
+		agents:   newAgents(),
+		events:   newEvents(),
+		sessions: map[*session]struct{}{},
+	}
+	d.analyses = newAnalyses(st, 8)
+	st.OnRemove(d.analyses.drop)
+	d.counters = openCounters(cfg)
+	return d, nil
+}
+
+// Serve listens and serves until ctx ends or Close is called.
+func (d *Daemon) Serve(ctx context.Context) error {
+	var tl net.Listener
+	if d.cfg.TCP != "" {
+		var err error
+		if tl, err = listenTCP(d.cfg.TCP); err != nil {
+			d.Close()
+			return err
+		}
+		if d.token, err = writeToken(d.cfg.TokenFile); err != nil {
+			tl.Close()
+			d.Close()
+			return err
+		}
+		d.addListener(tl)
+	}
+	ul, err := listenUnix(d.cfg.Socket)
+	if err != nil {
+		d.Close()
+		return err
+	}
+	d.addListener(ul)
+	d.cfg.Logf("listening on %s (data in %s)", d.cfg.Socket, d.cfg.DataDir)
+	if tl != nil {
+		d.cfg.Logf("listening on %s (token in %s)", tl.Addr(), d.cfg.TokenFile)
+		go d.accept(tl, true)
+	}
+	d.counters.Start(ctx, d.tick)
+	go func() { <-ctx.Done(); d.Close() }()
+	d.accept(ul, false)
+	d.wg.Wait()
+	return nil
+}
+
+// Addr is the TCP listener's address, "" when there is none.
+func (d *Daemon) Addr() string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, l := range d.listeners {
+		if l.Addr().Network() == "tcp" {
+			return l.Addr().String()
+		}
+	}
+	return ""
+}
+
+func (d *Daemon) addListener(l net.Listener) {
+	d.mu.Lock()
+	d.listeners = append(d.listeners, l)
+	d.mu.Unlock()
+}
+
+func (d *Daemon) accept(l net.Listener, tcp bool) {
+	for {
+		c, err := l.Accept()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			d.cfg.Logf("accept: %v", err)
+			time.Sleep(50 * time.Millisecond)
+			continue
+		}
+		if !tcp {
+			if uid, err := peerUID(c); err != nil || (uid >= 0 && uid != os.Getuid()) {
+				d.cfg.Logf("refused a connection from uid %d: %v", uid, errOtherUser)
+				refuse(c)
+				continue
+			}
+		}
+		d.wg.Add(1)
+		go func() {
+			defer d.wg.Done()
+			d.serveConn(c, tcp)
+		}()
+	}
+}
+
+// Close stops listening, closes every connection and the sampler, and
+// removes the socket.
+func (d *Daemon) Close() error {
+	d.mu.Lock()
+	if d.closed {
+		d.mu.Unlock()
+		return nil
+	}
+	d.closed = true
+	ls := d.listeners
+	ss := make([]*session, 0, len(d.sessions))
+	for s := range d.sessions {
+		ss = append(ss, s)
+	}
+	d.mu.Unlock()
+	for _, l := range ls {
+		l.Close()
+	}
+	for _, s := range ss {
+		s.conn.Close()
+	}
+	d.counters.Stop()
+	os.Remove(d.cfg.Socket)
+	return d.store.Close()
+}

@@ -1,0 +1,70 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"sync"
+
+	"github.com/vramscope/vramscope/daemon/api"
+)
+
+// events fans notifications out to the sessions that subscribed.
+type events struct {
+	mu   sync.Mutex
+	subs map[*session]map[string]bool
+}
+
+func newEvents() *events { return &events{subs: map[*session]map[string]bool{}} }
+
+func (e *events) unsubscribe(s *session) {
+	e.mu.Lock()
+	delete(e.subs, s)
+	e.mu.Unlock()
+}
+
+// publish sends method (an event.* name) to every session subscribed to its topic.
+func (e *events) publish(method string, params any) {
+	topic := strings.TrimPrefix(method, "event.")
+	e.mu.Lock()
+	var to []*session
+	for s, topics := range e.subs {
+		if topics[topic] {
+			to = append(to, s)
+		}
+	}
+	e.mu.Unlock()
+	for _, s := range to {
+		s.notify(method, params)
+	}
+}
+
+func (s *session) subscribe(_ context.Context, raw json.RawMessage) (any, error) {
+	var p api.SubscribeParams
+	if err := decode(raw, &p); err != nil {
+		return nil, err
+	}
+	topics := map[string]bool{}
+	known := map[string]bool{}
+	for _, m := range api.Methods {
+		if m.Dir == api.Notification {
+			known[strings.TrimPrefix(m.Name, "event.")] = true
+		}
+	}
+	if len(p.Topics) == 0 {
+		for t := range known {
+			topics[t] = t != "counters_tick"
+		}
+	}
+	for _, t := range p.Topics {
+		t = strings.TrimPrefix(t, "event.")
+		if !known[t] {
+			return nil, rpcErr(api.CodeInvalidParams, "unknown topic %q", t)
+		}
+		topics[t] = true
+	}
+	s.d.events.mu.Lock()
+	s.d.events.subs[s] = topics
+	s.d.events.mu.Unlock()
+	return api.Empty{}, nil
+}

@@ -1,0 +1,55 @@
+package daemon
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/vramscope/vramscope/daemon/api"
+)
+
+func major(v string) string {
+	m, _, _ := strings.Cut(v, ".")
+	return m
+}
+
+func (s *session) hello(_ context.Context, raw json.RawMessage) (any, error) {
+	var p api.HelloParams
+	if err := decode(raw, &p); err != nil {
+		return nil, err
+	}
+	if s.tcp {
+		if s.d.token == "" || subtle.ConstantTimeCompare([]byte(p.Token), []byte(s.d.token)) != 1 {
+			s.closeAfterReply()
+			return nil, rpcErr(api.CodeUnauthorized, "wrong or missing token (read it from %s)", s.d.cfg.TokenFile)
+		}
+		s.mu.Lock()
+		s.authed = true
+		s.mu.Unlock()
+	}
+	if p.APIVersion != "" && major(p.APIVersion) != major(api.Version) {
+		return nil, rpcErr(api.CodeVersion, "client speaks API %s, the daemon %s: upgrade the older one", p.APIVersion, api.Version)
+	}
+	return s.d.helloResult(), nil
+}
+
+func (d *Daemon) helloResult() api.HelloResult {
+	return api.HelloResult{Version: d.cfg.Version, APIVersion: api.Version, PID: os.Getpid(), Host: d.host}
+}
+
+func (s *session) status(context.Context, json.RawMessage) (any, error) {
+	d := s.d
+	return api.StatusResult{
+		HelloResult: d.helloResult(),
+		Started:     d.started.UTC().Format(time.RFC3339),
+		Socket:      d.cfg.Socket,
+		TCP:         d.Addr(),
+		DataDir:     d.cfg.DataDir,
+		Agents:      d.agents.count(),
+		Snapshots:   len(d.store.List()),
+		Counters:    d.counters.Status(),
+	}, nil
+}

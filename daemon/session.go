@@ -1,0 +1,231 @@
+package daemon
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"runtime/debug"
+	"sync"
+
+	"github.com/sourcegraph/jsonrpc2"
+	"github.com/vramscope/vramscope/daemon/api"
+)
+
+// maxLine bounds one JSON-RPC message, so a client sending garbage without
+// newlines cannot make the daemon buffer without limit.
+const maxLine = 64 << 20
+
+// session is one connection: a client, a subscriber, or an agent.
+type session struct {
+	d       *Daemon
+	conn    *jsonrpc2.Conn
+	tcp     bool
+	mu      sync.Mutex
+	authed  bool
+	closing bool
+	agent   *agent // set by agent.register
+	topics  map[string]bool
+	out     chan notice // notifications, sent by one goroutine; dropped when full
+}
+
+type notice struct {
+	method string
+	params any
+}
+
+type handlerFunc func(s *session, ctx context.Context, params json.RawMessage) (any, error)
+
+// handlers maps every method a client or agent may call to its handler; the
+// api test checks it against api.Methods.
+var handlers map[string]handlerFunc
+
+func init() {
+	handlers = map[string]handlerFunc{
+		api.Hello:            (*session).hello,
+		api.Status:           (*session).status,
+		api.ProcessList:      (*session).processList,
+		api.SnapshotTake:     (*session).snapshotTake,
+		api.SnapshotImport:   (*session).snapshotImport,
+		api.SnapshotList:     (*session).snapshotList,
+		api.SnapshotGet:      (*session).snapshotGet,
+		api.SnapshotDelete:   (*session).snapshotDelete,
+		api.AnalysisSummary:  (*session).analysisSummary,
+		api.AnalysisSites:    (*session).analysisSites,
+		api.AnalysisFlame:    (*session).analysisFlame,
+		api.AnalysisTimeline: (*session).analysisTimeline,
+		api.AnalysisFindings: (*session).analysisFindings,
+		api.AnalysisDiff:     (*session).analysisDiff,
+		api.CountersDevices:  (*session).countersDevices,
+		api.CountersSeries:   (*session).countersSeries,
+		api.Subscribe:        (*session).subscribe,
+		api.AgentRegister:    (*session).agentRegister,
+		api.AgentCaptured:    (*session).agentCaptured,
+		api.AgentTorch:       (*session).agentTorch,
+	}
+}
+
+// Handlers lists the method names the daemon answers (for the contract test).
+func Handlers() []string {
+	names := make([]string, 0, len(handlers))
+	for n := range handlers {
+		names = append(names, n)
+	}
+	return names
+}
+
+// limitedConn fails a read once one line grows past maxLine.
+type limitedConn struct {
+	net.Conn
+	since int
+}
+
+func (c *limitedConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	for _, b := range p[:n] {
+		if b == '\n' {
+			c.since = 0
+		} else if c.since++; c.since > maxLine {
+			return n, fmt.Errorf("message longer than %d bytes", maxLine)
+		}
+	}
+	return n, err
+}
+
+func (d *Daemon) serveConn(c net.Conn, tcp bool) {
+	s := &session{d: d, tcp: tcp, authed: !tcp, out: make(chan notice, 256)}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stream := jsonrpc2.NewPlainObjectStream(&limitedConn{Conn: c})
+	s.conn = jsonrpc2.NewConn(ctx, stream, jsonrpc2.AsyncHandler(closingHandler{s, jsonrpc2.HandlerWithError(s.handle).SuppressErrClosed()}),
+		jsonrpc2.SetLogger(discard{}))
+	d.mu.Lock()
+	if d.closed {
+		d.mu.Unlock()
+		s.conn.Close()
+		return
+	}
+	d.sessions[s] = struct{}{}
+	d.mu.Unlock()
+	go s.sendNotices(ctx)
+	<-s.conn.DisconnectNotify()
+	d.mu.Lock()
+	delete(d.sessions, s)
+	d.mu.Unlock()
+	d.events.unsubscribe(s)
+	if a := s.agent; a != nil {
+		d.agentGone(a, "connection closed")
+	}
+}
+
+// handle dispatches one request, recovering from a panic in any handler.
+func (s *session) handle(ctx context.Context, _ *jsonrpc2.Conn, req *jsonrpc2.Request) (result any, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			s.d.cfg.Logf("panic in %s: %v\n%s", req.Method, r, debug.Stack())
+			result, err = nil, rpcErr(api.CodeInternal, "internal error in %s: %v (the daemon goes on; please report it)", req.Method, r)
+		}
+	}()
+	h, ok := handlers[req.Method]
+	if !ok {
+		return nil, rpcErr(jsonrpc2.CodeMethodNotFound, "unknown method %q", req.Method)
+	}
+	if !s.isAuthed() && req.Method != api.Hello {
+		s.closeAfterReply()
+		return nil, rpcErr(api.CodeUnauthorized, "call daemon.hello with the token first")
+	}
+	var params json.RawMessage
+	if req.Params != nil {
+		params = *req.Params
+	}
+	res, err := h(s, ctx, params)
+	if err != nil {
+		var re *jsonrpc2.Error
+		if !errors.As(err, &re) {
+			err = rpcErr(api.CodeInternal, "%v", err)
+		}
+	}
+	return res, err
+}
+
+func (s *session) isAuthed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.authed
+}
+
+// closingHandler closes the connection after the reply when the handler
+// asked for it (an unauthenticated TCP client).
+type closingHandler struct {
+	s     *session
+	inner jsonrpc2.Handler
+}
+
+func (h closingHandler) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.Request) {
+	h.inner.Handle(ctx, conn, req)
+	h.s.mu.Lock()
+	closing := h.s.closing
+	h.s.mu.Unlock()
+	if closing {
+		conn.Close()
+	}
+}
+
+func (s *session) closeAfterReply() {
+	s.mu.Lock()
+	s.closing = true
+	s.mu.Unlock()
+}
+
+// notify queues a notification; a subscriber that does not keep up loses
+// notifications rather than slowing the daemon.
+func (s *session) notify(method string, params any) {
+	select {
+	case s.out <- notice{method, params}:
+	default:
+	}
+}
+
+func (s *session) sendNotices(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case n := <-s.out:
+			if err := s.conn.Notify(ctx, n.method, n.params); err != nil {
+				return
+			}
+		}
+	}
+}
+
+// decode reads params into v, answering InvalidParams on bad JSON.
+func decode(params json.RawMessage, v any) error {
+	if len(params) == 0 || string(params) == "null" {
+		return nil
+	}
+	if err := json.Unmarshal(params, v); err != nil {
+		return rpcErr(api.CodeInvalidParams, "invalid params: %v", err)
+	}
+	return nil
+}
+
+func rpcErr(code int64, format string, args ...any) *jsonrpc2.Error {
+	return &jsonrpc2.Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// refuse tells a connection from another user why it is closed.
+func refuse(c net.Conn) {
+	msg, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": nil,
+		"error": map[string]any{"code": api.CodeUnauthorized, "message": errOtherUser.Error()}})
+	w := bufio.NewWriter(c)
+	w.Write(append(msg, '\n'))
+	w.Flush()
+	c.Close()
+}
+
+type discard struct{}
+
+func (discard) Printf(string, ...any) {}

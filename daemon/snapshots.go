@@ -1,0 +1,187 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/vramscope/vramscope/daemon/api"
+	"github.com/vramscope/vramscope/daemon/store"
+)
+
+func (d *Daemon) snapshotResult(m store.Meta) api.SnapshotResult {
+	return api.SnapshotResult{Meta: m, Path: d.store.Path(m.ID)}
+}
+
+func (s *session) snapshotTake(ctx context.Context, raw json.RawMessage) (any, error) {
+	var p api.TakeParams
+	if err := decode(raw, &p); err != nil {
+		return nil, err
+	}
+	d := s.d
+	a := d.agents.get(p.PID)
+	if a == nil {
+		return nil, rpcErr(api.CodeNoAgent, "process %d has no agent attached (start it under `vramscope run`, or call vramscope.attach() in it)", p.PID)
+	}
+	timeout := d.cfg.DumpTimeout
+	if p.TimeoutMS > 0 {
+		timeout = time.Duration(p.TimeoutMS) * time.Millisecond
+	}
+	part := d.store.NewIncoming(fmt.Sprintf("%d", p.PID))
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var res api.DumpResult
+	if err := a.s.conn.Call(cctx, api.AgentDump, api.DumpParams{Path: part}, &res); err != nil {
+		os.Remove(part)
+		if errors.Is(err, context.DeadlineExceeded) {
+			return nil, rpcErr(api.CodeAgentFailed, "process %d did not dump its snapshot within %s", p.PID, timeout)
+		}
+		return nil, rpcErr(api.CodeAgentFailed, "process %d could not dump its snapshot: %v", p.PID, err)
+	}
+	proc := a.process()
+	meta := store.Meta{Reason: "request", Source: firstArg(proc.Argv), PID: proc.PID, Host: proc.Host,
+		Rank: proc.Rank, Device: res.Device, Entries: res.Entries, TookMS: res.TookMS, Label: p.Label}
+	m, err := d.commit(part, meta)
+	if err != nil {
+		return nil, err
+	}
+	return d.snapshotResult(m), nil
+}
+
+// commit analyses an incoming file (which also proves it is a snapshot),
+// stores it, caches the analysis and tells subscribers.
+func (d *Daemon) commit(part string, meta store.Meta) (store.Meta, error) {
+	if !inDir(part, d.store.IncomingDir()) {
+		return store.Meta{}, rpcErr(api.CodeInvalidParams, "%s is not in the incoming directory %s", part, d.store.IncomingDir())
+	}
+	res, err := d.analyses.compute(part)
+	if err != nil {
+		os.Remove(part)
+		return store.Meta{}, rpcErr(api.CodeBadSnapshot, "%v", err)
+	}
+	m, err := d.store.Commit(part, meta)
+	if err != nil {
+		os.Remove(part)
+		return store.Meta{}, rpcErr(api.CodeStoreFailed, "%v", err)
+	}
+	d.analyses.put(m.ID, res)
+	d.events.publish(api.EventSnapshotStored, d.snapshotResult(m))
+	return m, nil
+}
+
+func inDir(path, dir string) bool {
+	rel, err := filepath.Rel(dir, filepath.Clean(path))
+	return err == nil && !strings.HasPrefix(rel, "..") && !filepath.IsAbs(rel)
+}
+
+func (s *session) agentCaptured(_ context.Context, raw json.RawMessage) (any, error) {
+	var p api.CapturedParams
+	if err := decode(raw, &p); err != nil {
+		return nil, err
+	}
+	a, err := s.currentAgent()
+	if err != nil {
+		return nil, err
+	}
+	proc := a.process()
+	reason := p.Reason
+	if reason == "" {
+		reason = "agent"
+	}
+	meta := store.Meta{Reason: reason, Source: firstArg(proc.Argv), PID: proc.PID, Host: proc.Host,
+		Rank: proc.Rank, Device: p.Device, Entries: p.Entries, TookMS: p.TookMS}
+	m, err := s.d.commit(p.Path, meta)
+	if err != nil {
+		return nil, err
+	}
+	r := s.d.snapshotResult(m)
+	if reason == "oom" {
+		s.d.events.publish(api.EventOOMCaptured, api.OOMEvent{Snapshot: r, OOM: p.OOM})
+	}
+	return r, nil
+}
+
+func (s *session) snapshotImport(_ context.Context, raw json.RawMessage) (any, error) {
+	var p api.ImportParams
+	if err := decode(raw, &p); err != nil {
+		return nil, err
+	}
+	if p.Path == "" {
+		return nil, rpcErr(api.CodeInvalidParams, "snapshot.import needs a path")
+	}
+	d := s.d
+	part := d.store.NewIncoming("import")
+	if err := copyFile(p.Path, part); err != nil {
+		os.Remove(part)
+		if errors.Is(err, os.ErrNotExist) || errors.Is(err, os.ErrPermission) {
+			return nil, rpcErr(api.CodeBadSnapshot, "%v", err)
+		}
+		return nil, rpcErr(api.CodeStoreFailed, "%v", err)
+	}
+	m, err := d.commit(part, store.Meta{Reason: "import", Source: p.Path, Label: p.Label})
+	if err != nil {
+		return nil, err
+	}
+	return d.snapshotResult(m), nil
+}
+
+func (s *session) snapshotList(_ context.Context, raw json.RawMessage) (any, error) {
+	var p api.ListParams
+	if err := decode(raw, &p); err != nil {
+		return nil, err
+	}
+	res := api.ListResult{Snapshots: []api.SnapshotResult{}}
+	for _, m := range s.d.store.List() {
+		if p.PID != 0 && m.PID != p.PID {
+			continue
+		}
+		res.Snapshots = append(res.Snapshots, s.d.snapshotResult(m))
+		if p.Limit > 0 && len(res.Snapshots) == p.Limit {
+			break
+		}
+	}
+	return res, nil
+}
+
+func (s *session) snapshotGet(_ context.Context, raw json.RawMessage) (any, error) {
+	m, err := s.meta(raw)
+	if err != nil {
+		return nil, err
+	}
+	return s.d.snapshotResult(m), nil
+}
+
+func (s *session) meta(raw json.RawMessage) (store.Meta, error) {
+	var p api.IDParams
+	if err := decode(raw, &p); err != nil {
+		return store.Meta{}, err
+	}
+	return s.d.lookup(p.ID)
+}
+
+func (d *Daemon) lookup(id string) (store.Meta, error) {
+	m, ok := d.store.Get(id)
+	if !ok {
+		return store.Meta{}, rpcErr(api.CodeNotFound, "no snapshot %q", id)
+	}
+	return m, nil
+}
+
+func (s *session) snapshotDelete(_ context.Context, raw json.RawMessage) (any, error) {
+	m, err := s.meta(raw)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.d.store.Delete(m.ID); err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return nil, rpcErr(api.CodeNotFound, "no snapshot %q", m.ID)
+		}
+		return nil, rpcErr(api.CodeStoreFailed, "%v", err)
+	}
+	return api.Empty{}, nil
+}

@@ -1,0 +1,162 @@
+package cli
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/vramscope/vramscope/daemon"
+	"github.com/vramscope/vramscope/daemon/api"
+	"github.com/vramscope/vramscope/daemon/client"
+	"github.com/vramscope/vramscope/profiler"
+)
+
+// daemonFlags are the flags of every command that talks to a running daemon.
+type daemonFlags struct {
+	socket string
+	json   bool
+}
+
+func (f *daemonFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.socket, "socket", "", "the daemon's socket (default as vramscope serve)")
+	fs.BoolVar(&f.json, "json", false, "print the daemon's answer as JSON")
+}
+
+func (f *daemonFlags) dial(ctx context.Context) (*client.Client, error) {
+	if f.socket == "" {
+		s, err := daemon.DefaultSocket()
+		if err != nil {
+			return nil, err
+		}
+		f.socket = s
+	}
+	c, err := client.Dial(ctx, f.socket, "cli")
+	if err != nil {
+		return nil, fmt.Errorf("%v (start one with `vramscope serve`)", err)
+	}
+	return c, nil
+}
+
+// call dials, calls one method and closes.
+func (f *daemonFlags) call(method string, params, result any, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	c, err := f.dial(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	return c.Call(ctx, method, params, result)
+}
+
+func runStatus(args []string, stdout, stderr io.Writer) int {
+	var f daemonFlags
+	fs := flag.NewFlagSet("status", flag.ContinueOnError)
+	f.register(fs)
+	if _, ok := parse(fs, args, stderr); !ok {
+		return exitInput
+	}
+	var st api.StatusResult
+	if err := f.call(api.Status, nil, &st, 10*time.Second); err != nil {
+		return fail(stderr, err)
+	}
+	if f.json {
+		return printJSON(stdout, stderr, st)
+	}
+	fmt.Fprintf(stdout, "daemon %s (API %s), pid %d on %s, up since %s\n", st.Version, st.APIVersion, st.PID, st.Host, st.Started)
+	fmt.Fprintf(stdout, "socket %s  data %s  agents %d  snapshots %d\n", st.Socket, st.DataDir, st.Agents, st.Snapshots)
+	if st.Counters.Available {
+		fmt.Fprintf(stdout, "counters: %d GPU(s), driver %s, every %d ms\n", st.Counters.Devices, st.Counters.Driver, st.Counters.IntervalMS)
+	} else {
+		fmt.Fprintf(stdout, "counters: off (%s)\n", st.Counters.Reason)
+	}
+	return exitOK
+}
+
+func runPS(args []string, stdout, stderr io.Writer) int {
+	var f daemonFlags
+	fs := flag.NewFlagSet("ps", flag.ContinueOnError)
+	f.register(fs)
+	if _, ok := parse(fs, args, stderr); !ok {
+		return exitInput
+	}
+	var res api.ProcessListResult
+	if err := f.call(api.ProcessList, nil, &res, 10*time.Second); err != nil {
+		return fail(stderr, err)
+	}
+	if f.json {
+		return printJSON(stdout, stderr, res)
+	}
+	fmt.Fprintf(stdout, "%8s %5s %4s %10s %10s  %s\n", "PID", "RANK", "GPU", "GPU MEM", "TORCH", "COMMAND")
+	for _, p := range res.Processes {
+		rank := "-"
+		if p.Agent {
+			rank = fmt.Sprintf("%d/%d", p.Rank, max(p.WorldSize, 1))
+		}
+		torch := "-"
+		if p.Agent {
+			torch = profiler.FormatBytes(p.Allocated)
+		}
+		cmd := strings.Join(p.Argv, " ")
+		if p.Note != "" {
+			cmd += "  (" + p.Note + ")"
+		}
+		fmt.Fprintf(stdout, "%8d %5s %4d %10s %10s  %s\n", p.PID, rank, p.Device, profiler.FormatBytes(int64(p.GPUBytes)), torch, cmd)
+	}
+	return exitOK
+}
+
+func runSnap(args []string, stdout, stderr io.Writer) int {
+	var f daemonFlags
+	fs := flag.NewFlagSet("snap", flag.ContinueOnError)
+	f.register(fs)
+	label := fs.String("label", "", "a note stored with the snapshot")
+	timeout := fs.Duration("timeout", 2*time.Minute, "how long the process may take to dump")
+	pos, ok := parse(fs, args, stderr)
+	if !ok {
+		return exitInput
+	}
+	if len(pos) != 1 {
+		fmt.Fprintln(stderr, "vramscope snap: want one PID (see vramscope ps)")
+		return exitInput
+	}
+	pid, err := strconv.Atoi(pos[0])
+	if err != nil {
+		fmt.Fprintf(stderr, "vramscope snap: %q is not a pid\n", pos[0])
+		return exitInput
+	}
+	var res api.SnapshotResult
+	p := api.TakeParams{PID: pid, Label: *label, Analyze: true, TimeoutMS: timeout.Milliseconds()}
+	if err := f.call(api.SnapshotTake, p, &res, *timeout+10*time.Second); err != nil {
+		return fail(stderr, err)
+	}
+	if f.json {
+		return printJSON(stdout, stderr, res)
+	}
+	fmt.Fprintf(stdout, "snapshot %s: %s, %d entries, dumped in %.0f ms\n%s\n", res.ID, profiler.FormatBytes(res.Bytes), res.Entries, res.TookMS, res.Path)
+	return exitOK
+}
+
+func runSnapshots(args []string, stdout, stderr io.Writer) int {
+	var f daemonFlags
+	fs := flag.NewFlagSet("snapshots", flag.ContinueOnError)
+	f.register(fs)
+	if _, ok := parse(fs, args, stderr); !ok {
+		return exitInput
+	}
+	var res api.ListResult
+	if err := f.call(api.SnapshotList, api.ListParams{}, &res, 10*time.Second); err != nil {
+		return fail(stderr, err)
+	}
+	if f.json {
+		return printJSON(stdout, stderr, res)
+	}
+	for _, s := range res.Snapshots {
+		fmt.Fprintf(stdout, "%s  %-7s %9s  pid %-7d %s\n", s.ID, s.Reason, profiler.FormatBytes(s.Bytes), s.PID, s.Source)
+	}
+	return exitOK
+}
