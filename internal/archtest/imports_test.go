@@ -26,6 +26,7 @@ var allowed = []struct {
 	{"profiler/analyze", []string{"profiler", "profiler/pickle", "profiler/torchsnap", "profiler/flame"}, ""},
 	{"profiler/pprofenc", []string{"profiler", "profiler/analyze", "github.com/google/pprof/profile"}, ""},
 	{"daemon/store", nil, "the snapshot store: standard library only"},
+	{"daemon/counters", []string{"github.com/NVIDIA/go-nvml/..."}, "NVML behind a small interface"},
 	{"daemon/api", []string{"daemon/store", "profiler/analyze"}, "the JSON-RPC contract: types, names, the doc generator"},
 	{"daemon/client", []string{"daemon/api", "github.com/sourcegraph/jsonrpc2"}, "the Go client of the API (CLI, LSP, tests)"},
 	{"daemon", []string{"daemon/api", "daemon/store", "daemon/counters", "daemon/client", "profiler", "profiler/analyze", "profiler/flame", "github.com/sourcegraph/jsonrpc2"}, "the server: sessions, agents, store, analyses, counters"},
