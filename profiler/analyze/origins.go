@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/vramscope/vramscope/profiler"
@@ -24,6 +25,7 @@ type synthetic struct {
 	firstTime   int64
 	stack       profiler.StackID // pretrace: the stack recorded for the block, if any
 	label       string
+	call        profiler.Frame // gap inside a backward() the agent annotated: the line that called it
 }
 
 type origins struct {
@@ -122,21 +124,35 @@ func shortPlace(f profiler.Frame) string {
 
 var trailingStep = regexp.MustCompile(`[_#]?\d+$`)
 
-// label names the synthetic origins once annotations are known.
+// label names the synthetic origins once annotations are known. A gap that
+// starts inside a scope the agent opened around backward() (named
+// "vramscope.backward@FILE:LINE") belongs to that line.
 func (o *origins) label(anns []profiler.Annotation) {
 	for i := range o.syn {
 		s := &o.syn[i]
 		if s.kind != "gap" {
 			continue
 		}
+		scopes := openScopes(anns, s.firstTime)
+		lf, lok := o.userFrame(s.left)
+		rf, rok := o.userFrame(s.right)
+		if call, ok := backwardCall(scopes); ok {
+			call.Func = "backward"
+			if lok && lf.File == call.File {
+				call.Func = lf.Func
+			} else if rok && rf.File == call.File {
+				call.Func = rf.Func
+			}
+			s.call = call
+			s.label = "[backward pass of " + shortPlace(call) + "]"
+			continue
+		}
 		var parts []string
 		parts = append(parts, "[no user frame")
-		if ph := phaseAt(anns, s.firstTime); ph != "" {
+		if ph := innermostPhase(scopes); ph != "" {
 			parts[0] += ": " + ph
 		}
 		parts[0] += "]"
-		lf, lok := o.userFrame(s.left)
-		rf, rok := o.userFrame(s.right)
 		switch {
 		case lok && rok && lf.File == rf.File:
 			parts = append(parts, fmt.Sprintf("after %s, before :%d", shortPlace(lf), rf.Line))
@@ -151,9 +167,32 @@ func (o *origins) label(anns []profiler.Annotation) {
 	}
 }
 
-// phaseAt names the innermost record_function scope open at time t, without
-// a trailing step number (train_step_3 -> train_step).
-func phaseAt(anns []profiler.Annotation, t int64) string {
+// BackwardScope prefixes the record_function scope the agent (jupyter/vramscope)
+// opens around every backward() call: "vramscope.backward@FILE:LINE".
+const BackwardScope = "vramscope.backward@"
+
+// backwardCall finds the innermost open backward scope and the line it names.
+func backwardCall(scopes []string) (profiler.Frame, bool) {
+	for i := len(scopes) - 1; i >= 0; i-- {
+		rest, ok := strings.CutPrefix(scopes[i], BackwardScope)
+		if !ok {
+			continue
+		}
+		colon := strings.LastIndexByte(rest, ':')
+		if colon <= 0 {
+			continue
+		}
+		line, err := strconv.Atoi(rest[colon+1:])
+		if err != nil || line <= 0 {
+			continue
+		}
+		return profiler.Frame{File: rest[:colon], Line: line}, true
+	}
+	return profiler.Frame{}, false
+}
+
+// openScopes lists the record_function scopes open at time t, outermost first.
+func openScopes(anns []profiler.Annotation, t int64) []string {
 	var open []string
 	for _, a := range anns {
 		if a.TimeUS > t {
@@ -170,10 +209,16 @@ func phaseAt(anns []profiler.Annotation, t int64) string {
 			}
 		}
 	}
-	if len(open) == 0 {
+	return open
+}
+
+// innermostPhase names the innermost open scope without a trailing step
+// number (train_step_3 -> train_step).
+func innermostPhase(scopes []string) string {
+	if len(scopes) == 0 {
 		return ""
 	}
-	return trailingStep.ReplaceAllString(open[len(open)-1], "")
+	return trailingStep.ReplaceAllString(scopes[len(scopes)-1], "")
 }
 
 // path returns an origin's frames root first, as a flame graph draws them.
@@ -193,6 +238,9 @@ func (o *origins) path(id int32) []profiler.Frame {
 	}
 	if len(out) == 0 && len(l) > 0 && s.right == 0 {
 		out = l[:1]
+	}
+	if s.call.File != "" {
+		out = append(out, s.call)
 	}
 	out = append(out, window)
 	if s.stack == 0 {

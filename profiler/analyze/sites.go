@@ -76,6 +76,9 @@ func (a *analysis) siteKeys(id int32) (user, leaf siteKey) {
 	if id < 0 {
 		s := a.origins.syn[-id-1]
 		k := siteKey{fn: s.label, kind: "phase"}
+		if s.call.File != "" {
+			k = siteKey{file: s.call.File, fn: s.call.Func, line: s.call.Line, kind: "user"}
+		}
 		if s.kind == "gap" {
 			leaf = siteKey{fn: noStack, kind: "phase"}
 			if stack := a.frames.StackAt(s.stack); len(stack) > 0 {

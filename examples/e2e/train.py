@@ -1,0 +1,75 @@
+"""GPT-2 124M training steps on random tokens (no download): the workload of
+the GPU end-to-end check and of the agent-overhead benchmark.
+
+python3 examples/e2e/train.py --steps 60 [--pause-at K --ready F --go F] [--time-snapshot]
+
+With --pause-at K it writes its pid to F (--ready) after step K, waits until
+the file --go exists (the driver takes its snapshot meanwhile), then, with
+--time-snapshot, times torch.cuda.memory._snapshot() itself for comparison.
+It prints one JSON line with the step times at the end.
+"""
+import argparse
+import json
+import os
+import statistics
+import time
+
+import torch
+from transformers import GPT2Config, GPT2LMHeadModel
+
+
+def build(layers=12):
+    cfg = GPT2Config(n_layer=layers, n_embd=768, n_head=12, n_positions=1024)  # GPT-2 124M
+    return GPT2LMHeadModel(cfg).cuda()
+
+
+def step(model, opt, ids):
+    with torch.autocast("cuda", dtype=torch.bfloat16):
+        loss = model(input_ids=ids, labels=ids).loss
+    loss.backward()
+    opt.step()
+    opt.zero_grad(set_to_none=True)
+    return loss
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--steps", type=int, default=60)
+    ap.add_argument("--batch", type=int, default=8)
+    ap.add_argument("--seq", type=int, default=512)
+    ap.add_argument("--pause-at", type=int, default=-1)
+    ap.add_argument("--ready", default="")
+    ap.add_argument("--go", default="")
+    ap.add_argument("--time-snapshot", action="store_true")
+    a = ap.parse_args()
+    torch.manual_seed(0)
+    model = build()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    ids = torch.randint(0, model.config.vocab_size, (a.batch, a.seq), device="cuda")
+    times, extra = [], {}
+    for i in range(a.steps):
+        torch.cuda.synchronize()
+        t = time.perf_counter()
+        step(model, opt, ids)
+        torch.cuda.synchronize()
+        times.append(time.perf_counter() - t)
+        if i == a.pause_at:
+            with open(a.ready + ".tmp", "w") as f:
+                f.write(str(os.getpid()))
+            os.rename(a.ready + ".tmp", a.ready)
+            while not os.path.exists(a.go):
+                time.sleep(0.02)
+            if a.time_snapshot:
+                t = time.perf_counter()
+                snap = torch.cuda.memory._snapshot()
+                extra["torch_snapshot_s"] = time.perf_counter() - t
+                extra["entries"] = sum(len(tr) for tr in snap["device_traces"])
+                del snap
+    warm = times[5:] if len(times) > 10 else times
+    print(json.dumps({"pid": os.getpid(), "steps": len(times), "median_step_ms": 1000 * statistics.median(warm),
+                      "step_ms": [round(1000 * x, 3) for x in times], "max_allocated": torch.cuda.max_memory_allocated(),
+                      **extra}), flush=True)
+
+
+if __name__ == "__main__":
+    main()
