@@ -475,3 +475,91 @@ func TestUnavailable(t *testing.T) {
 	}
 	s.Close()
 }
+
+// slowTierSampler: memory every tick, power and GPM every 10th tick (as the
+// NVML sampler's slow tier), power stopping after tick 30.
+func slowTierSampler() *fakeSampler {
+	g := &GPMSample{}
+	return &fakeSampler{sample: func(n int64, now time.Time) ([]DeviceSample, []ProcessSample, error) {
+		s := DeviceSample{TimeMS: now.UnixMilli(), Device: 0, Valid: FieldMemUsed, MemUsedBytes: uint64(n)}
+		if n%10 == 1 && n <= 30 {
+			s.Valid |= FieldPower | FieldGPMSMActive
+			s.PowerMW = uint32(1000 * n)
+			g.SMActivePct = float64(n)
+			s.GPM = g
+		}
+		var ps []ProcessSample
+		if n <= 60 {
+			p := ProcessSample{TimeMS: now.UnixMilli(), PID: 9, Valid: ProcUsed, UsedBytes: 5}
+			if n == 1 {
+				p.Valid |= ProcSMUtil | ProcMemUtil
+				p.SMUtilPct, p.MemUtilPct = 80, 20
+			}
+			ps = append(ps, p)
+		}
+		return []DeviceSample{s}, ps, nil
+	}}
+}
+
+func TestLatestFillsSlowFields(t *testing.T) {
+	c := NewCollector(slowTierSampler(), Options{})
+	step := int64(100)
+	for n := int64(1); n <= 25; n++ {
+		c.tick(at(n * step))
+	}
+	// Tick 25 has memory only; power and GPM come from tick 21.
+	l := c.Latest()
+	if len(l) != 1 || l[0].TimeMS != 2500 || l[0].MemUsedBytes != 25 || !l[0].Has(FieldPower|FieldGPMSMActive) ||
+		l[0].PowerMW != 21000 || l[0].GPM == nil || l[0].GPM.SMActivePct != 21 || l[0].Has(FieldGPMDRAMBW) {
+		t.Errorf("Latest %+v (GPM %+v)", l, l[0].GPM)
+	}
+	if p := c.Processes(); len(p) != 1 || !p[0].Has(ProcSMUtil|ProcMemUtil) || p[0].SMUtilPct != 80 || p[0].TimeMS != 2500 {
+		t.Errorf("Processes %+v: utilisation from tick 1 not carried", p)
+	}
+	// The raw series keeps them sparse.
+	raw := c.Series(0, 0, 0, 0)
+	if raw[23].Has(FieldPower) || !raw[20].Has(FieldPower) {
+		t.Errorf("raw samples changed: %b %b", raw[23].Valid, raw[20].Valid)
+	}
+	// Power was last read at tick 21 (2.1 s); LatestMaxAge later it is gone.
+	for n := int64(26); n <= 31+LatestMaxAge.Milliseconds()/step; n++ {
+		c.tick(at(n * step))
+	}
+	l = c.Latest()
+	if l[0].Has(FieldPower) || l[0].PowerMW != 0 || l[0].GPM != nil {
+		t.Errorf("a field older than LatestMaxAge kept: %+v", l[0])
+	}
+	if p := c.Processes(); len(p) != 0 {
+		t.Errorf("pid 9 exited, still listed: %+v", p)
+	}
+}
+
+func TestDownsampleKeepsSparseFields(t *testing.T) {
+	c := NewCollector(slowTierSampler(), Options{})
+	for n := int64(1); n <= 40; n++ {
+		c.tick(at(n * 100))
+	}
+	// 4 buckets of 10 ticks: each has one power reading (ticks 1, 11, 21)
+	// but for the last, and its memory peak at the bucket's end.
+	got := c.Series(0, 0, 0, 4)
+	if len(got) != 4 {
+		t.Fatalf("%d points", len(got))
+	}
+	for b, s := range got {
+		if want := uint64(10 * (b + 1)); s.MemUsedBytes != want || s.TimeMS != int64(want)*100 {
+			t.Errorf("bucket %d: memory %d at %d, want the peak %d at %d", b, s.MemUsedBytes, s.TimeMS, want, want*100)
+		}
+		if b < 3 {
+			if wantP := uint32(1000 * (10*b + 1)); !s.Has(FieldPower) || s.PowerMW != wantP || s.GPM == nil || s.GPM.SMActivePct != float64(10*b+1) {
+				t.Errorf("bucket %d: power %d (%v) GPM %+v, want %d", b, s.PowerMW, s.Has(FieldPower), s.GPM, wantP)
+			}
+		} else if s.Has(FieldPower) || s.GPM != nil {
+			t.Errorf("bucket 3 has power it never read: %+v", s)
+		}
+	}
+	// Processes: utilisation only at tick 1 survives into its bucket.
+	ps := c.ProcessSeries(9, 0, 0, 2)
+	if len(ps) != 2 || !ps[0].Has(ProcSMUtil) || ps[0].SMUtilPct != 80 || ps[1].Has(ProcSMUtil) {
+		t.Errorf("process buckets %+v", ps)
+	}
+}

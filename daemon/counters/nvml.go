@@ -69,7 +69,7 @@ func NewNVML(lib nvml.Interface) (Sampler, Status) {
 		st := Status{Reason: initReason(ret)}
 		return Unavailable(st), st
 	}
-	s := &nvmlSampler{lib: lib}
+	s := &nvmlSampler{lib: lib, slowEvery: SlowPeriod, procUtilEvery: ProcUtilPeriod, pcieEvery: PCIeSlowPeriod}
 	s.open()
 	return s, s.Status()
 }
@@ -101,6 +101,7 @@ func retName(ret nvml.Return) string {
 }
 
 var retNames = map[nvml.Return]string{
+	nvml.SUCCESS:             "SUCCESS",
 	nvml.ERROR_UNINITIALIZED: "ERROR_UNINITIALIZED", nvml.ERROR_INVALID_ARGUMENT: "ERROR_INVALID_ARGUMENT",
 	nvml.ERROR_NOT_SUPPORTED: "ERROR_NOT_SUPPORTED", nvml.ERROR_NO_PERMISSION: "ERROR_NO_PERMISSION",
 	nvml.ERROR_NOT_FOUND: "ERROR_NOT_FOUND", nvml.ERROR_INSUFFICIENT_SIZE: "ERROR_INSUFFICIENT_SIZE",
@@ -144,6 +145,10 @@ type nvmlSampler struct {
 	pcieRR int                    // round-robin cursor of the slow PCIe read
 	closed bool
 
+	// The schedule (see the package comment); tests shorten it.
+	slowEvery, procUtilEvery, pcieEvery time.Duration
+	nextPCIe                            int64 // unix ms: when the next slow PCIe read is due
+
 	// Symbols newer than the oldest drivers: calling one the library lacks
 	// would crash, so each is looked up once.
 	hasMemV2, hasArch, hasCC, hasGPM, hasProcUtil, hasPCIe bool
@@ -166,7 +171,11 @@ type nvmlDev struct {
 	gpmNext  int               // which of gpm the next tick fills
 	gpmReady bool              // the other one holds the previous tick
 	gpmPCIe  bool              // GPM reported PCIe: the slow call is not needed
+	gpmRead  bool              // GpmMetricsGet has answered at least once
 	gpmVal   GPMSample         // what this tick's DeviceSample.GPM points to
+
+	nextSlow     int64 // unix ms: when the slow tier is due next
+	nextProcUtil int64 // unix ms: when GetProcessUtilization is due next
 
 	failed   nvml.Return // first lost-GPU or library-wide failure this tick
 	panicked string      // the first panic of a call this tick
@@ -402,10 +411,11 @@ func (s *nvmlSampler) Close() {
 	s.out, s.procs = nil, nil
 }
 
-// Sample reads every GPU that is not lost. GetPcieThroughput blocks for 20 ms
-// (NVML measures over that window), so where GPM does not supply PCIe
-// throughput it is read for one (GPU, direction) per tick, round robin, and
-// is no data on the other ticks.
+// Sample reads every GPU that is not lost: memory and the process list on
+// every call, the slow tier when due (see the package comment). GPM supplies
+// PCIe throughput where it can; elsewhere GetPcieThroughput, which blocks for
+// 20 ms and costs 1 ms of CPU, reads one (GPU, direction) per
+// PCIeSlowPeriod, round robin, and PCIe is no data on the other ticks.
 func (s *nvmlSampler) Sample(now time.Time) ([]DeviceSample, []ProcessSample, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -414,7 +424,13 @@ func (s *nvmlSampler) Sample(now time.Time) ([]DeviceSample, []ProcessSample, er
 	}
 	ms := now.UnixMilli()
 	s.out, s.procs = s.out[:0], s.procs[:0]
-	slowDev, slowField := s.nextSlowPCIe()
+	var slowDev *nvmlDev
+	var slowField Fields
+	if ms >= s.nextPCIe-scheduleSlack {
+		if slowDev, slowField = s.nextSlowPCIe(); slowDev != nil {
+			s.nextPCIe = ms + s.pcieEvery.Milliseconds()
+		}
+	}
 	var errs []error
 	for _, d := range s.devs {
 		if d.lost {
@@ -446,7 +462,9 @@ func (s *nvmlSampler) nextSlowPCIe() (*nvmlDev, Fields) {
 		if i%2 == 1 {
 			f = FieldPCIeRx
 		}
-		if d.lost || d.gpmPCIe || d.skip&f != 0 {
+		// A GPU with GPM gets PCIe from it; the slow call is for the others,
+		// or for one whose GPM has been read without PCIe.
+		if d.lost || d.skip&f != 0 || (d.gpm[0] != nil && (!d.gpmRead || d.gpmPCIe)) {
 			continue
 		}
 		s.pcieRR = (i + 1) % n
@@ -486,38 +504,19 @@ func (s *nvmlSampler) sampleDevice(d *nvmlDev, ms int64, slowPCIe Fields) (err e
 	ds := DeviceSample{TimeMS: ms, Device: d.index, UUID: d.uuid}
 
 	s.readMemory(d, &ds)
-	if d.want(FieldUtilGPU) {
-		var u nvml.Utilization
-		if d.ok(FieldUtilGPU|FieldUtilMem, d.call(func() (r nvml.Return) { u, r = h.GetUtilizationRates(); return })) {
-			ds.UtilGPUPct, ds.UtilMemPct = u.Gpu, u.Memory
-			ds.Valid |= FieldUtilGPU | FieldUtilMem
-		}
+	if slow := ms >= d.nextSlow-scheduleSlack; slow {
+		d.nextSlow = ms + s.slowEvery.Milliseconds()
+		s.readSlow(d, &ds)
 	}
-	if d.want(FieldPower) {
-		if d.ok(FieldPower, d.call(func() (r nvml.Return) { ds.PowerMW, r = h.GetPowerUsage(); return })) {
-			ds.Valid |= FieldPower
-		}
-	}
-	if d.want(FieldTemp) {
-		if d.ok(FieldTemp, d.call(func() (r nvml.Return) { ds.TempC, r = h.GetTemperature(nvml.TEMPERATURE_GPU); return })) {
-			ds.Valid |= FieldTemp
-		}
-	}
-	if d.want(FieldSMClock) {
-		if d.ok(FieldSMClock, d.call(func() (r nvml.Return) { ds.SMClockMHz, r = h.GetClockInfo(nvml.CLOCK_SM); return })) {
-			ds.Valid |= FieldSMClock
-		}
-	}
-	if d.gpm[0] != nil {
-		s.readGPM(d, &ds)
-	}
-	if slowPCIe != 0 && !d.gpmPCIe && d.want(slowPCIe) {
+	if slowPCIe != 0 && d.want(slowPCIe) {
 		counter, dst := nvml.PCIE_UTIL_TX_BYTES, &ds.PCIeTxKBps
 		if slowPCIe == FieldPCIeRx {
 			counter, dst = nvml.PCIE_UTIL_RX_BYTES, &ds.PCIeRxKBps
 		}
 		if d.ok(slowPCIe, d.call(func() (r nvml.Return) { *dst, r = h.GetPcieThroughput(counter); return })) {
 			ds.Valid |= slowPCIe
+		} else {
+			*dst = 0
 		}
 	}
 	s.readProcesses(d, ms)
@@ -539,6 +538,32 @@ func (s *nvmlSampler) sampleDevice(d *nvmlDev, ms int64, slowPCIe Fields) (err e
 	}
 	s.out = append(s.out, ds)
 	return nil
+}
+
+// readSlow reads the slow tier: utilisation, power, temperature, SM clock
+// and GPM (whose metrics span the time since the previous slow tick).
+func (s *nvmlSampler) readSlow(d *nvmlDev, ds *DeviceSample) {
+	h := d.h
+	if d.want(FieldUtilGPU) {
+		var u nvml.Utilization
+		if d.ok(FieldUtilGPU|FieldUtilMem, d.call(func() (r nvml.Return) { u, r = h.GetUtilizationRates(); return })) {
+			ds.UtilGPUPct, ds.UtilMemPct = u.Gpu, u.Memory
+			ds.Valid |= FieldUtilGPU | FieldUtilMem
+		}
+	}
+	var v uint32
+	if d.want(FieldPower) && d.ok(FieldPower, d.call(func() (r nvml.Return) { v, r = h.GetPowerUsage(); return })) {
+		ds.PowerMW, ds.Valid = v, ds.Valid|FieldPower
+	}
+	if d.want(FieldTemp) && d.ok(FieldTemp, d.call(func() (r nvml.Return) { v, r = h.GetTemperature(nvml.TEMPERATURE_GPU); return })) {
+		ds.TempC, ds.Valid = v, ds.Valid|FieldTemp
+	}
+	if d.want(FieldSMClock) && d.ok(FieldSMClock, d.call(func() (r nvml.Return) { v, r = h.GetClockInfo(nvml.CLOCK_SM); return })) {
+		ds.SMClockMHz, ds.Valid = v, ds.Valid|FieldSMClock
+	}
+	if d.gpm[0] != nil {
+		s.readGPM(d, ds)
+	}
 }
 
 func (s *nvmlSampler) readMemory(d *nvmlDev, ds *DeviceSample) {
@@ -601,6 +626,7 @@ func (s *nvmlSampler) readGPM(d *nvmlDev, ds *DeviceSample) {
 		d.ok(0, ret)
 		return
 	}
+	d.gpmRead = true
 	g := &d.gpmVal
 	*g = GPMSample{}
 	for i, f := range gpmFields {
@@ -650,7 +676,10 @@ func (s *nvmlSampler) readProcesses(d *nvmlDev, ms int64) {
 		return
 	}
 	d.util = d.util[:0]
-	if !d.noProcUtil {
+	if !d.noProcUtil && ms >= d.nextProcUtil-scheduleSlack {
+		// 2.5 ms of CPU per call on an H200, even when it has nothing:
+		// every ProcUtilPeriod only. NVML keeps the samples in between.
+		d.nextProcUtil = ms + s.procUtilEvery.Milliseconds()
 		var u []nvml.ProcessUtilizationSample
 		switch ret := d.call(func() (r nvml.Return) { u, r = d.h.GetProcessUtilization(d.lastProcTS); return }); ret {
 		case nvml.SUCCESS:

@@ -171,6 +171,13 @@ func mustOpen(t *testing.T, lib nvml.Interface) *nvmlSampler {
 	return smp.(*nvmlSampler)
 }
 
+// everyTick puts the whole slow tier, process utilisation and the slow PCIe
+// read on every Sample call.
+func everyTick(s *nvmlSampler) *nvmlSampler {
+	s.slowEvery, s.procUtilEvery, s.pcieEvery = 0, 0, 0
+	return s
+}
+
 func TestSimulatedH200Devices(t *testing.T) {
 	srv := dgxh200.New() // as simulated: nothing added
 	smp := mustOpen(t, srv)
@@ -226,7 +233,7 @@ func TestSimulatedH200Devices(t *testing.T) {
 func TestSimulatedH200Samples(t *testing.T) {
 	srv := dgxh200.New()
 	sm := simulate(srv)
-	smp := mustOpen(t, srv)
+	smp := everyTick(mustOpen(t, srv))
 	for i, info := range smp.Devices() {
 		if !info.GPM || info.PCIBusID != dev(srv, i).PciBusID {
 			t.Errorf("device %d: GPM %v, bus %q, want true and %q", i, info.GPM, info.PCIBusID, dev(srv, i).PciBusID)
@@ -303,8 +310,9 @@ func TestSimulatedH200Samples(t *testing.T) {
 			t.Errorf("device %d: PCIe %d/%d, want %d/%d", i, s.PCIeTxKBps, s.PCIeRxKBps, tx, rx)
 		}
 	}
-	// The first tick had no GPM pair yet, so it read PCIe the slow way once.
-	if n := len(sm.pcie); n != 1 {
+	// A GPU with GPM never makes the 20 ms call, not even before its first
+	// GPM pair.
+	if n := len(sm.pcie); n != 0 {
 		t.Errorf("GetPcieThroughput called for %d (GPU, counter) pairs: %v", n, sm.pcie)
 	}
 
@@ -339,6 +347,84 @@ func TestSimulatedH200Samples(t *testing.T) {
 	smp.Close()
 	if n := len(srv.ShutdownCalls()); n != 1 {
 		t.Errorf("second Close shut down again")
+	}
+}
+
+// TestSchedule: with the default schedule, memory and processes are read
+// every tick, the slow tier once a second (GPM between consecutive slow
+// ticks), process utilisation every 5 s, and on GPUs without GPM one slow
+// PCIe read per second in all.
+func TestSchedule(t *testing.T) {
+	srv := dgxh200.New()
+	sm := simulate(srv)
+	smp := mustOpen(t, srv)
+	d0 := dev(srv, 0)
+	slow := map[int64]bool{0: true, 1000: true, 2000: true, 3000: true}
+	var seqAtSlow []int
+	for ms := int64(0); ms <= 3000; ms += 100 {
+		jitter := int64(0)
+		if ms == 2000 {
+			jitter = -3 // a tick a little early still gets the slow tier
+		}
+		ds, ps, err := smp.Sample(time.UnixMilli(ms + jitter))
+		if err != nil || len(ds) != 8 {
+			t.Fatalf("t=%d: %d samples, %v", ms, len(ds), err)
+		}
+		s := ds[0]
+		if !s.Has(FieldMemUsed|FieldMemTotal|FieldMemReserved) || len(ps) != 3 || !ps[0].Has(ProcUsed) {
+			t.Errorf("t=%d: memory or processes missing: %b, %+v", ms, s.Valid, ps)
+		}
+		tier := FieldUtilGPU | FieldUtilMem | FieldPower | FieldTemp | FieldSMClock
+		if got := s.Valid&tier == tier; got != slow[ms] {
+			t.Errorf("t=%d: slow tier present %v, want %v (Valid %b)", ms, got, slow[ms], s.Valid)
+		}
+		if !slow[ms] && s.Valid&^(FieldMemUsed|FieldMemTotal|FieldMemReserved) != 0 {
+			t.Errorf("t=%d: fields beyond memory on a fast tick: %b", ms, s.Valid)
+		}
+		if slow[ms] {
+			seqAtSlow = append(seqAtSlow, sm.seq)
+		}
+		hasGPM := s.GPM != nil && s.Has(FieldsGPM|FieldPCIeTx|FieldPCIeRx)
+		if want := slow[ms] && ms > 0; hasGPM != want {
+			t.Errorf("t=%d: GPM %v, want %v", ms, hasGPM, want)
+		}
+		if hasGPM { // over the second since the previous slow tick
+			n := len(seqAtSlow)
+			prev, cur := seqAtSlow[n-2]-7, seqAtSlow[n-1]-7
+			if want := gpmValue(nvml.GPM_METRIC_SM_UTIL, 0, prev, cur); s.GPM.SMActivePct != want {
+				t.Errorf("t=%d: SM active %v, want %v (samples %d..%d)", ms, s.GPM.SMActivePct, want, prev, cur)
+			}
+		}
+		if ps[0].Has(ProcSMUtil) != (ms == 0) {
+			t.Errorf("t=%d: process utilisation %v", ms, ps[0].Has(ProcSMUtil))
+		}
+	}
+	if n := len(d0.GetPowerUsageCalls()); n != 4 {
+		t.Errorf("GetPowerUsage called %d times in 3 s, want 4", n)
+	}
+	if n := len(d0.GetProcessUtilizationCalls()); n != 1 {
+		t.Errorf("GetProcessUtilization called %d times in 3 s, want 1", n)
+	}
+	if n := len(sm.pcie); n != 0 {
+		t.Errorf("slow PCIe read on GPUs with GPM: %v", sm.pcie)
+	}
+	if ds, _, _ := smp.Sample(time.UnixMilli(5000)); !ds[0].Has(FieldPower) || len(d0.GetProcessUtilizationCalls()) != 2 {
+		t.Errorf("t=5000: slow tier %v, process utilisation calls %d", ds[0].Has(FieldPower), len(d0.GetProcessUtilizationCalls()))
+	}
+
+	// Without GPM (A100s): one GetPcieThroughput per second in all.
+	a := dgxa100.New()
+	sa := simulate(a)
+	sma := mustOpen(t, a)
+	for ms := int64(0); ms < 4000; ms += 100 {
+		sma.Sample(time.UnixMilli(ms))
+	}
+	calls := 0
+	for _, n := range sa.pcie {
+		calls += n
+	}
+	if calls != 4 || sa.pcie[[2]int{0, 0}] != 1 || sa.pcie[[2]int{0, 1}] != 1 || sa.pcie[[2]int{1, 0}] != 1 {
+		t.Errorf("A100s, 4 s: slow PCIe reads %v", sa.pcie)
 	}
 }
 
@@ -381,7 +467,7 @@ func TestNotSupportedIsNoData(t *testing.T) {
 		wrapped = append(wrapped, d)
 		w.devs = append(w.devs, d)
 	}
-	smp := mustOpen(t, w)
+	smp := everyTick(mustOpen(t, w))
 	for tick := int64(1); tick <= 3; tick++ {
 		ds, ps, err := smp.Sample(time.UnixMilli(tick * 100))
 		if err != nil {
@@ -440,7 +526,7 @@ func TestLostGPU(t *testing.T) {
 	}
 	lost := &lostGPU{Device: srv.Devices[3]}
 	w.devs[3] = lost
-	c := NewCollector(mustOpen(t, w), Options{})
+	c := NewCollector(everyTick(mustOpen(t, w)), Options{})
 	c.tick(time.UnixMilli(100))
 	lost.lost = true
 	c.tick(time.UnixMilli(200))
@@ -468,7 +554,7 @@ func TestLostGPU(t *testing.T) {
 func TestCollectorOverSimulatedH200(t *testing.T) {
 	srv := dgxh200.New()
 	sm := simulate(srv)
-	smp := mustOpen(t, srv)
+	smp := everyTick(mustOpen(t, srv))
 	c := NewCollector(smp, Options{})
 	for tick := int64(1); tick <= 5; tick++ {
 		if tick == 4 { // pid 1001 exits, 1002 starts on GPU 5
@@ -517,7 +603,7 @@ func TestCollectorOverSimulatedH200(t *testing.T) {
 func TestSlowPCIeRoundRobin(t *testing.T) {
 	srv := dgxa100.New()
 	sm := simulate(srv)
-	smp := mustOpen(t, srv)
+	smp := everyTick(mustOpen(t, srv))
 	for _, info := range smp.Devices() {
 		if info.GPM || info.Architecture != "Ampere" {
 			t.Errorf("A100 device %+v", info)
