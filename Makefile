@@ -6,7 +6,7 @@ BIN     := bin/vramscope
 EXAMPLE := examples/snapshots/example_train.pickle
 SHARED  ?= ../shared
 
-.PHONY: all build demo test setup test-go test-web test-fixtures bench fuzz clean
+.PHONY: all build demo test setup test-go test-web test-py test-fixtures bench fuzz gpu-e2e clean
 
 all: build
 
@@ -43,6 +43,14 @@ test-fixtures: build
 # Large-snapshot benchmarks beside python3 pickle.load; writes docs/benchmarks.md (KEEP=1 keeps the 50M file).
 bench:
 	go run ./bench $(BENCHFLAGS)
+
+# On a machine with an NVIDIA GPU and PyTorch (the device machine has no Go:
+# build bin/vramscope here and carry it): daemon + agent + capture + OOM, and
+# the GPU benchmarks; results in $(GPU_OUT), copied into docs/gpu-e2e.* by hand.
+GPU_OUT ?= gpu-e2e-out
+gpu-e2e:
+	@test -x $(BIN) || $(MAKE) build
+	python3 examples/e2e/gpu_e2e.py --bin $(BIN) --out $(GPU_OUT)
 
 fuzz:
 	$(GO) test -run XXX -fuzz FuzzDecode -fuzztime 60s ./profiler/pickle

@@ -35,7 +35,7 @@ func fakeAgent(t *testing.T, socket string, pid int, dump func(conn *jsonrpc2.Co
 		json.Unmarshal(*r.Params, &p)
 		return dump(conn, p.Path)
 	})
-	conn := jsonrpc2.NewConn(context.Background(), jsonrpc2.NewPlainObjectStream(c), jsonrpc2.AsyncHandler(h))
+	conn := jsonrpc2.NewConn(context.Background(), jsonrpc2.NewPlainObjectStream(c), jsonrpc2.AsyncHandler(h), jsonrpc2.SetLogger(discard{}))
 	t.Cleanup(func() { conn.Close() })
 	var res api.RegisterResult
 	err = conn.Call(context.Background(), api.AgentRegister, api.RegisterParams{PID: pid, Host: "test", Argv: []string{"python", "train.py"},

@@ -36,6 +36,8 @@ type Daemon struct {
 	sessions  map[*session]struct{}
 	wg        sync.WaitGroup
 	closed    bool
+	closeOnce sync.Once
+	closeErr  error
 }
 
 // New opens the store and, unless disabled, the NVML sampler. It does not
@@ -95,7 +97,7 @@ func (d *Daemon) Serve(ctx context.Context) error {
 	go func() { <-ctx.Done(); d.Close() }()
 	d.accept(ul, false)
 	d.wg.Wait()
-	return nil
+	return d.Close()
 }
 
 // Addr is the TCP listener's address, "" when there is none.
@@ -142,28 +144,29 @@ func (d *Daemon) accept(l net.Listener, tcp bool) {
 	}
 }
 
-// Close stops listening, closes every connection and the sampler, and
-// removes the socket.
+// Close stops listening, closes every connection, the sampler and the store,
+// and removes the socket. Concurrent callers all return once it is done.
 func (d *Daemon) Close() error {
-	d.mu.Lock()
-	if d.closed {
+	d.closeOnce.Do(func() {
+		d.mu.Lock()
+		d.closed = true
+		ls := d.listeners
+		ss := make([]*session, 0, len(d.sessions))
+		for s := range d.sessions {
+			ss = append(ss, s)
+		}
 		d.mu.Unlock()
-		return nil
-	}
-	d.closed = true
-	ls := d.listeners
-	ss := make([]*session, 0, len(d.sessions))
-	for s := range d.sessions {
-		ss = append(ss, s)
-	}
-	d.mu.Unlock()
-	for _, l := range ls {
-		l.Close()
-	}
-	for _, s := range ss {
-		s.conn.Close()
-	}
-	d.counters.Stop()
-	os.Remove(d.cfg.Socket)
-	return d.store.Close()
+		for _, l := range ls {
+			l.Close()
+		}
+		for _, s := range ss {
+			s.conn.Close()
+		}
+		d.counters.Stop()
+		if len(ls) > 0 {
+			os.Remove(d.cfg.Socket)
+		}
+		d.closeErr = d.store.Close()
+	})
+	return d.closeErr
 }

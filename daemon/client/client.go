@@ -56,7 +56,7 @@ func handshake(ctx context.Context, c net.Conn, name, token string) (*Client, er
 		}
 		return nil, nil
 	})
-	cl.conn = jsonrpc2.NewConn(context.Background(), jsonrpc2.NewPlainObjectStream(c), h)
+	cl.conn = jsonrpc2.NewConn(context.Background(), jsonrpc2.NewPlainObjectStream(c), h, jsonrpc2.SetLogger(quiet{}))
 	var hr api.HelloResult
 	if err := cl.Call(ctx, api.Hello, api.HelloParams{Client: name, APIVersion: api.Version, Token: token}, &hr); err != nil {
 		cl.Close()
@@ -131,3 +131,9 @@ func Ensure(ctx context.Context, socket, name, exe string, serveArgs []string, l
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// quiet drops jsonrpc2's own log lines (a closed connection is reported to
+// the caller as an error already).
+type quiet struct{}
+
+func (quiet) Printf(string, ...any) {}
