@@ -1,0 +1,230 @@
+"""The torch-facing parts against a tiny fake torch (tests/faketorch) that logs the
+agent's calls in order: torch._calls. The real thing runs on a GPU later; these
+check call order and arguments."""
+import os
+import pickle
+import sys
+import time
+
+import pytest
+
+from conftest import CHILD, FAKETORCH, PKG_PARENT, VRAMSCOPE, Child, faketorch_env
+
+CALLS = "[list(c) for c in torch._calls]"
+
+
+def names(calls):
+    return [c[0] for c in calls]
+
+
+def test_recording_waits_for_cuda_init(daemon, env, spawn):
+    c = spawn(faketorch_env(env), "import torch, vramscope\nvramscope.attach(max_entries=1234)")
+    reg = daemon.wait_register(pid=c.pid)
+    assert reg["torch"] == "2.99.0+fake" and reg["cuda"] == "12.8"
+    assert reg["recording"] is True and "note" not in reg and reg["device"] == -1
+    time.sleep(0.3)
+    calls = c(CALLS)
+    assert ["_lazy_call", False] in calls
+    assert "record" not in names(calls) and "cuda_init" not in names(calls)
+    assert c("torch.cuda.is_initialized()") is False  # the agent never initialises CUDA
+    assert c("vramscope.status()")["recording_state"] == "pending"
+
+    c("torch.cuda.init()")  # the program's first CUDA use
+    calls = c(CALLS)
+    n = names(calls)
+    assert n.index("cuda_init") < n.index("record") < n.index("attach_oom_observer")
+    rec = calls[n.index("record")]
+    assert rec[1] == {"enabled": "all", "context": "all", "stacks": "python", "max_entries": 1234,
+                      "global_record_annotations": True}
+    assert rec[2] is False  # ran inside CUDA init, before the first allocation
+    assert "is_available" not in n
+    st = c("vramscope.status()")
+    assert st["recording"] and st["annotations"] and st["oom_observer"]
+    # what the daemon knows changed (device known now): the agent registers again
+    reg = daemon.wait_register(pid=c.pid, count=2, timeout=5)
+    assert reg["device"] == 0 and reg["recording"] is True
+
+
+def test_older_torch_without_global_record_annotations(daemon, env, spawn):
+    c = spawn(faketorch_env(env, FAKE_TORCH_OLD="1"), "import torch, vramscope\nvramscope.attach(stacks='all')\n"
+                                                       "torch.cuda.init()")
+    daemon.wait_register(pid=c.pid)
+    calls = c(CALLS)
+    rec = [x for x in calls if x[0] == "record"]
+    assert len(rec) == 1 and rec[0][1]["global_record_annotations"] is False and rec[0][1]["stacks"] == "all"
+    st = c("vramscope.status()")
+    assert st["recording"] is True and st["annotations"] is False
+
+
+def test_attach_after_cuda_init_starts_now_and_sends_counters(daemon, env, spawn):
+    c = spawn(faketorch_env(env, LOCAL_RANK="1"), "import torch\ntorch.cuda.init()\nimport vramscope\nvramscope.attach()")
+    reg = daemon.wait_register(pid=c.pid)
+    assert reg["recording"] is True and reg["device"] == 1
+    assert ["_lazy_call", True] in c(CALLS)
+    t = daemon.wait_torch(pid=c.pid, timeout=5)
+    assert (t["allocated"], t["reserved"], t["max_allocated"], t["device"]) == (1000, 4096, 2000, 1)
+    assert abs(t["time_ms"] / 1000 - time.time()) < 10
+    assert ["counter", 1] in c(CALLS)  # asked torch about LOCAL_RANK's device, by index
+
+
+def test_no_counters_before_cuda_init(daemon, env, spawn):
+    c = spawn(faketorch_env(env), "import torch, vramscope\nvramscope.attach()")
+    daemon.wait_register(pid=c.pid)
+    time.sleep(1.5)
+    assert "counter" not in names(c(CALLS))
+    assert daemon.torch == []
+
+
+OOM = """import torch, vramscope
+vramscope.attach()
+torch.cuda.init()
+def oom(n):
+    try:
+        torch._fake_oom(0, n, 80 << 30, 77)
+    except torch.cuda.OutOfMemoryError:
+        return "raised"
+"""
+
+
+def test_oom_observer_snapshots_inside_the_callback(daemon, env, spawn):
+    c = spawn(faketorch_env(env), OOM)
+    daemon.wait_register(pid=c.pid)
+    assert c.wait("vramscope.status()['registered']")
+    assert c("oom(12345)") == "raised"
+    assert c("oom(999)") == "raised"  # torch retries call the observer again: one capture only
+    n = names(c(CALLS))
+    i = n.index("oom_begin")
+    assert n[i:i + 3] == ["oom_begin", "_snapshot", "oom_end"]
+    assert n.count("_snapshot") == 1
+    cap = daemon.wait_captured()
+    assert cap["reason"] == "oom" and cap["device"] == 0 and cap["entries"] == 5
+    assert cap["oom"] == {"device": 0, "requested": 12345, "device_free": 77, "device_allocated": 1000,
+                          "device_total": 80 << 30}
+    assert cap["path"].startswith(daemon.incoming_dir + os.sep) and cap["path"].endswith(".part")
+    with open(cap["path"], "rb") as f:
+        snap = pickle.load(f)
+    assert snap["segments"][0]["allocated_size"] == 1000 and len(snap["device_traces"]) == 2
+    with open(cap["path"], "rb") as f:
+        assert f.read(2) == b"\x80\x04"  # pickle protocol 4
+    rc, _, err = c.quit()
+    assert rc == 0 and "out of memory on cuda:0" in err
+
+
+def test_oom_snapshot_survives_the_program_exiting(daemon, env, tmp):
+    """The OOM usually ends the program: the capture must still reach the daemon."""
+    script = os.path.join(tmp, "dies.py")
+    with open(script, "w") as f:
+        f.write(OOM + "torch._fake_oom(0, 5, 10, 1)\n")  # uncaught: the program dies
+    import subprocess
+
+    p = subprocess.run([sys.executable, script], env=faketorch_env(env), capture_output=True, text=True, timeout=20)
+    assert p.returncode == 1 and "OutOfMemoryError" in p.stderr
+    cap = daemon.wait_captured(timeout=2)
+    assert cap["oom"]["requested"] == 5 and os.path.getsize(cap["path"]) == cap["bytes"]
+
+
+def test_dump_with_torch(daemon, env, spawn):
+    c = spawn(faketorch_env(env), "import torch, vramscope\nvramscope.attach()")
+    daemon.wait_register(pid=c.pid)
+    assert c.wait("vramscope.status()['registered']")
+    resp = daemon.dump(c.pid, os.path.join(daemon.incoming_dir, "early.part"))
+    assert resp["error"]["code"] == -32006 and "CUDA is not initialised" in resp["error"]["message"]
+    c("torch.cuda.init()")
+    path = os.path.join(daemon.incoming_dir, "d.part")
+    res = daemon.dump(c.pid, path)["result"]
+    assert res["entries"] == 5 and res["bytes"] == os.path.getsize(path) and res["device"] == 0
+    with open(path, "rb") as f:
+        assert pickle.load(f)["device_traces"][0][0] == {"action": "alloc", "size": 1}
+
+
+TRAIN = """import torch
+
+def step():
+    loss = torch.Tensor()
+    loss.backward()
+
+def step2():
+    torch.autograd.backward([torch.Tensor()])
+"""
+
+
+def test_backward_runs_inside_record_function_of_the_caller(env, spawn, tmp):
+    with open(os.path.join(tmp, "train.py"), "w") as f:
+        f.write(TRAIN)
+    train = os.path.join(tmp, "train.py")
+    c = spawn(faketorch_env(env), "import sys; sys.path.insert(0, %r)\nimport torch, vramscope, train\n"
+                                  "vramscope.attach()" % tmp)
+    assert c("getattr(torch.Tensor.backward, '__vramscope__', False)") is True
+    assert c("torch.Tensor.backward.__wrapped__.__qualname__") == "Tensor.backward"
+    c("exec torch._calls.clear(); train.step(); train.step2()")
+    calls = c(CALLS)
+    at5 = ["vramscope.backward@%s:5" % train]
+    at8 = ["vramscope.backward@%s:8" % train]
+    assert calls == [["Tensor.backward", at5], ["autograd.backward", at5], ["autograd.backward", at8]]
+    c("vramscope.detach()")
+    assert c("hasattr(torch.Tensor.backward, '__wrapped__')") is False
+    assert c("torch.autograd.backward.__module__") == "torch.autograd"
+    c("exec torch._calls.clear(); train.step()")
+    assert c(CALLS) == [["Tensor.backward", []], ["autograd.backward", []]]
+
+
+def test_annotate_backward_off(env, spawn):
+    c = spawn(faketorch_env(env), "import torch, vramscope\nvramscope.attach(annotate_backward=False)")
+    assert c("getattr(torch.Tensor.backward, '__vramscope__', False)") is False
+
+
+def test_torch_imported_after_attach(daemon, env, spawn):
+    c = spawn(faketorch_env(env), "import vramscope\nvramscope.attach()")
+    reg = daemon.wait_register(pid=c.pid)
+    assert "torch" not in reg and reg["recording"] is False
+    c("exec import torch")
+    assert c("getattr(torch.Tensor.backward, '__vramscope__', False)") is True
+    reg = daemon.wait_register(pid=c.pid, count=2, timeout=5)
+    assert reg["torch"] == "2.99.0+fake" and reg["recording"] is True
+    c("torch.cuda.init()")
+    assert c.wait("vramscope.status()['recording']")
+
+
+def test_cpu_only_torch_counters_only(daemon, env, spawn):
+    c = spawn(faketorch_env(env, FAKE_TORCH_CPU="1"), "import torch, vramscope\nvramscope.attach()")
+    reg = daemon.wait_register(pid=c.pid)
+    assert reg["note"] == "CUDA is not available"
+    rc, _, err = c.quit()
+    assert "vramscope: CUDA is not available: registering for counters only" in err
+
+
+def test_recording_disabled(daemon, env, spawn):
+    c = spawn(faketorch_env(env, VRAMSCOPE_RECORD="0"), "import torch, vramscope\nvramscope.attach()\n"
+                                                        "torch.cuda.init()")
+    reg = daemon.wait_register(pid=c.pid)
+    assert reg["note"] == "recording disabled" and reg["recording"] is False
+    assert "record" not in names(c(CALLS))
+    assert "attach_oom_observer" in names(c(CALLS))
+
+
+def run_under_vramscope(env, args, tmp, **kw):
+    cmd = VRAMSCOPE + ["run"] + args + ["--", "python3", CHILD]
+    return Child(env, cmd=cmd, cwd=tmp, **kw)
+
+
+def test_auto_mode_registers_only_after_cuda_init(daemon, env, tmp):
+    e = faketorch_env(env, CHILD_SETUP="import torch")
+    e["PYTHONPATH"] = FAKETORCH  # the package comes from the bootstrap's own location
+    c = run_under_vramscope(e, ["--socket", daemon.socket, "--max-entries", "777"], tmp)
+    try:
+        assert c("'vramscope' in sys.modules and sys.modules['vramscope'].__file__.startswith(%r)" % PKG_PARENT)
+        assert c("getattr(torch.Tensor.backward, '__vramscope__', False)") is True
+        time.sleep(0.8)
+        assert daemon.connections == 0  # torch imported, CUDA not initialised (a torchrun launcher)
+        assert not any(t.startswith("vramscope") for t in c("[t.name for t in __import__('threading').enumerate()]"))
+        assert c("torch._calls") == [["_lazy_call", False]]
+        c("torch.cuda.init()")
+        reg = daemon.wait_register(pid=c.pid, timeout=5)
+        assert reg["max_entries"] == 777 and reg["recording"] is True and reg["device"] == 0
+        assert reg["argv"] == [CHILD]
+        rec = [x for x in c(CALLS) if x[0] == "record"][0]
+        assert rec[1]["max_entries"] == 777 and rec[2] is False
+        rc, out, err = c.quit()
+        assert rc == 0 and err == ""  # auto mode prints nothing when all is well
+    finally:
+        c.kill()

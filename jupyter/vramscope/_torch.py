@@ -1,0 +1,227 @@
+"""Everything the agent does to torch, and only once the program has imported it.
+
+Rules kept here:
+- never initialise CUDA: anything that needs it waits for torch's own CUDA
+  initialisation through torch.cuda._lazy_call (run at init, before the first
+  allocation), and nothing here calls torch.cuda.is_available() or
+  current_device() before CUDA is initialised;
+- a callback torch runs for us (CUDA init, out of memory) never raises.
+"""
+import functools
+import importlib
+import logging
+import os
+import sys
+import threading
+
+log = logging.getLogger("vramscope")
+
+
+def imported():
+    """The torch module if the program has imported it (fully), else None."""
+    t = sys.modules.get("torch")
+    if t is None or getattr(t, "cuda", None) is None:
+        return None
+    return t
+
+
+def installed():
+    """Whether torch could be imported, without importing it."""
+    if imported() is not None:
+        return True
+    if "torch" in sys.modules and sys.modules["torch"] is None:  # import blocked
+        return False
+    try:
+        import importlib.util
+
+        return importlib.util.find_spec("torch") is not None
+    except Exception:
+        return False
+
+
+def versions(torch):
+    """(torch version, CUDA version or "")."""
+    v = getattr(torch, "version", None)
+    return str(getattr(torch, "__version__", "") or ""), str(getattr(v, "cuda", None) or "")
+
+
+def cuda_initialized(torch):
+    try:
+        return bool(torch.cuda.is_initialized())
+    except Exception:
+        return False
+
+
+def cuda_unavailable(torch):
+    """True when CUDA surely cannot be used here, found without initialising it:
+    a CPU-only build, NVML counting no device, or no NVIDIA driver at all.
+    (torch.cuda.is_available() would call cudaGetDeviceCount, which makes a
+    later fork unable to use CUDA; NVML does not.)"""
+    if cuda_initialized(torch):
+        return False
+    v = getattr(torch, "version", None)
+    if getattr(v, "cuda", None) is None and getattr(v, "hip", None) is None:
+        return True  # built without CUDA
+    if getattr(v, "hip", None):
+        return False  # ROCm: we cannot tell cheaply; let it try
+    n = None
+    count = getattr(torch.cuda, "_device_count_nvml", None)
+    if count is not None:
+        try:
+            n = int(count())
+        except Exception:
+            n = None
+    if n == 0:
+        return True
+    if n is None or n < 0:
+        return not (os.path.exists("/proc/driver/nvidia/version") or os.path.exists("/dev/nvidiactl"))
+    return False
+
+
+def on_cuda_init(torch, fn):
+    """Run fn when torch initialises CUDA (torch.cuda._lazy_call: before the first
+    allocation), or now when it already has. Returns "now", "queued" or None when
+    it could not be arranged. fn runs inside torch's CUDA initialisation, where
+    torch.cuda.is_initialized() is still False and torch's init lock is held:
+    it must not call _lazy_call itself, and must not raise."""
+    cuda = torch.cuda
+    try:
+        was = bool(cuda.is_initialized())
+        cuda._lazy_call(fn)
+        return "now" if was else "queued"
+    except Exception:
+        log.debug("torch.cuda._lazy_call failed", exc_info=True)
+        if cuda_initialized(torch):
+            fn()
+            return "now"
+        return None
+
+
+def start_recording(torch, max_entries, stacks):
+    """Start the allocator's history. Returns whether record_function annotations
+    are recorded too (global_record_annotations; older torch lacks it)."""
+    mem = torch.cuda.memory
+    kw = dict(enabled="all", context="all", stacks=stacks, max_entries=max_entries)
+    try:
+        mem._record_memory_history(global_record_annotations=True, **kw)
+        return True
+    except TypeError:
+        mem._record_memory_history(**kw)
+        return False
+
+
+def stop_recording(torch):
+    try:
+        torch.cuda.memory._record_memory_history(enabled=None)
+    except Exception:
+        log.debug("could not stop recording", exc_info=True)
+
+
+_oom_attached = False
+
+
+def attach_oom_observer(torch, callback):
+    """torch._C._cuda_attach_out_of_memory_observer, once per process (torch has
+    no way to detach one: the callback itself checks whether an agent wants it).
+    Needs the allocator initialised, so call it from the CUDA-init callback."""
+    global _oom_attached
+    if _oom_attached:
+        return True
+    attach = getattr(getattr(torch, "_C", None), "_cuda_attach_out_of_memory_observer", None)
+    if attach is None:
+        return False
+    attach(callback)
+    _oom_attached = True
+    return True
+
+
+def counters(torch, index):
+    """(allocated, reserved, max_allocated) of torch's caching allocator on a device.
+    Cheap; returns zeros (and never initialises CUDA) when CUDA is not initialised."""
+    c = torch.cuda
+    return int(c.memory_allocated(index)), int(c.memory_reserved(index)), int(c.max_memory_allocated(index))
+
+
+def torch_index(torch, local_rank, init_device):
+    """The device index to ask torch about (its current device is per thread, so
+    the agent's thread cannot just ask): LOCAL_RANK when it is a valid index, else
+    the device current when CUDA was initialised, else 0."""
+    try:
+        n = int(torch.cuda.device_count())
+    except Exception:
+        return None
+    for d in (local_rank, init_device):
+        if d is not None and 0 <= d < n:
+            return d
+    return 0 if n > 0 else None
+
+
+# --- backward annotation -------------------------------------------------------
+
+_tls = threading.local()
+_wrapped = []  # (owner, attribute, wrapper)
+_annotating = [False]
+
+
+def wrap_backward(torch):
+    """Run each torch.Tensor.backward / torch.autograd.backward call inside
+    record_function("vramscope.backward@FILE:LINE") of its caller, so that the
+    allocator's external_annotations mark when the backward of that line ran."""
+    _annotating[0] = True
+    if _wrapped:
+        return
+    for owner, attr in ((torch.Tensor, "backward"), (torch.autograd, "backward")):
+        orig = getattr(owner, attr, None)
+        if orig is None or getattr(orig, "__vramscope__", False):
+            continue
+        w = _backward_wrapper(orig, torch)
+        setattr(owner, attr, w)
+        _wrapped.append((owner, attr, w))
+
+
+def unwrap_backward():
+    _annotating[0] = False  # a wrapper someone else has wrapped stays, but passes through
+    while _wrapped:
+        owner, attr, w = _wrapped.pop()
+        if getattr(owner, attr, None) is w:
+            setattr(owner, attr, w.__wrapped__)
+
+
+def _record_function(torch):
+    prof = getattr(torch.autograd, "profiler", None)
+    rf = getattr(prof, "record_function", None)
+    if rf is None:
+        rf = importlib.import_module("torch.autograd.profiler").record_function
+    return rf
+
+
+def _backward_wrapper(orig, torch):
+    rf = []
+
+    @functools.wraps(orig)
+    def backward(*args, **kwargs):
+        # Tensor.backward calls torch.autograd.backward: annotate the outer call only.
+        if not _annotating[0] or getattr(_tls, "active", False):
+            return orig(*args, **kwargs)
+        cm = None
+        try:
+            f = sys._getframe(1)
+            if not rf:
+                rf.append(_record_function(torch))
+            cm = rf[0]("vramscope.backward@%s:%d" % (f.f_code.co_filename, f.f_lineno))
+            cm.__enter__()
+        except Exception:
+            cm = None
+        _tls.active = True
+        try:
+            return orig(*args, **kwargs)
+        finally:
+            _tls.active = False
+            if cm is not None:
+                try:
+                    cm.__exit__(None, None, None)
+                except Exception:
+                    pass
+
+    backward.__vramscope__ = True
+    return backward
