@@ -47,11 +47,12 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, err)
 	}
-	env := append(os.Environ(),
-		"VRAMSCOPE_AUTO=1",
-		"VRAMSCOPE_SOCKET="+*socket,
-		"VRAMSCOPE_MAX_ENTRIES="+strconv.Itoa(*maxEntries),
-		"PYTHONPATH="+joinPath(boot, os.Getenv("PYTHONPATH")))
+	env := setEnv(os.Environ(), map[string]string{
+		"VRAMSCOPE_AUTO":        "1",
+		"VRAMSCOPE_SOCKET":      *socket,
+		"VRAMSCOPE_MAX_ENTRIES": strconv.Itoa(*maxEntries),
+		"PYTHONPATH":            joinPath(boot, os.Getenv("PYTHONPATH")),
+	})
 	exe, err := exec.LookPath(cmdArgs[0])
 	if err != nil {
 		return fail(stderr, inputError{fmt.Errorf("vramscope run: %v", err)})
@@ -102,6 +103,23 @@ func ensureDaemon(socket string) error {
 		return err
 	}
 	return c.Close()
+}
+
+// setEnv returns env with the keys of set replaced or added. syscall.Exec
+// passes duplicates through, and the C library's getenv reads the first one,
+// so an appended PYTHONPATH would be ignored.
+func setEnv(env []string, set map[string]string) []string {
+	out := make([]string, 0, len(env)+len(set))
+	for _, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		if _, ok := set[k]; !ok {
+			out = append(out, kv)
+		}
+	}
+	for k, v := range set {
+		out = append(out, k+"="+v)
+	}
+	return out
 }
 
 func splitDashDash(args []string) (cmd, own []string) {
