@@ -22,12 +22,14 @@ demo: build
 setup:
 	$(GO) mod download
 	npm ci --no-audit --no-fund
+	test -x .venv/bin/python || python3 -m venv .venv
+	.venv/bin/pip install -q --disable-pip-version-check -e './jupyter[test]'
 	@command -v chromium >/dev/null 2>&1 || { \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
 	  else echo "install Debian's chromium (apt-get install chromium) for the browser tests" >&2; exit 1; fi; }
 
-test: setup test-go test-web test-fixtures
+test: setup test-go test-web test-py test-fixtures
 
 test-go:
 	$(GO) vet ./...
@@ -35,6 +37,11 @@ test-go:
 
 test-web:
 	node --test profiler/flame/web/
+
+# The Python agent: real child processes on a real Unix socket, a fake torch
+# for the torch-facing parts (the GPU run is make gpu-e2e).
+test-py:
+	.venv/bin/python -m pytest -q jupyter/tests
 
 # The shared fixture facts (peak within 1%, top user line, no false alarms).
 test-fixtures: build
@@ -57,4 +64,4 @@ fuzz:
 	$(GO) test -run XXX -fuzz FuzzSnapshot -fuzztime 60s ./profiler/torchsnap
 
 clean:
-	rm -rf bin example_flame.html test-artifacts .bench
+	rm -rf bin example_flame.html test-artifacts .bench .venv gpu-e2e-out

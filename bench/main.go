@@ -182,11 +182,26 @@ func main() {
 	fmt.Fprintf(&b, "| %s | %s | %s | %.0f MB/s, %.0f ns/entry | %s (%s) | %s |\n", count(*entries), mib(synthSize), gen,
 		float64(synthSize)/gen.wall.Seconds()/1e6, float64(gen.wall.Nanoseconds())/float64(*entries), syn, syn.runs(), mark(syn.rss <= 512<<20))
 
+	b.WriteString(gpuSection())
 	fmt.Print("\n" + b.String())
 	if err := os.WriteFile(*out, []byte(b.String()), 0o644); err != nil {
 		fail(err)
 	}
 	log("bench: wrote %s", *out)
+}
+
+// gpuSection carries the daemon and agent figures measured on the GPU machine
+// by make gpu-e2e (docs/gpu-e2e.md) into this report: this machine has no GPU.
+func gpuSection() string {
+	doc, err := os.ReadFile(filepath.Join("docs", "gpu-e2e.md"))
+	if err != nil {
+		return ""
+	}
+	_, sec, ok := strings.Cut(string(doc), "\n## Benchmarks")
+	if !ok {
+		return ""
+	}
+	return "\n## Daemon and agent on the H200 (from docs/gpu-e2e.md, `make gpu-e2e`)\n\nNot measured by `make bench`: copied from the last GPU run.\n\n### Benchmarks" + sec
 }
 
 func mark(ok bool) string {

@@ -6,6 +6,7 @@ package profiler
 
 import (
 	"fmt"
+	"path"
 	"strings"
 )
 
@@ -234,6 +235,12 @@ func IsUserFile(file string) bool {
 		if strings.Contains(file, lib) {
 			return false
 		}
+	}
+	// vramscope's own agent (its backward() wrapper sits on every backward
+	// stack) is a library wherever it is installed from.
+	dir, base := path.Split(file)
+	if strings.HasSuffix(dir, "vramscope/") && strings.HasPrefix(base, "_") {
+		return false
 	}
 	return strings.HasSuffix(file, ".py")
 }

@@ -16,6 +16,9 @@ func TestIsUserFile(t *testing.T) {
 		{"train.py", true},
 		{"/work/main/examples/record/record_examples.py", true},
 		{`C:\Users\alice\proj\train.py`, true},
+		// vramscope's agent, installed or from a checkout, is not the user's code.
+		{"/work/main/jupyter/vramscope/_torch.py", false},
+		{"/home/alice/vramscope/train.py", true},
 		// Notebooks.
 		{"/tmp/ipykernel_12345/3456789012.py", true},
 		{"<ipython-input-3-1a2b3c4d5e6f>", true},

@@ -85,6 +85,7 @@ class Env:
         self.data = os.path.join(self.tmp, "data")
         self.env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "jupyter") + os.pathsep + HERE)
         self.log = open(os.path.join(a.out, "daemon.log"), "w")
+        self.runs = 0
 
     def serve(self):
         self.daemon = subprocess.Popen([self.bin, "serve", "--socket", self.sock, "--data-dir", self.data],
@@ -109,7 +110,8 @@ def last_json(text):
 def paused_run(e, c, max_entries, pause_at, steps):
     """Runs train.py under the agent, pauses it, takes a snapshot through the
     API, then lets the script time torch's own _snapshot()."""
-    ready, go = os.path.join(e.tmp, f"ready{max_entries}"), os.path.join(e.tmp, f"go{max_entries}")
+    e.runs += 1
+    ready, go = os.path.join(e.tmp, f"ready{e.runs}"), os.path.join(e.tmp, f"go{e.runs}")
     p = e.run("train.py", "--steps", steps, "--pause-at", pause_at, "--ready", ready, "--go", go, "--time-snapshot",
               max_entries=max_entries)
     pid = int(wait_for(lambda: os.path.exists(ready) and open(ready).read(), 600, "training reached the pause"))
@@ -207,20 +209,23 @@ def bench_capture(e, c, results, per_step):
     results["capture"] = out
 
 
-def bench_overhead(e, results, rounds=3, steps=60):
-    off, on = [], []
-    for _ in range(rounds):
-        for agent, acc in ((False, off), (True, on)):
-            p = e.run("train.py", "--steps", steps, under_agent=agent)
-            out, err = p.communicate(timeout=600)
-            r = last_json(out)
-            if r:
-                acc.append(r["median_step_ms"])
-            else:
-                print(err[-2000:], file=sys.stderr)
-    mo, mn = statistics.median(off), statistics.median(on)
-    results["overhead"] = {"off_median_ms": off, "on_median_ms": on, "off": mo, "on": mn, "slowdown": round(mn / mo - 1, 4),
-                           "config": f"GPT-2 124M, bs 8, seq 512, bf16 autocast, AdamW, {steps} steps, median of steps 6+, {rounds} alternating rounds"}
+def bench_overhead(e, results, seqs=(512, 1024), steps=240, block=10):
+    """Same-run A/B: one training process under the agent detaches and
+    re-attaches it every `block` steps (vramscope.detach()/attach()), so "off"
+    and "on" steps share the process, the GPU clocks and the data."""
+    out = {}
+    for seq in seqs:
+        p = e.run("train.py", "--seq", seq, "--steps", steps, "--cycle", "off,alloc", "--block", block)
+        o, err = p.communicate(timeout=600)
+        r = last_json(o) or {}
+        cyc = r.get("cycle") or {}
+        if "off" in cyc and "alloc" in cyc:
+            off, on = cyc["off"]["median_step_ms"], cyc["alloc"]["median_step_ms"]
+            out[str(seq)] = {"off": off, "on": on, "slowdown": round(on / off - 1, 4), "steps_each": cyc["off"]["steps"]}
+        else:
+            print(err[-2000:], file=sys.stderr)
+    results["overhead"] = {"config": f"GPT-2 124M, bs 8, bf16 autocast, AdamW, {steps} steps, agent off/on every {block} steps in one process",
+                           "by_seq": out}
     print("overhead", json.dumps(results["overhead"]), flush=True)
 
 
@@ -277,8 +282,9 @@ def markdown(r):
                    f"`_snapshot()` {c['torch_snapshot_s']:.2f} s: **{c['ratio']:.2f}×** (goal ≤ 1.5×).")
     if "overhead" in r:
         o = r["overhead"]
-        out.append(f"- Agent attached vs not ({o['config']}): median step {o['on']:.2f} ms vs {o['off']:.2f} ms = "
-                   f"**{100 * o['slowdown']:+.2f}%** (goal ≤ 1%). Per-run medians: off {o['off_median_ms']}, on {o['on_median_ms']}.")
+        for seq, x in o.get("by_seq", {}).items():
+            out.append(f"- Agent attached vs not, same run ({o['config']}, seq {seq}): median step {x['on']:.2f} ms vs "
+                       f"{x['off']:.2f} ms = **{100 * x['slowdown']:+.2f}%** (goal ≤ 1%).")
     return "\n".join(out) + "\n"
 
 

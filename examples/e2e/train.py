@@ -32,6 +32,15 @@ def step(model, opt, ids):
     return loss
 
 
+def switch(mode):
+    """Detach the agent, or (re)attach it recording with the given context."""
+    import vramscope
+    vramscope.detach()
+    if mode != "off":
+        os.environ["VRAMSCOPE_CONTEXT"] = mode
+        vramscope.attach(max_entries=100000, socket=os.environ.get("VRAMSCOPE_SOCKET"))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--steps", type=int, default=60)
@@ -41,18 +50,33 @@ def main():
     ap.add_argument("--ready", default="")
     ap.add_argument("--go", default="")
     ap.add_argument("--time-snapshot", action="store_true")
+    ap.add_argument("--cycle", default="", help="same-run A/B: modes (off, alloc, all) cycled every --block steps via vramscope.detach()/attach()")
+    ap.add_argument("--block", type=int, default=10)
+    ap.add_argument("--record", default="", help="record in-process: CONTEXT[,noann] e.g. all, alloc, alloc,noann")
     a = ap.parse_args()
+    if a.record:
+        context, _, rest = a.record.partition(",")
+        kw = dict(enabled="all", context=context, stacks="python", max_entries=100000)
+        if rest != "noann":
+            kw["global_record_annotations"] = True
+        torch.cuda.memory._record_memory_history(**kw)
     torch.manual_seed(0)
     model = build()
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
     ids = torch.randint(0, model.config.vocab_size, (a.batch, a.seq), device="cuda")
     times, extra = [], {}
+    modes = a.cycle.split(",") if a.cycle else []
+    by_mode = {m: [] for m in modes}
     for i in range(a.steps):
+        if modes and i % a.block == 0:
+            switch(modes[(i // a.block) % len(modes)])
         torch.cuda.synchronize()
         t = time.perf_counter()
         step(model, opt, ids)
         torch.cuda.synchronize()
         times.append(time.perf_counter() - t)
+        if modes and i % a.block != 0 and i >= a.block * len(modes):  # skip the first cycle and each block's first step
+            by_mode[modes[(i // a.block) % len(modes)]].append(time.perf_counter() - t)
         if i == a.pause_at:
             with open(a.ready + ".tmp", "w") as f:
                 f.write(str(os.getpid()))
@@ -65,6 +89,8 @@ def main():
                 extra["torch_snapshot_s"] = time.perf_counter() - t
                 extra["entries"] = sum(len(tr) for tr in snap["device_traces"])
                 del snap
+    if modes:
+        extra["cycle"] = {m: {"steps": len(v), "median_step_ms": 1000 * statistics.median(v)} for m, v in by_mode.items() if v}
     warm = times[5:] if len(times) > 10 else times
     print(json.dumps({"pid": os.getpid(), "steps": len(times), "median_step_ms": 1000 * statistics.median(warm),
                       "step_ms": [round(1000 * x, 3) for x in times], "max_allocated": torch.cuda.max_memory_allocated(),

@@ -34,7 +34,7 @@ def test_recording_waits_for_cuda_init(daemon, env, spawn):
     n = names(calls)
     assert n.index("cuda_init") < n.index("record") < n.index("attach_oom_observer")
     rec = calls[n.index("record")]
-    assert rec[1] == {"enabled": "all", "context": "all", "stacks": "python", "max_entries": 1234,
+    assert rec[1] == {"enabled": "all", "context": "alloc", "stacks": "python", "max_entries": 1234,
                       "global_record_annotations": True}
     assert rec[2] is False  # ran inside CUDA init, before the first allocation
     assert "is_available" not in n

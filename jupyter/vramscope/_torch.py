@@ -97,11 +97,24 @@ def on_cuda_init(torch, fn):
         return None
 
 
+def _off(name):
+    return os.environ.get(name, "").strip().lower() in ("0", "false", "no", "off")
+
+
 def start_recording(torch, max_entries, stacks):
     """Start the allocator's history. Returns whether record_function annotations
     are recorded too (global_record_annotations; older torch lacks it)."""
     mem = torch.cuda.memory
-    kw = dict(enabled="all", context="all", stacks=stacks, max_entries=max_entries)
+    # VRAMSCOPE_CONTEXT: which trace entries carry a stack. "alloc" (frees
+    # without one: the engine attributes by the allocation's stack) or "all".
+    context = os.environ.get("VRAMSCOPE_CONTEXT", "alloc")
+    if context not in ("all", "alloc", "state"):
+        context = "all"
+    annotations = not _off("VRAMSCOPE_ANNOTATIONS")
+    kw = dict(enabled="all", context=context, stacks=stacks, max_entries=max_entries)
+    if not annotations:
+        mem._record_memory_history(**kw)
+        return False
     try:
         mem._record_memory_history(global_record_annotations=True, **kw)
         return True
