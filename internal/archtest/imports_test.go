@@ -30,7 +30,8 @@ var allowed = []struct {
 	{"daemon/api", []string{"daemon/store", "profiler/analyze"}, "the JSON-RPC contract: types, names, the doc generator"},
 	{"daemon/client", []string{"daemon/api", "github.com/sourcegraph/jsonrpc2"}, "the Go client of the API (CLI, LSP, tests)"},
 	{"daemon", []string{"daemon/api", "daemon/store", "daemon/counters", "daemon/client", "profiler", "profiler/analyze", "profiler/flame", "github.com/sourcegraph/jsonrpc2"}, "the server: sessions, agents, store, analyses, counters"},
-	{"internal/cli", []string{"profiler/...", "internal/synth", "daemon", "daemon/..."}, "subcommands call the engine or the daemon"},
+	{"lsp", []string{"daemon/api", "daemon/client", "profiler", "profiler/analyze", "profiler/flame", "github.com/sourcegraph/jsonrpc2", "go.lsp.dev/protocol", "go.lsp.dev/uri"}, "the language server: a daemon client, never the NVML sampler"},
+	{"internal/cli", []string{"profiler/...", "internal/synth", "daemon", "daemon/...", "lsp"}, "subcommands call the engine or the daemon"},
 	{"internal/synth", []string{"profiler", "profiler/pickle", "profiler/torchsnap"}, ""},
 	{"internal/archtest", nil, ""},
 	{"internal/golden", nil, "golden-file checks for tests: standard library only"},
@@ -130,4 +131,22 @@ func violations(pkgs []pkg) []string {
 		}
 	}
 	return out
+}
+
+// TestLSPNeverReachesNVML: not even indirectly does the language server link
+// the NVML sampler (or go-nvml and its cgo).
+func TestLSPNeverReachesNVML(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "../../lsp").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	deps := strings.Fields(string(out))
+	if len(deps) < 10 {
+		t.Fatalf("go list -deps gave %d packages", len(deps))
+	}
+	for _, d := range deps {
+		if d == module+"daemon/counters" || strings.HasPrefix(d, "github.com/NVIDIA/go-nvml") {
+			t.Errorf("lsp depends on %s", d)
+		}
+	}
 }

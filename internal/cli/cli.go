@@ -32,6 +32,7 @@ var commands = []command{
 	{"serve", "serve [--socket S] [--data-dir D] [--tcp 127.0.0.1:PORT]  run the per-user daemon", runServe},
 	{"run", "run [--max-entries N] -- COMMAND ARGS...  run a training command with the agent in every Python process", runRun},
 	{"attach", "attach PID  attach the agent to a running Python >= 3.14 process", runAttach},
+	{"lsp", "lsp [--snapshot FILE] [--daemon auto|connect|off]  the language server, over stdio", runLSP},
 	{"status", "status  the daemon's state", runStatus},
 	{"ps", "ps  processes with an agent, and GPU processes without one", runPS},
 	{"snap", "snap PID [--label L]  take a snapshot of a process through its agent", runSnap},

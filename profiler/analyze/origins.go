@@ -136,7 +136,11 @@ func (o *origins) label(anns []profiler.Annotation) {
 		scopes := openScopes(anns, s.firstTime)
 		lf, lok := o.userFrame(s.left)
 		rf, rok := o.userFrame(s.right)
-		if call, ok := backwardCall(scopes); ok {
+		call, ok := backwardCall(scopes)
+		if !ok {
+			call, ok = o.backwardFromStack(s.left)
+		}
+		if ok {
 			call.Func = "backward"
 			if lok && lf.File == call.File {
 				call.Func = lf.Func
@@ -165,6 +169,25 @@ func (o *origins) label(anns []profiler.Annotation) {
 		}
 		s.label = strings.Join(parts, " ")
 	}
+}
+
+// backwardFromStack recognises a gap that autograd opened: the last framed
+// allocation before it was made inside torch's backward() (the seed gradient
+// of _make_grads), so the frameless run after it is that call's backward pass,
+// and the user line that called backward() owns it.
+func (o *origins) backwardFromStack(left profiler.StackID) (profiler.Frame, bool) {
+	inBackward := false
+	for _, id := range o.frames.StackAt(left) { // innermost first
+		f := o.frames.FrameAt(id)
+		if f.Func == "backward" && (strings.HasSuffix(f.File, "torch/autograd/__init__.py") || strings.HasSuffix(f.File, "torch/_tensor.py")) {
+			inBackward = true
+			continue
+		}
+		if inBackward && profiler.IsUserFile(f.File) {
+			return profiler.Frame{File: f.File, Line: f.Line}, true
+		}
+	}
+	return profiler.Frame{}, false
 }
 
 // BackwardScope prefixes the record_function scope the agent (jupyter/vramscope)

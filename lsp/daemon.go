@@ -1,0 +1,122 @@
+package lsp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/vramscope/vramscope/daemon/api"
+	"github.com/vramscope/vramscope/daemon/client"
+)
+
+// daemonLink is the server's connection to the daemon, kept up in the
+// background: the editor works offline while there is none.
+type daemonLink struct {
+	mu     sync.Mutex
+	c      *client.Client
+	reason string // why there is no connection
+	closed bool
+}
+
+func (s *Server) link() *daemonLink {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.daemon
+}
+
+// errNoDaemon says the daemon cannot be reached, and why.
+var errNoDaemon = errors.New("the vramscope daemon is not running")
+
+func (d *daemonLink) get() (*client.Client, error) {
+	if d == nil {
+		return nil, errNoDaemon
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.c == nil {
+		if d.reason != "" {
+			return nil, errors.New(errNoDaemon.Error() + ": " + d.reason)
+		}
+		return nil, errNoDaemon
+	}
+	return d.c, nil
+}
+
+func (d *daemonLink) close() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.closed = true
+	if d.c != nil {
+		d.c.Close()
+	}
+}
+
+// connectDaemon connects (starting a daemon in "auto" mode), follows new
+// snapshots, and reconnects after the daemon goes away.
+func (s *Server) connectDaemon() {
+	d := &daemonLink{}
+	s.mu.Lock()
+	s.daemon = d
+	s.mu.Unlock()
+	socket := s.cfg.Socket
+	for wait := time.Second; ; wait = min(2*wait, 30*time.Second) {
+		d.mu.Lock()
+		closed := d.closed
+		d.mu.Unlock()
+		if closed {
+			return
+		}
+		c, err := s.dial(socket)
+		if err != nil {
+			d.mu.Lock()
+			d.reason = err.Error()
+			d.mu.Unlock()
+			time.Sleep(wait)
+			continue
+		}
+		wait = time.Second
+		c.Notify = s.onDaemonEvent
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		c.Call(ctx, api.Subscribe, api.SubscribeParams{Topics: []string{"snapshot_stored", "oom_captured"}}, nil)
+		cancel()
+		d.mu.Lock()
+		d.c, d.reason = c, ""
+		d.mu.Unlock()
+		<-c.Done()
+		d.mu.Lock()
+		d.c, d.reason = nil, "the connection closed"
+		d.mu.Unlock()
+	}
+}
+
+func (s *Server) dial(socket string) (*client.Client, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	if s.cfg.Daemon == "auto" && s.cfg.Exe != "" {
+		c, _, err := client.Ensure(ctx, socket, "lsp", s.cfg.Exe, nil, filepath.Join(filepath.Dir(socket), "daemon.log"), 10*time.Second)
+		return c, err
+	}
+	return client.Dial(ctx, socket, "lsp")
+}
+
+// onDaemonEvent shows each snapshot the daemon stores, when so configured.
+func (s *Server) onDaemonEvent(method string, params json.RawMessage) {
+	var snap api.SnapshotResult
+	switch method {
+	case api.EventSnapshotStored:
+		json.Unmarshal(params, &snap)
+	case api.EventOOMCaptured:
+		var ev api.OOMEvent
+		json.Unmarshal(params, &ev)
+		snap = ev.Snapshot
+		s.showMessage(msgWarning, "vramscope: out of memory in pid "+itoa(snap.PID)+"; snapshot "+snap.ID+" captured")
+	default:
+		return
+	}
+	if snap.Path != "" && s.currentSettings().FollowNewSnapshots {
+		go s.openAndShow(snap.Path)
+	}
+}

@@ -1,0 +1,33 @@
+package lsp
+
+import (
+	"context"
+	"encoding/json"
+)
+
+func init() {
+	register("workspace/didChangeConfiguration", (*Server).didChangeConfiguration, false)
+}
+
+func (s *Server) didChangeConfiguration(_ context.Context, raw json.RawMessage) (any, error) {
+	var p struct {
+		Settings json.RawMessage `json:"settings"`
+	}
+	if err := decode(raw, &p); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	old := s.settings
+	s.settings = s.settings.merge(p.Settings)
+	st := s.settings
+	s.mu.Unlock()
+	s.resetPaths(st)
+	if st.Snapshot != "" && st.Snapshot != old.Snapshot {
+		go s.openAndShow(st.Snapshot)
+		return nil, nil
+	}
+	if l := s.shown(); l != nil {
+		s.show(l)
+	}
+	return nil, nil
+}

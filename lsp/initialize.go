@@ -1,0 +1,76 @@
+package lsp
+
+import (
+	"context"
+	"encoding/json"
+
+	"go.lsp.dev/protocol"
+)
+
+func init() { register("initialize", (*Server).initialize, false) }
+
+// Commands the server executes (workspace/executeCommand); the extension's
+// package.json contributes the same names.
+var commandNames = []string{
+	cmdOpenSnapshot, cmdCompareSnapshots, cmdTakeSnapshot, cmdAttach,
+	cmdListProcesses, cmdListSnapshots, cmdFlameGraph, cmdStatus,
+}
+
+func (s *Server) initialize(_ context.Context, raw json.RawMessage) (any, error) {
+	var p struct {
+		RootURI               protocol.DocumentURI       `json:"rootUri"`
+		WorkspaceFolders      []protocol.WorkspaceFolder `json:"workspaceFolders"`
+		InitializationOptions json.RawMessage            `json:"initializationOptions"`
+	}
+	if err := decode(raw, &p); err != nil {
+		return nil, err
+	}
+	var roots []string
+	for _, f := range p.WorkspaceFolders {
+		if d := filename(protocol.DocumentURI(f.URI)); d != "" {
+			roots = append(roots, d)
+		}
+	}
+	if len(roots) == 0 {
+		if d := filename(p.RootURI); d != "" {
+			roots = append(roots, d)
+		}
+	}
+	s.mu.Lock()
+	s.roots = roots
+	s.settings = s.settings.merge(p.InitializationOptions)
+	if s.cfg.Snapshot != "" && s.settings.Snapshot == "" {
+		s.settings.Snapshot = s.cfg.Snapshot
+	}
+	st := s.settings
+	s.mu.Unlock()
+	s.resetPaths(st)
+
+	caps := serverCapabilities{
+		ServerCapabilities: protocol.ServerCapabilities{
+			TextDocumentSync: protocol.TextDocumentSyncOptions{
+				OpenClose: true,
+				Change:    protocol.TextDocumentSyncKindFull,
+			},
+			HoverProvider:          true,
+			CodeLensProvider:       &protocol.CodeLensOptions{},
+			ExecuteCommandProvider: &protocol.ExecuteCommandOptions{Commands: commandNames},
+		},
+		InlayHintProvider: &InlayHintOptions{},
+	}
+	return initializeResult{Capabilities: caps, ServerInfo: &protocol.ServerInfo{Name: "vramscope", Version: Version}}, nil
+}
+
+// Version is the server's version, set by the CLI.
+var Version = "dev"
+
+// resetPaths rebuilds the path map from the settings and workspace folders,
+// telling the user about a malformed rule.
+func (s *Server) resetPaths(st Settings) {
+	s.mu.Lock()
+	roots := append([]string(nil), s.roots...)
+	s.mu.Unlock()
+	for _, err := range s.paths.reset(st.PathMap, roots) {
+		s.showMessage(msgWarning, "vramscope: "+err.Error())
+	}
+}

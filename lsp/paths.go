@@ -1,0 +1,92 @@
+package lsp
+
+import (
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/vramscope/vramscope/profiler"
+	"github.com/vramscope/vramscope/profiler/analyze"
+)
+
+// paths maps recorded file names (a container's /workspace/trainer/…) to local
+// ones: the pathMap settings first, then the file with the longest matching
+// path suffix under the workspace folders (and the folders of opened files).
+type paths struct {
+	mu    sync.Mutex
+	pm    *profiler.PathMap
+	rules []string
+	roots []string
+}
+
+// reset rebuilds the map from rules and roots; errors name the bad rule.
+func (p *paths) reset(rules, roots []string) []error {
+	pm := &profiler.PathMap{}
+	var errs []error
+	for _, r := range rules {
+		if err := pm.AddRule(r); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, r := range roots {
+		pm.AddRoot(r) // a missing folder simply maps nothing
+	}
+	p.mu.Lock()
+	p.pm, p.rules, p.roots = pm, rules, roots
+	p.mu.Unlock()
+	return errs
+}
+
+// addRoot adds the folder of a file opened outside every root.
+func (p *paths) addRoot(file string) {
+	dir := filepath.Dir(file)
+	p.mu.Lock()
+	for _, r := range p.roots {
+		if dir == r || strings.HasPrefix(dir, r+string(filepath.Separator)) {
+			p.mu.Unlock()
+			return
+		}
+	}
+	rules, roots := p.rules, append(append([]string(nil), p.roots...), dir)
+	p.mu.Unlock()
+	p.reset(rules, roots)
+}
+
+// local is the local name of a recorded file (unchanged when none is found).
+func (p *paths) local(recorded string) string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.pm == nil {
+		return recorded
+	}
+	return p.pm.Map(recorded)
+}
+
+// sitesIn lists the user sites of a snapshot that belong to the local file,
+// by line (several recorded files may map to one local file).
+func (p *paths) sitesIn(l *loaded, file string) map[int]analyze.Site {
+	if l == nil || file == "" {
+		return nil
+	}
+	out := map[int]analyze.Site{}
+	for recorded, sites := range l.byFile {
+		if recorded != file && p.local(recorded) != file {
+			continue
+		}
+		for _, s := range sites {
+			if old, ok := out[s.Line]; ok { // one line, two functions (a lambda): add them up
+				old.PeakBytes += s.PeakBytes
+				old.PeakAllocs += s.PeakAllocs
+				old.AllocBytes += s.AllocBytes
+				old.Allocs += s.Allocs
+				old.CurrentBytes += s.CurrentBytes
+				old.MaxAlloc = max(old.MaxAlloc, s.MaxAlloc)
+				old.PeakShare += s.PeakShare
+				out[s.Line] = old
+				continue
+			}
+			out[s.Line] = s
+		}
+	}
+	return out
+}

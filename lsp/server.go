@@ -1,0 +1,183 @@
+// Package lsp is vramscope's language server (vramscope lsp, over stdio): it
+// puts a snapshot's memory on the source lines that hold it — inlay hints,
+// hovers with stacks, code lenses, diagnostics for findings — and runs the
+// editor's commands (take, open and compare snapshots, flame graphs). It reads
+// snapshots through the engine (profiler/analyze), once each, and talks to the
+// daemon through daemon/client; it never imports the NVML sampler.
+//
+// One file per LSP method; handlers stay thin and call into state.go,
+// lines.go and daemon.go where the work is.
+package lsp
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"runtime/debug"
+	"sync"
+
+	"github.com/sourcegraph/jsonrpc2"
+)
+
+// Config is what `vramscope lsp` passes in from its flags.
+type Config struct {
+	Snapshot string // open this snapshot at start (offline mode)
+	Socket   string // the daemon's socket; "" = the default
+	Daemon   string // "auto" (connect, start one if none), "connect", "off"
+	Exe      string // the vramscope binary, to start a daemon
+	Logf     func(format string, args ...any)
+}
+
+// Server is one language-server session.
+type Server struct {
+	cfg  Config
+	conn *jsonrpc2.Conn
+
+	mu        sync.Mutex
+	settings  Settings
+	roots     []string // workspace folders
+	paths     paths
+	docs      map[string]*document
+	snaps     *snapshots
+	current   *loaded // the snapshot the editor shows
+	published map[string]bool // URIs with diagnostics from us
+	daemon    *daemonLink
+	shutdown  bool
+	exited    chan struct{}
+}
+
+type handler func(s *Server, ctx context.Context, params json.RawMessage) (any, error)
+
+// methods maps each LSP method to its handler (one file each). Methods in
+// async run on their own goroutine: they may take as long as an analysis.
+var (
+	methods = map[string]handler{}
+	async   = map[string]bool{}
+)
+
+func register(method string, h handler, isAsync bool) {
+	methods[method] = h
+	async[method] = isAsync
+}
+
+// New makes a server; Serve runs it.
+func New(cfg Config) *Server {
+	if cfg.Logf == nil {
+		cfg.Logf = func(string, ...any) {}
+	}
+	if cfg.Daemon == "" {
+		cfg.Daemon = "auto"
+	}
+	return &Server{cfg: cfg, settings: defaultSettings(), docs: map[string]*document{}, snaps: newSnapshots(),
+		published: map[string]bool{}, exited: make(chan struct{})}
+}
+
+// Serve speaks LSP (Content-Length framing) on rwc until the client exits or
+// the stream ends.
+func (s *Server) Serve(ctx context.Context, rwc io.ReadWriteCloser) error {
+	s.conn = jsonrpc2.NewConn(ctx, jsonrpc2.NewBufferedStream(rwc, jsonrpc2.VSCodeObjectCodec{}), s, jsonrpc2.SetLogger(quiet{}))
+	select {
+	case <-s.conn.DisconnectNotify():
+	case <-s.exited:
+		s.conn.Close()
+	case <-ctx.Done():
+		s.conn.Close()
+	}
+	if d := s.link(); d != nil {
+		d.close()
+	}
+	return nil
+}
+
+// Handle implements jsonrpc2.Handler: in order, except the async methods.
+func (s *Server) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.Request) {
+	if async[req.Method] {
+		go s.handle(ctx, conn, req)
+		return
+	}
+	s.handle(ctx, conn, req)
+}
+
+func (s *Server) handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.Request) {
+	res, err := s.call(ctx, req)
+	if req.Notif {
+		if err != nil {
+			s.cfg.Logf("%s: %v", req.Method, err)
+		}
+		return
+	}
+	if err != nil {
+		re, ok := err.(*jsonrpc2.Error)
+		if !ok {
+			re = &jsonrpc2.Error{Code: jsonrpc2.CodeInternalError, Message: err.Error()}
+		}
+		conn.ReplyWithError(ctx, req.ID, re)
+		return
+	}
+	conn.Reply(ctx, req.ID, res)
+}
+
+// call runs one handler, recovering from a panic so the server stays up.
+func (s *Server) call(ctx context.Context, req *jsonrpc2.Request) (res any, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			s.cfg.Logf("panic in %s: %v\n%s", req.Method, r, debug.Stack())
+			res, err = nil, &jsonrpc2.Error{Code: jsonrpc2.CodeInternalError, Message: fmt.Sprintf("internal error in %s: %v", req.Method, r)}
+		}
+	}()
+	h, ok := methods[req.Method]
+	if !ok {
+		if req.Notif {
+			return nil, nil // unknown notifications ($/cancelRequest, …) are ignored
+		}
+		return nil, &jsonrpc2.Error{Code: jsonrpc2.CodeMethodNotFound, Message: "method not supported: " + req.Method}
+	}
+	var params json.RawMessage
+	if req.Params != nil {
+		params = *req.Params
+	}
+	return h(s, ctx, params)
+}
+
+func decode(params json.RawMessage, v any) error {
+	if len(params) == 0 {
+		return nil
+	}
+	if err := json.Unmarshal(params, v); err != nil {
+		return &jsonrpc2.Error{Code: jsonrpc2.CodeInvalidParams, Message: "invalid params: " + err.Error()}
+	}
+	return nil
+}
+
+// notify sends a notification without waiting for anything.
+func (s *Server) notify(method string, params any) {
+	if s.conn != nil {
+		s.conn.Notify(context.Background(), method, params)
+	}
+}
+
+// ask sends a request to the client from a goroutine of its own: a handler
+// must never wait on its own outgoing call (handlers run in order).
+func (s *Server) ask(method string) {
+	if s.conn == nil {
+		return
+	}
+	go s.conn.Call(context.Background(), method, nil, nil)
+}
+
+// showMessage tells the user something in one line.
+func (s *Server) showMessage(typ int, msg string) {
+	s.notify("window/showMessage", map[string]any{"type": typ, "message": msg})
+}
+
+// Message types of window/showMessage.
+const (
+	msgError   = 1
+	msgWarning = 2
+	msgInfo    = 3
+)
+
+type quiet struct{}
+
+func (quiet) Printf(string, ...any) {}
