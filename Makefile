@@ -6,7 +6,7 @@ BIN     := bin/vramscope
 EXAMPLE := examples/snapshots/example_train.pickle
 SHARED  ?= ../shared
 
-.PHONY: all build demo test setup test-go test-web test-py test-fixtures bench fuzz gpu-e2e clean
+.PHONY: all build demo test setup test-go test-web test-py test-fixtures bench bench-lsp fuzz gpu-e2e clean
 
 all: build
 
@@ -50,6 +50,10 @@ test-fixtures: build
 # Large-snapshot benchmarks beside python3 pickle.load; writes docs/benchmarks.md (KEEP=1 keeps the 50M file).
 bench:
 	go run ./bench $(BENCHFLAGS)
+
+# Language-server latency on the 1M-entry snapshot (make bench runs it too, after decompressing the snapshot); writes docs/lsp-bench.md.
+bench-lsp: build
+	go run ./bench/lspbench
 
 # On a machine with an NVIDIA GPU and PyTorch (the device machine has no Go:
 # build bin/vramscope here and carry it): daemon + agent + capture + OOM, and

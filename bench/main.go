@@ -182,6 +182,14 @@ func main() {
 	fmt.Fprintf(&b, "| %s | %s | %s | %.0f MB/s, %.0f ns/entry | %s (%s) | %s |\n", count(*entries), mib(synthSize), gen,
 		float64(synthSize)/gen.wall.Seconds()/1e6, float64(gen.wall.Nanoseconds())/float64(*entries), syn, syn.runs(), mark(syn.rss <= 512<<20))
 
+	lspCmd := exec.Command("go", "run", "./bench/lspbench", "-bin", filepath.Join("bin", "vramscope"), "-snapshot", filepath.Join(*work, "gpt2_long_1000k.pickle"))
+	lspCmd.Stderr = os.Stderr
+	if err := lspCmd.Run(); err != nil {
+		log("bench: the language-server benchmark failed: %v", err)
+	}
+	if lsp, err := os.ReadFile(filepath.Join("docs", "lsp-bench.md")); err == nil {
+		b.WriteString("\n" + string(lsp))
+	}
 	b.WriteString(gpuSection())
 	fmt.Print("\n" + b.String())
 	if err := os.WriteFile(*out, []byte(b.String()), 0o644); err != nil {
