@@ -24,6 +24,7 @@ var allowed = []struct {
 	{"profiler/flame", []string{"profiler"}, "one flame-graph core, no analysis"},
 	{"profiler/flame/...", []string{"profiler", "profiler/flame"}, ""},
 	{"profiler/analyze", []string{"profiler", "profiler/pickle", "profiler/torchsnap", "profiler/flame"}, ""},
+	{"profiler/gpuphase", nil, "counter recordings -> classified phases: standard library only"},
 	{"profiler/pprofenc", []string{"profiler", "profiler/analyze", "github.com/google/pprof/profile"}, ""},
 	{"daemon/store", nil, "the snapshot store: standard library only"},
 	{"daemon/counters", []string{"github.com/NVIDIA/go-nvml/..."}, "NVML behind a small interface"},

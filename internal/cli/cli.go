@@ -37,7 +37,7 @@ var commands = []command{
 	{"ps", "ps  processes with an agent, and GPU processes without one", runPS},
 	{"snap", "snap PID [--label L]  take a snapshot of a process through its agent", runSnap},
 	{"snapshots", "snapshots  the stored snapshots", runSnapshots},
-	{"counters", "counters [--interval 100ms] [--duration 5s] [--json]  sample the GPUs' NVML counters (memory, utilisation, power, GPM, processes)", runCounters},
+	{"counters", "counters [--interval 100ms] [--duration 5s] [--json]  sample the GPUs' NVML counters; counters FILE [--json] classifies a recording (vramscope JSON or nvidia-smi dmon) into phases", runCounters},
 	{"version", "version  print the version", runVersion},
 }
 

@@ -34,13 +34,17 @@ func runCounters(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("counters", flag.ContinueOnError)
 	fs.DurationVar(&c.interval, "interval", counters.DefaultInterval, "sampling interval")
 	fs.DurationVar(&c.duration, "duration", 5*time.Second, "how long to sample (0: until interrupted)")
-	fs.BoolVar(&c.json, "json", false, "print JSON lines: {\"status\"}, {\"device\"}, {\"sample\"}, {\"process\"}, {\"summary\"}")
+	fs.BoolVar(&c.json, "json", false, "print JSON lines: {\"status\"}, {\"device\"}, {\"sample\"}, {\"process\"}, {\"summary\"}; with FILE, {\"phases\": [...]}")
+	totalGiB := fs.Float64("total-gib", 0, "with a dmon FILE: the device's memory (dmon does not print it), for offload_traffic")
 	pos, ok := parse(fs, args, stderr)
 	if !ok {
 		return exitInput
 	}
-	if len(pos) != 0 || c.interval <= 0 || c.duration < 0 {
-		fmt.Fprintln(stderr, "vramscope counters: takes no arguments; --interval must be > 0 and --duration >= 0")
+	if len(pos) == 1 {
+		return classifyCounters(pos[0], *totalGiB, c.json, stdout, stderr)
+	}
+	if len(pos) > 1 || c.interval <= 0 || c.duration < 0 {
+		fmt.Fprintln(stderr, "vramscope counters: at most one FILE; --interval must be > 0 and --duration >= 0")
 		return exitInput
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
