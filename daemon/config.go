@@ -2,7 +2,9 @@ package daemon
 
 import (
 	"errors"
+
 	"fmt"
+	"github.com/vramscope/vramscope/daemon/counters"
 	"os"
 	"path/filepath"
 	"time"
@@ -10,16 +12,17 @@ import (
 
 // Config is the daemon's one typed configuration; Defaults fills what is unset.
 type Config struct {
-	Socket       string        // Unix socket path; default DefaultSocket()
-	DataDir      string        // snapshot store; default DefaultDataDir()
-	TCP          string        // optional loopback listener, e.g. "127.0.0.1:7425"; "" = none
-	TokenFile    string        // where the TCP token is written; default beside the socket
-	Interval     time.Duration // NVML sampling interval; default 100 ms
-	MaxSnapshots int           // retention by count; default 200
-	MaxBytes     int64         // retention by bytes; default 20 GiB
-	DumpTimeout  time.Duration // how long an agent may take to dump; default 2 min
-	Version      string        // the build, reported by daemon.hello
-	NoCounters   bool          // do not start NVML sampling (tests)
+	Socket       string           // Unix socket path; default DefaultSocket()
+	DataDir      string           // snapshot store; default DefaultDataDir()
+	TCP          string           // optional loopback listener, e.g. "127.0.0.1:7425"; "" = none
+	TokenFile    string           // where the TCP token is written; default beside the socket
+	Interval     time.Duration    // NVML sampling interval; default 100 ms
+	MaxSnapshots int              // retention by count; default 200
+	MaxBytes     int64            // retention by bytes; default 20 GiB
+	DumpTimeout  time.Duration    // how long an agent may take to dump; default 2 min
+	Version      string           // the build, reported by daemon.hello
+	NoCounters   bool             // do not start NVML sampling (tests)
+	Sampler      counters.Sampler // sample this instead of NVML (tests, replays); nil = NVML
 	Logf         func(format string, args ...any)
 }
 

@@ -31,6 +31,8 @@ func openCounters(cfg Config) *counterSource {
 	var s counters.Sampler
 	if cfg.NoCounters {
 		s = counters.Unavailable(counters.Status{Reason: "counters disabled (--no-counters)"})
+	} else if cfg.Sampler != nil {
+		s = cfg.Sampler
 	} else {
 		s, _ = counters.Open()
 	}
@@ -83,7 +85,7 @@ func (c *counterSource) Processes() []gpuProcess {
 }
 
 func (c *counterSource) devices() api.DevicesResult {
-	return api.DevicesResult{Status: c.Status(), Devices: nonNil(c.col.Devices()), Latest: nonNil(c.col.Latest())}
+	return api.DevicesResult{Status: c.Status(), Devices: nonNil(c.col.Devices()), Latest: nonNil(c.col.Latest()), Phases: c.currentPhases()}
 }
 
 func nonNil[T any](s []T) []T {

@@ -241,6 +241,7 @@ type DevicesResult struct {
 	Status  CountersStatus `json:"status"`
 	Devices any            `json:"devices"` // []counters.DeviceInfo
 	Latest  any            `json:"latest"`  // []counters.DeviceSample
+	Phases  any            `json:"phases"`  // []gpuphase.Phase: what each GPU does now (its last few seconds classified)
 }
 
 // SubscribeParams selects notifications for this connection (event.* names

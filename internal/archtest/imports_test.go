@@ -30,7 +30,7 @@ var allowed = []struct {
 	{"daemon/counters", []string{"github.com/NVIDIA/go-nvml/..."}, "NVML behind a small interface"},
 	{"daemon/api", []string{"daemon/store", "profiler/analyze"}, "the JSON-RPC contract: types, names, the doc generator"},
 	{"daemon/client", []string{"daemon/api", "github.com/sourcegraph/jsonrpc2"}, "the Go client of the API (CLI, LSP, tests)"},
-	{"daemon", []string{"daemon/api", "daemon/store", "daemon/counters", "daemon/client", "profiler", "profiler/analyze", "profiler/flame", "github.com/sourcegraph/jsonrpc2"}, "the server: sessions, agents, store, analyses, counters"},
+	{"daemon", []string{"daemon/api", "daemon/store", "daemon/counters", "daemon/client", "profiler", "profiler/analyze", "profiler/flame", "profiler/gpuphase", "github.com/sourcegraph/jsonrpc2"}, "the server: sessions, agents, store, analyses, counters"},
 	{"lsp", []string{"daemon/api", "daemon/client", "profiler", "profiler/analyze", "profiler/flame", "github.com/sourcegraph/jsonrpc2", "go.lsp.dev/protocol", "go.lsp.dev/uri"}, "the language server: a daemon client, never the NVML sampler"},
 	{"internal/cli", []string{"profiler/...", "internal/synth", "daemon", "daemon/...", "lsp"}, "subcommands call the engine or the daemon"},
 	{"internal/synth", []string{"profiler", "profiler/pickle", "profiler/torchsnap"}, ""},
