@@ -26,6 +26,9 @@ type analyses struct {
 	st   *store.Store
 	max  int
 	runs atomic.Int64 // decodes, for the test that a snapshot is decoded once
+	// augment adds what only the daemon knows (NVML at capture time) to a
+	// fresh analysis, before anyone sees it.
+	augment func(id string, r *analyze.Result)
 
 	mu      sync.Mutex
 	entries map[string]*list.Element // of *analysisEntry
@@ -52,6 +55,9 @@ func (c *analyses) compute(path string) (*analyze.Result, error) {
 // put caches the analysis of a freshly committed snapshot.
 func (c *analyses) put(id string, r *analyze.Result) {
 	r.File = c.st.Path(id)
+	if c.augment != nil {
+		c.augment(id, r)
+	}
 	e := &analysisEntry{id: id, done: make(chan struct{}), res: r}
 	close(e.done)
 	c.mu.Lock()
@@ -92,6 +98,9 @@ func (c *analyses) get(id string) (*analyze.Result, error) {
 	c.mu.Unlock()
 	c.runs.Add(1)
 	e.res, e.err = analyze.Run(c.st.Path(id), analyze.Options{})
+	if e.err == nil && c.augment != nil {
+		c.augment(id, e.res)
+	}
 	close(e.done)
 	if e.err != nil {
 		c.drop(id) // a failed analysis is not cached: the file may be fixed or deleted

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/vramscope/vramscope/daemon/store"
+	"github.com/vramscope/vramscope/profiler/analyze"
 )
 
 // Daemon is one running daemon.
@@ -61,6 +62,11 @@ func New(cfg Config) (*Daemon, error) {
 		sessions: map[*session]struct{}{},
 	}
 	d.analyses = newAnalyses(st, 8)
+	d.analyses.augment = func(id string, r *analyze.Result) {
+		if m, ok := st.Get(id); ok {
+			r.Findings = append(r.Findings, nonPyTorchFindings(m, r)...)
+		}
+	}
 	st.OnRemove(d.analyses.drop)
 	d.counters = openCounters(cfg)
 	return d, nil

@@ -32,6 +32,9 @@ func (s *session) snapshotTake(ctx context.Context, raw json.RawMessage) (any, e
 	if p.TimeoutMS > 0 {
 		timeout = time.Duration(p.TimeoutMS) * time.Millisecond
 	}
+	proc0 := a.process()
+	var nv store.Meta
+	d.nvmlAt(&nv, p.PID, proc0.Device)
 	part := d.store.NewIncoming(fmt.Sprintf("%d", p.PID))
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -45,7 +48,8 @@ func (s *session) snapshotTake(ctx context.Context, raw json.RawMessage) (any, e
 	}
 	proc := a.process()
 	meta := store.Meta{Reason: "request", Source: firstArg(proc.Argv), PID: proc.PID, Host: proc.Host,
-		Rank: proc.Rank, Device: res.Device, Entries: res.Entries, TookMS: res.TookMS, Label: p.Label}
+		Rank: proc.Rank, Device: res.Device, Entries: res.Entries, TookMS: res.TookMS, Label: p.Label,
+		GPUBytes: nv.GPUBytes, OtherGPUBytes: nv.OtherGPUBytes, OtherPIDs: nv.OtherPIDs}
 	m, err := d.commit(part, meta)
 	if err != nil {
 		return nil, err
@@ -95,6 +99,7 @@ func (s *session) agentCaptured(_ context.Context, raw json.RawMessage) (any, er
 	}
 	meta := store.Meta{Reason: reason, Source: firstArg(proc.Argv), PID: proc.PID, Host: proc.Host,
 		Rank: proc.Rank, Device: p.Device, Entries: p.Entries, TookMS: p.TookMS}
+	s.d.nvmlAt(&meta, proc.PID, p.Device)
 	m, err := s.d.commit(p.Path, meta)
 	if err != nil {
 		return nil, err

@@ -19,4 +19,9 @@ type Meta struct {
 	Entries int64     `json:"entries,omitempty"` // trace entries, when the agent counted them
 	TookMS  float64   `json:"took_ms,omitempty"` // how long the agent took to dump it
 	Label   string    `json:"label,omitempty"`   // free text from the caller
+	// What NVML saw on the process's GPU when the snapshot was taken (0: no
+	// NVML): the process's own memory, and that of every other process.
+	GPUBytes      uint64 `json:"gpu_bytes,omitempty"`
+	OtherGPUBytes uint64 `json:"other_gpu_bytes,omitempty"`
+	OtherPIDs     []int  `json:"other_pids,omitempty"`
 }
