@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"fmt"
+	"strconv"
 
 	"github.com/vramscope/vramscope/daemon/store"
 	"github.com/vramscope/vramscope/profiler"
@@ -16,7 +17,10 @@ func (d *Daemon) nvmlAt(meta *store.Meta, pid, device int) {
 			meta.GPUBytes += p.UsedBytes
 		case p.Device == device:
 			meta.OtherGPUBytes += p.UsedBytes
-			meta.OtherPIDs = append(meta.OtherPIDs, p.PID)
+			if meta.OtherPIDs != "" {
+				meta.OtherPIDs += ","
+			}
+			meta.OtherPIDs += strconv.Itoa(p.PID)
 		}
 	}
 }
@@ -59,7 +63,7 @@ func nonPyTorchFindings(m store.Meta, r *analyze.Result) []analyze.Finding {
 	if m.OtherGPUBytes > otherProcsFloor {
 		out = append(out, analyze.Finding{
 			Kind: "non_pytorch_memory", Severity: "warning",
-			Title: fmt.Sprintf("other processes hold %s on this GPU (pids %v)", profiler.FormatBytes(int64(m.OtherGPUBytes)), m.OtherPIDs),
+			Title:    fmt.Sprintf("other processes hold %s on this GPU (pids %s)", profiler.FormatBytes(int64(m.OtherGPUBytes)), m.OtherPIDs),
 			Evidence: analyze.Evidence{Numbers: map[string]int64{"other_processes_bytes": int64(m.OtherGPUBytes)}},
 			Fix:      "stop or move the other processes (vramscope ps lists them), or set CUDA_VISIBLE_DEVICES so each job gets its own GPU",
 		})

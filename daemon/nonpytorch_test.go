@@ -41,7 +41,7 @@ func TestNonPyTorchMemory(t *testing.T) {
 	if len(f) != 1 || f[0].Kind != "non_pytorch_memory" || f[0].Evidence.Numbers["outside_pytorch"] < 6<<30 {
 		t.Errorf("6 GiB outside PyTorch: %+v", f)
 	}
-	f = nonPyTorchFindings(store.Meta{GPUBytes: nvml, OtherGPUBytes: 20 << 30, OtherPIDs: []int{4242}}, r)
+	f = nonPyTorchFindings(store.Meta{GPUBytes: nvml, OtherGPUBytes: 20 << 30, OtherPIDs: "4242"}, r)
 	if len(f) != 1 || f[0].Evidence.Numbers["other_processes_bytes"] != 20<<30 {
 		t.Errorf("another process: %+v", f)
 	}

@@ -23,5 +23,5 @@ type Meta struct {
 	// NVML): the process's own memory, and that of every other process.
 	GPUBytes      uint64 `json:"gpu_bytes,omitempty"`
 	OtherGPUBytes uint64 `json:"other_gpu_bytes,omitempty"`
-	OtherPIDs     []int  `json:"other_pids,omitempty"`
+	OtherPIDs     string `json:"other_pids,omitempty"` // comma-separated (Meta stays comparable)
 }
