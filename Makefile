@@ -6,7 +6,7 @@ BIN     := bin/vramscope
 EXAMPLE := examples/snapshots/example_train.pickle
 SHARED  ?= ../shared
 
-.PHONY: all build demo test setup test-go test-web test-py test-fixtures bench bench-lsp fuzz gpu-e2e clean
+.PHONY: all build demo test setup test-go test-web test-py test-fixtures test-vscode bench bench-lsp fuzz gpu-e2e clean
 
 all: build
 
@@ -28,8 +28,13 @@ setup:
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
 	  else echo "install Debian's chromium (apt-get install chromium) for the browser tests" >&2; exit 1; fi; }
+	@{ command -v rg >/dev/null 2>&1 && test -e /usr/include/krb5.h; } || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libkrb5-dev ripgrep >/dev/null; \
+	  else echo "install Debian's libkrb5-dev and ripgrep (apt-get install libkrb5-dev ripgrep) for code-server" >&2; exit 1; fi; }
+	sh vscode-ext/test/code-server/install.sh
 
-test: setup test-go test-web test-py test-fixtures
+test: setup test-go test-web test-py test-fixtures test-vscode
 
 test-go:
 	$(GO) vet ./...
@@ -46,6 +51,11 @@ test-py:
 # The shared fixture facts (peak within 1%, top user line, no false alarms).
 test-fixtures: build
 	python3 $(SHARED)/checks/fixtures.py $(BIN)
+
+# The VS Code extension: packages the .vsix and checks it, then runs it in
+# code-server (VS Code 1.100.3) with headless chromium; screenshots in test-artifacts/vscode.
+test-vscode: build
+	VRAMSCOPE_SHARED=$(SHARED) node --test vscode-ext/test/e2e.test.mjs
 
 # Large-snapshot benchmarks beside python3 pickle.load; writes docs/benchmarks.md (KEEP=1 keeps the 50M file).
 bench:

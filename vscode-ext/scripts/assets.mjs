@@ -1,0 +1,26 @@
+// Copies what the extension ships from the rest of the repository:
+//   profiler/flame/web/flame.js, flame.css -> media/ (the one flame-graph renderer;
+//     test/package.test.mjs fails when the copies differ from the originals)
+//   bin/vramscope -> bin/vramscope (the language server for linux-x64; `make build`
+//     makes it, and this script builds it with go when it is missing)
+import { execFileSync } from "node:child_process";
+import { chmodSync, copyFileSync, existsSync, mkdirSync } from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+
+const ext = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+const repo = path.resolve(ext, "..");
+
+mkdirSync(path.join(ext, "media"), { recursive: true });
+for (const f of ["flame.js", "flame.css"]) {
+  copyFileSync(path.join(repo, "profiler/flame/web", f), path.join(ext, "media", f));
+}
+
+const server = path.join(repo, "bin/vramscope");
+if (!existsSync(server)) {
+  console.log("bin/vramscope is missing: go build ./cmd/vramscope");
+  execFileSync("go", ["build", "-o", server, "./cmd/vramscope"], { cwd: repo, stdio: "inherit" });
+}
+mkdirSync(path.join(ext, "bin"), { recursive: true });
+copyFileSync(server, path.join(ext, "bin/vramscope"));
+chmodSync(path.join(ext, "bin/vramscope"), 0o755);

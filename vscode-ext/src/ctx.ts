@@ -1,0 +1,148 @@
+// ctx.ts owns the language client (`vramscope lsp` over stdio) and everything
+// that must be disposed with it. The extension talks to the daemon only
+// through the server: every daemon-related action is a
+// workspace/executeCommand request (lsp/execute_command.go).
+import * as vscode from "vscode";
+import {
+  ExecuteCommandRequest,
+  LanguageClient,
+  type LanguageClientOptions,
+  type ServerOptions,
+  State,
+} from "vscode-languageclient/node";
+import { Config, SECTION, workspaceRoot } from "./config";
+
+/** Server command names (lsp/execute_command.go). */
+export const Server = {
+  openSnapshot: "vramscope.openSnapshot",
+  compareSnapshots: "vramscope.compareSnapshots",
+  takeSnapshot: "vramscope.takeSnapshot",
+  attach: "vramscope.attach",
+  listProcesses: "vramscope.listProcesses",
+  listSnapshots: "vramscope.listSnapshots",
+  flameGraph: "vramscope.flameGraph",
+  status: "vramscope.status",
+} as const;
+
+/** A handler for a server command run from the editor (a code lens click). */
+export type Interceptor = (args: unknown[]) => Promise<unknown>;
+
+export class Ctx implements vscode.Disposable {
+  readonly config = new Config();
+  readonly output: vscode.OutputChannel;
+  private client: LanguageClient | undefined;
+  private readonly disposables: vscode.Disposable[] = [];
+  private readonly clientDisposables: vscode.Disposable[] = [];
+  private readonly interceptors = new Map<string, Interceptor>();
+  private readonly stateEmitter = new vscode.EventEmitter<boolean>();
+  /** Fires with true when the server is running, false when it stopped. */
+  readonly onDidChangeRunning = this.stateEmitter.event;
+  /** The process whose status the status bar shows (0: the only agent). */
+  selectedPid = 0;
+  /** Where source files open from the flame graph (the editor column it was opened beside). */
+  sourceColumn: vscode.ViewColumn = vscode.ViewColumn.One;
+
+  constructor(readonly extension: vscode.ExtensionContext) {
+    this.output = vscode.window.createOutputChannel("vramscope");
+    this.pushCleanup(this.output, this.stateEmitter);
+    this.pushCleanup(
+      vscode.workspace.onDidChangeConfiguration(async (e) => {
+        if (Config.needsRestart(e)) await this.restart();
+      }),
+    );
+  }
+
+  pushCleanup(...d: vscode.Disposable[]): void {
+    this.disposables.push(...d);
+  }
+
+  get running(): boolean {
+    return this.client?.state === State.Running;
+  }
+
+  /**
+   * Server commands run through VS Code (code lenses run them by name) go to
+   * an interceptor when one is registered: "flame graph from here" must open
+   * the webview, "take snapshot" must pick a process first.
+   */
+  intercept(command: string, handler: Interceptor): void {
+    this.interceptors.set(command, handler);
+  }
+
+  async start(): Promise<void> {
+    if (this.client) return;
+    const command = this.config.serverCommand(this.extension.extensionPath);
+    const serverOptions: ServerOptions = {
+      command,
+      args: this.config.serverArgs(),
+      options: { cwd: workspaceRoot(), env: process.env },
+    };
+    const clientOptions: LanguageClientOptions = {
+      documentSelector: [{ scheme: "file", language: "python" }],
+      synchronize: { configurationSection: SECTION },
+      initializationOptions: () => this.config.initializationOptions(),
+      outputChannel: this.output,
+      middleware: {
+        executeCommand: async (cmd, args, next) => {
+          const h = this.interceptors.get(cmd);
+          return h ? h(args) : next(cmd, args);
+        },
+      },
+    };
+    const client = new LanguageClient("vramscope", "vramscope", serverOptions, clientOptions);
+    this.client = client;
+    this.clientDisposables.push(
+      client.onDidChangeState((e) => this.stateEmitter.fire(e.newState === State.Running)),
+    );
+    this.output.appendLine(`starting ${command} ${this.config.serverArgs().join(" ")}`);
+    try {
+      await client.start();
+    } catch (err) {
+      const msg = `vramscope: the language server did not start (${command}): ${errorMessage(err)}`;
+      this.output.appendLine(msg);
+      void vscode.window.showErrorMessage(msg, "Open Settings").then((pick) => {
+        if (pick) void vscode.commands.executeCommand("workbench.action.openSettings", "vramscope.path");
+      });
+    }
+  }
+
+  async stop(): Promise<void> {
+    const client = this.client;
+    this.client = undefined;
+    for (const d of this.clientDisposables.splice(0)) d.dispose();
+    if (client) {
+      try {
+        await client.stop(2000);
+      } catch (err) {
+        this.output.appendLine(`stopping the server: ${errorMessage(err)}`);
+      }
+      this.stateEmitter.fire(false);
+    }
+  }
+
+  async restart(): Promise<void> {
+    await this.stop();
+    await this.start();
+  }
+
+  /**
+   * exec runs a server command with one argument object and returns its
+   * result; errors carry the server's message.
+   */
+  async exec<T>(command: string, arg: object = {}): Promise<T> {
+    const client = this.client;
+    if (!client || !this.running) throw new Error("the vramscope language server is not running");
+    return (await client.sendRequest(ExecuteCommandRequest.type, { command, arguments: [arg] })) as T;
+  }
+
+  dispose(): void {
+    void this.stop();
+    for (const d of this.disposables.splice(0)) d.dispose();
+  }
+}
+
+export function errorMessage(err: unknown): string {
+  if (err instanceof Error) return err.message;
+  if (err && typeof err === "object" && "message" in err) return String((err as { message: unknown }).message);
+  return String(err);
+}

@@ -1,0 +1,480 @@
+// End-to-end test of the extension in a real VS Code: code-server 4.100.3
+// (VS Code 1.100.3 in a browser) on 127.0.0.1, driven by Debian's chromium
+// through playwright-core. It packages the .vsix, installs it into a fresh
+// extensions folder, opens ../shared/fixtures with vramscope.snapshot =
+// snapshots/gpt2_train.pickle and vramscope.daemon = "off", and checks what a
+// person sees: the inlay hint on line 22 of trainer/train_gpt2.py, its hover,
+// the status bar, the flame-graph webview, that clicking a frame of
+// train_gpt2.py opens the editor at that frame's line, and that the code
+// lens "flame graph from here" opens the webview rooted at its function.
+//
+//   make test-vscode          (make setup installs code-server first)
+//   node --test vscode-ext/test/e2e.test.mjs
+//
+// Needs: go's bin/vramscope (make build), code-server under
+// vscode-ext/test/code-server/node_modules (make setup), chromium
+// (/usr/bin/chromium or $VRAMSCOPE_CHROMIUM), playwright-core (npm ci) and
+// the shared fixtures ($VRAMSCOPE_SHARED, default ../shared). Missing pieces
+// fail the test; VRAMSCOPE_SKIP_VSCODE=1 skips it on purpose. Screenshots go
+// to $VRAMSCOPE_ARTIFACTS/vscode (default test-artifacts/vscode).
+import test from "node:test";
+import assert from "node:assert/strict";
+import { execFileSync, spawn } from "node:child_process";
+import { createHash } from "node:crypto";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import net from "node:net";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const ext = path.resolve(here, "..");
+const repoRoot = path.resolve(ext, "..");
+const shared = path.resolve(process.env.VRAMSCOPE_SHARED || path.join(repoRoot, "../shared"));
+const fixtures = path.join(shared, "fixtures");
+const snapshot = path.join(fixtures, "snapshots/gpt2_train.pickle");
+const trainer = path.join(fixtures, "trainer/train_gpt2.py");
+const codeServer = path.join(here, "code-server/node_modules/code-server/out/node/entry.js");
+const chromiumPath = process.env.VRAMSCOPE_CHROMIUM || "/usr/bin/chromium";
+const artifacts = path.join(
+  process.env.VRAMSCOPE_ARTIFACTS ? path.resolve(process.env.VRAMSCOPE_ARTIFACTS) : path.join(repoRoot, "test-artifacts"),
+  "vscode",
+);
+const skip = process.env.VRAMSCOPE_SKIP_VSCODE === "1" ? "VRAMSCOPE_SKIP_VSCODE=1" : false;
+
+// The server's own golden answer for the hint on line 22 (0-based 21).
+function goldenHint() {
+  const hints = JSON.parse(readFileSync(path.join(repoRoot, "lsp/testdata/gpt2_train.hints.golden"), "utf8"));
+  return hints.find((h) => h.position.line === 21).label;
+}
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.unref();
+    srv.on("error", reject);
+    srv.listen(0, "127.0.0.1", () => {
+      const { port } = srv.address();
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+async function waitFor(what, fn, timeoutMs = 30_000, everyMs = 200) {
+  const end = Date.now() + timeoutMs;
+  let last;
+  while (Date.now() < end) {
+    try {
+      const v = await fn();
+      if (v) return v;
+    } catch (err) {
+      last = err;
+    }
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+  throw new Error(`timed out waiting for ${what}${last ? ": " + last.message : ""}`);
+}
+
+// The .vsix is packaged once, by whichever test asks first.
+let packaged;
+function packageVsix() {
+  packaged ??= (() => {
+    const version = JSON.parse(readFileSync(path.join(ext, "package.json"), "utf8")).version;
+    execFileSync("npm", ["run", "package", "-w", "vscode-ext", "--silent"], { cwd: repoRoot, stdio: ["ignore", "ignore", "inherit"] });
+    const vsix = path.join(ext, `vramscope-${version}.vsix`);
+    assert.ok(existsSync(vsix), `npm run package wrote no ${vsix}`);
+    return vsix;
+  })();
+  return packaged;
+}
+
+// zipEntries reads a .vsix (a zip) with Python's zipfile: {name: {size, mode, sha256}}.
+function zipEntries(file) {
+  const py = [
+    "import hashlib, json, sys, zipfile",
+    "z = zipfile.ZipFile(sys.argv[1])",
+    "print(json.dumps({i.filename: {'size': i.file_size, 'mode': (i.external_attr >> 16) & 0o777, 'sha256': hashlib.sha256(z.read(i)).hexdigest()} for i in z.infolist()}))",
+  ].join("\n");
+  return JSON.parse(execFileSync("python3", ["-c", py, file], { encoding: "utf8", maxBuffer: 64 << 20 }));
+}
+
+const sha256 = (file) => createHash("sha256").update(readFileSync(file)).digest("hex");
+
+test("the .vsix: manifest, bundled server, and media identical to profiler/flame/web", { timeout: 180_000 }, async (t) => {
+  const started = Date.now();
+  const vsix = packageVsix();
+  t.diagnostic(`packaged ${path.relative(repoRoot, vsix)} in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+  const manifest = JSON.parse(readFileSync(path.join(ext, "package.json"), "utf8"));
+
+  await t.test("flame.js and flame.css are the CLI's, byte for byte (on disk and in the .vsix)", () => {
+    const entries = zipEntries(vsix);
+    for (const f of ["flame.js", "flame.css"]) {
+      const original = sha256(path.join(repoRoot, "profiler/flame/web", f));
+      assert.equal(sha256(path.join(ext, "media", f)), original, `vscode-ext/media/${f} differs from profiler/flame/web/${f}: npm run assets -w vscode-ext`);
+      assert.equal(entries[`extension/media/${f}`]?.sha256, original, `the .vsix's media/${f} differs from profiler/flame/web/${f}`);
+    }
+  });
+
+  await t.test("what the .vsix holds", () => {
+    const entries = zipEntries(vsix);
+    for (const f of ["package.json", "out/extension.js", "media/flamegraph.js", "media/flamegraph.css", "bin/vramscope"]) {
+      assert.ok(entries[`extension/${f}`], `the .vsix lacks ${f}`);
+    }
+    assert.ok(entries["extension/readme.md"], "the .vsix lacks the README (vsce names it readme.md)");
+    assert.equal(entries["extension/bin/vramscope"].sha256, sha256(path.join(repoRoot, "bin/vramscope")), "the bundled server is bin/vramscope");
+    assert.ok(entries["extension/bin/vramscope"].mode & 0o100, "the bundled server is executable");
+    const stray = Object.keys(entries).filter((n) => /^extension\/(src|test|scripts|node_modules)\//.test(n) || n.endsWith(".map"));
+    assert.deepEqual(stray, [], "sources, tests and node_modules stay out of the .vsix");
+    const packagedManifest = JSON.parse(execFileSync("python3", ["-c", "import sys, zipfile; sys.stdout.write(zipfile.ZipFile(sys.argv[1]).read('extension/package.json').decode())", vsix], { encoding: "utf8" }));
+    assert.equal(packagedManifest.version, manifest.version);
+  });
+
+  await t.test("manifest: engine, commands, settings, pinned dependencies", () => {
+    assert.equal(manifest.engines.vscode, "^1.100.0");
+    assert.equal(manifest.main, "./out/extension.js");
+    const titles = Object.fromEntries(manifest.contributes.commands.map((c) => [c.command, `${c.category}: ${c.title}`]));
+    for (const title of ["vramscope: Take Snapshot", "vramscope: Open Snapshot File…", "vramscope: Compare Snapshots…", "vramscope: Show Flame Graph", "vramscope: Attach to Process…"]) {
+      assert.ok(Object.values(titles).includes(title), `no command titled ${title}`);
+    }
+    const src = readFileSync(path.join(ext, "src/commands.ts"), "utf8");
+    for (const id of Object.keys(titles)) assert.ok(src.includes(`"${id}"`), `${id} is contributed but src/commands.ts does not register it`);
+    const props = Object.keys(manifest.contributes.configuration.properties).sort();
+    assert.deepEqual(props, ["vramscope.daemon", "vramscope.followNewSnapshots", "vramscope.hintThreshold", "vramscope.path", "vramscope.pathMap", "vramscope.snapshot", "vramscope.weight"]);
+    // Every key the server reads (lsp.Settings) is a setting.
+    const goKeys = [...readFileSync(path.join(repoRoot, "lsp/settings.go"), "utf8").matchAll(/json:"(\w+)"/g)].map((m) => m[1]).filter((k) => k !== "vramscope");
+    assert.ok(goKeys.length >= 5, `read ${goKeys} from lsp/settings.go`);
+    for (const k of goKeys) assert.ok(props.includes(`vramscope.${k}`), `lsp.Settings reads ${k}; package.json does not contribute vramscope.${k}`);
+    // The README documents each setting.
+    const readme = readFileSync(path.join(repoRoot, "README.md"), "utf8");
+    for (const p of props) assert.ok(readme.includes(p), `README.md does not document ${p}`);
+    // Exact versions only; the ones the extension is built against.
+    for (const [name, v] of Object.entries({ ...manifest.dependencies, ...manifest.devDependencies })) {
+      assert.match(v, /^\d+\.\d+\.\d+$/, `${name} is not pinned: ${v}`);
+    }
+    assert.match(manifest.dependencies["vscode-languageclient"], /^9\./);
+    assert.match(manifest.devDependencies["@vscode/vsce"], /^3\.9\./);
+    assert.equal(manifest.devDependencies["@types/vscode"], "1.100.0");
+  });
+
+  await t.test("the server's commands: the lens commands open UI, the rest are known", () => {
+    const goCmds = Object.fromEntries(
+      [...readFileSync(path.join(repoRoot, "lsp/execute_command.go"), "utf8").matchAll(/(cmd\w+)\s*=\s*"(vramscope\.\w+)"/g)].map((m) => [m[1], m[2]]),
+    );
+    assert.ok(Object.keys(goCmds).length >= 8, JSON.stringify(goCmds));
+    const ctxSrc = readFileSync(path.join(ext, "src/ctx.ts"), "utf8");
+    for (const name of Object.values(goCmds)) assert.ok(ctxSrc.includes(`"${name}"`), `src/ctx.ts does not know the server command ${name}`);
+    const lensCmds = [...new Set([...readFileSync(path.join(repoRoot, "lsp/code_lens.go"), "utf8").matchAll(/Command:\s*(cmd\w+)/g)].map((m) => goCmds[m[1]]))];
+    assert.ok(lensCmds.length >= 2, JSON.stringify(lensCmds));
+    const cmdSrc = readFileSync(path.join(ext, "src/commands.ts"), "utf8");
+    const key = Object.fromEntries(Object.entries({ takeSnapshot: "vramscope.takeSnapshot", flameGraph: "vramscope.flameGraph" }).map(([k, v]) => [v, k]));
+    for (const c of lensCmds) {
+      assert.ok(key[c] && cmdSrc.includes(`ctx.intercept(Server.${key[c]}`), `a code lens runs ${c}; src/commands.ts does not route it to the UI`);
+    }
+  });
+});
+
+test("the extension in code-server (VS Code 1.100.3)", { skip, timeout: 300_000 }, async (t) => {
+  const started = Date.now();
+  assert.ok(existsSync(codeServer), `code-server is not installed at ${codeServer}: run make setup`);
+  assert.ok(existsSync(chromiumPath), `chromium not found at ${chromiumPath}: apt-get install chromium`);
+  assert.ok(existsSync(snapshot) && existsSync(trainer), `the shared fixtures are not at ${fixtures} (set VRAMSCOPE_SHARED)`);
+  const { chromium } = await import("playwright-core");
+  mkdirSync(artifacts, { recursive: true });
+  const shot = async (page, name) => {
+    const file = path.join(artifacts, name);
+    await page.screenshot({ path: file });
+    t.diagnostic(`screenshot: ${path.relative(repoRoot, file)}`);
+  };
+
+  const vsix = packageVsix();
+
+  // Everything code-server writes goes under one temporary folder.
+  const work = mkdtempSync(path.join(tmpdir(), "vramscope-vscode-"));
+  t.after(() => rmSync(work, { recursive: true, force: true }));
+  const userData = path.join(work, "user-data");
+  const extensions = path.join(work, "extensions");
+  mkdirSync(path.join(userData, "User"), { recursive: true });
+  writeFileSync(
+    path.join(userData, "User/settings.json"),
+    JSON.stringify(
+      {
+        "vramscope.snapshot": snapshot,
+        "vramscope.daemon": "off",
+        "workbench.startupEditor": "none",
+        "workbench.tips.enabled": false,
+        "workbench.enableExperiments": false,
+        "security.workspace.trust.enabled": false,
+        "telemetry.telemetryLevel": "off",
+        "extensions.autoCheckUpdates": false,
+        "extensions.autoUpdate": false,
+        "update.mode": "none",
+        "editor.hover.delay": 200,
+        "window.commandCenter": true,
+      },
+      null,
+      2,
+    ),
+  );
+  const env = {
+    ...process.env,
+    XDG_CONFIG_HOME: path.join(work, "config"),
+    XDG_DATA_HOME: path.join(work, "data"),
+    XDG_CACHE_HOME: path.join(work, "cache"),
+  };
+  const csArgs = ["--user-data-dir", userData, "--extensions-dir", extensions, "--config", path.join(work, "config.yaml")];
+  const installOut = execFileSync(process.execPath, [codeServer, ...csArgs, "--install-extension", vsix], { env, encoding: "utf8" });
+  assert.match(installOut, /successfully installed/, installOut);
+
+  const port = await freePort();
+  const log = [];
+  const cs = spawn(
+    process.execPath,
+    [
+      codeServer,
+      ...csArgs,
+      "--bind-addr",
+      `127.0.0.1:${port}`,
+      "--auth",
+      "none",
+      "--disable-telemetry",
+      "--disable-update-check",
+      "--disable-workspace-trust",
+      "--disable-getting-started-override",
+      "--ignore-last-opened",
+    ],
+    { env, detached: true, stdio: ["ignore", "pipe", "pipe"] },
+  );
+  cs.stdout.on("data", (d) => log.push(String(d)));
+  cs.stderr.on("data", (d) => log.push(String(d)));
+  t.after(() => {
+    try {
+      process.kill(-cs.pid, "SIGTERM"); // code-server, its extension host and vramscope lsp
+    } catch {
+      // already gone
+    }
+    writeFileSync(path.join(artifacts, "code-server.log"), log.join(""));
+  });
+  const base = `http://127.0.0.1:${port}`;
+  await waitFor("code-server to listen", async () => (await fetch(`${base}/healthz`)).ok, 60_000, 250);
+
+  const browser = await chromium.launch({
+    executablePath: chromiumPath,
+    args: ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+  });
+  t.after(() => browser.close());
+  const context = await browser.newContext({ viewport: { width: 1500, height: 900 }, deviceScaleFactor: 1 });
+  const page = await context.newPage();
+  // Only loopback: anything else the page asks for is recorded and fails the test.
+  const foreign = [];
+  await context.route("**/*", (route) => {
+    const u = new URL(route.request().url());
+    if (u.protocol === "data:" || u.protocol === "blob:" || u.hostname === "127.0.0.1" || u.hostname === "localhost" || u.hostname.endsWith(".localhost")) {
+      return route.continue();
+    }
+    foreign.push(route.request().url());
+    return route.abort();
+  });
+  const cspErrors = [];
+  page.on("console", (m) => {
+    if (/Content Security Policy|Refused to (load|execute|apply)/.test(m.text())) cspErrors.push(m.text());
+  });
+
+  await page.goto(`${base}/?folder=${encodeURIComponent(fixtures)}`);
+  await page.waitForSelector(".monaco-workbench .part.editor", { timeout: 90_000 });
+  t.diagnostic(`workbench up after ${((Date.now() - started) / 1000).toFixed(1)} s`);
+
+  // The status bar item, before any file is open (daemon "off": it says so).
+  await waitFor(
+    "the vramscope status bar item",
+    async () => /vramscope: daemon not running/.test((await page.textContent(".part.statusbar")) || ""),
+    60_000,
+  );
+
+  // Quick open trainer/train_gpt2.py.
+  await page.locator(".part.editor").click({ position: { x: 10, y: 10 } }).catch(() => {});
+  await page.keyboard.press("Control+P");
+  const quickInput = page.locator(".quick-input-widget input");
+  await quickInput.waitFor({ state: "visible" });
+  await quickInput.fill("trainer/train_gpt2.py");
+  await page.waitForSelector('.quick-input-list .monaco-list-row[aria-label*="train_gpt2.py"]', { timeout: 30_000 });
+  await page.keyboard.press("Enter");
+  await page.waitForSelector('.tabs-container .tab.active[aria-label*="train_gpt2.py"]', { timeout: 30_000 });
+
+  // The view line of source line 22 (view lines are placed by their CSS top;
+  // the gutter's line number at the same top names the line).
+  const line22 = async () =>
+    page.evaluate(() => {
+      const editor = document.querySelector(".editor-group-container.active .monaco-editor");
+      if (!editor) return null;
+      const num = [...editor.querySelectorAll(".margin-view-overlays > div")].find(
+        (d) => d.querySelector(".line-numbers")?.textContent.trim() === "22",
+      );
+      if (!num) return null;
+      const line = [...editor.querySelectorAll(".view-lines .view-line")].find((l) => l.style.top === num.style.top);
+      if (!line) return null;
+      const hints = [...line.querySelectorAll("span")]
+        .filter((s) => /inlay|dyn-rule/.test(s.className) && s.textContent.trim() && !s.querySelector("span"))
+        .map((s) => s.textContent.replace(/\u00a0/g, " ").trim());
+      return { text: line.textContent.replace(/\u00a0/g, " "), top: line.style.top, hints };
+    });
+
+  await t.test("inlay hint on line 22", async () => {
+    const l = await waitFor("an inlay hint on line 22", async () => {
+      const v = await line22();
+      return v && v.hints.length ? v : null;
+    }, 60_000);
+    t.diagnostic(`line 22: ${l.text.trim()}`);
+    assert.match(l.text, /out = model\(input_ids=ids, labels=ids\)/);
+    const hint = l.hints.find((h) => /at peak/.test(h));
+    assert.ok(hint, `no "at peak" hint among ${JSON.stringify(l.hints)}`);
+    assert.match(hint, /^\d+(\.\d\d)? (B|KiB|MiB|GiB|TiB) at peak · \d+% · \d+ allocs?$/);
+    assert.equal(hint, goldenHint(), "the hint VS Code shows is the server's golden hint");
+    await shot(page, "01-inlay-hints.png");
+  });
+
+  await t.test("hover on line 22", async () => {
+    const target = await page.evaluate(() => {
+      const editor = document.querySelector(".editor-group-container.active .monaco-editor");
+      const num = [...editor.querySelectorAll(".margin-view-overlays > div")].find(
+        (d) => d.querySelector(".line-numbers")?.textContent.trim() === "22",
+      );
+      const line = [...editor.querySelectorAll(".view-lines .view-line")].find((l) => l.style.top === num.style.top);
+      const tok = [...line.querySelectorAll("span span")].find((s) => /model/.test(s.textContent));
+      const r = tok.getBoundingClientRect();
+      return { x: r.left + r.width / 2, y: r.top + r.height / 2 };
+    });
+    await page.mouse.move(target.x - 40, target.y);
+    await page.mouse.move(target.x, target.y, { steps: 4 });
+    const hover = await waitFor("the hover", async () => {
+      const h = page.locator(".monaco-hover:not(.hidden) .monaco-hover-content, .monaco-hover:not(.hidden) .hover-contents");
+      if (!(await h.count())) return null;
+      const text = (await h.allTextContents()).join("\n");
+      return /live at peak/.test(text) ? text : null;
+    }, 20_000);
+    assert.match(hover, /train_gpt2\.py:22/);
+    assert.match(hover, /live at peak\s*\d+(\.\d\d)? (B|KiB|MiB|GiB) \(\d+\.\d% of/);
+    assert.match(hover, /Top stacks through this line/);
+    await shot(page, "02-hover.png");
+    await page.mouse.move(5, 300);
+    await page.keyboard.press("Escape");
+  });
+
+  const flameFrame = async () =>
+    waitFor(
+      "the flame-graph webview",
+      async () => {
+        for (const f of page.frames()) {
+          const ok = await f.evaluate(() => !!(window.vramscope && window.vramscope.state && document.querySelector("canvas.vf-canvas"))).catch(() => false);
+          if (ok) return f;
+        }
+        return null;
+      },
+      30_000,
+    );
+
+  let frame;
+  await t.test("Show Flame Graph opens the webview with nodes", async () => {
+    await page.keyboard.press("Control+Shift+P");
+    await quickInput.waitFor({ state: "visible" });
+    await quickInput.fill(">vramscope: Show Flame Graph");
+    await page.waitForSelector('.quick-input-list .monaco-list-row[aria-label*="vramscope: Show Flame Graph"]', { timeout: 20_000 });
+    await page.keyboard.press("Enter");
+    frame = await flameFrame();
+    const state = await frame.evaluate(() => window.vramscope.state());
+    t.diagnostic(`flame graph: ${state.nodes} nodes, zoom ${state.zoomPath.join(" > ")}, first render ${state.renderMs?.toFixed(1)} ms`);
+    assert.ok(state.nodes > 10, `only ${state.nodes} nodes`);
+    const painted = await frame.evaluate(() => {
+      const c = document.querySelector("canvas.vf-canvas");
+      const px = c.getContext("2d").getImageData(0, 0, c.width, Math.min(c.height, 200)).data;
+      const colors = new Set();
+      for (let i = 0; i < px.length; i += 4 * 53) colors.add((px[i] << 16) | (px[i + 1] << 8) | px[i + 2]);
+      return colors.size;
+    });
+    assert.ok(painted > 3, `the canvas shows ${painted} colors`);
+    const facts = await frame.textContent("#vs-facts");
+    assert.match(facts, /total: \d+\.\d\d GiB/);
+    // Search, from the same flame.js as the CLI page.
+    await frame.fill("input.vf-search", "train_step");
+    await frame.waitForFunction(() => /match/.test(document.querySelector(".vf-summary").textContent));
+    assert.match(await frame.textContent(".vf-summary"), /^[\d,]+ match(es)? · \d+\.\d\d [KMGT]iB · \d+\.\d\d% of total$/);
+    await frame.evaluate(() => window.vramscope.search(""));
+    await frame.fill("input.vf-search", "");
+    await shot(page, "03-flame-graph.png");
+  });
+
+  await t.test("hover in the flame graph shows bytes and percent", async () => {
+    const canvas = frame.locator("canvas.vf-canvas");
+    const box = await canvas.boundingBox();
+    const rowH = await frame.evaluate(() => window.vramscope.state().rowHeight);
+    await canvas.hover({ position: { x: box.width * 0.3, y: 2.5 * rowH } });
+    await frame.waitForSelector(".vf-tooltip:not([hidden])", { timeout: 10_000 });
+    const tip = await frame.textContent(".vf-tooltip");
+    assert.match(tip, /\d+(\.\d\d)? (B|KiB|MiB|GiB) · \d+\.\d\d% of total/);
+  });
+
+  await t.test("clicking a frame of train_gpt2.py opens the editor at its line", async () => {
+    // Find, through the renderer's own hit-testing, a frame of train_gpt2.py
+    // on screen (train_step at line 22 when drawn), and where it is.
+    const hit = await frame.evaluate(() => {
+      const c = document.querySelector("canvas.vf-canvas");
+      const r = c.getBoundingClientRect();
+      const rowH = window.vramscope.state().rowHeight;
+      // train_step at line 22 (the hinted line) first, then any train_step, then the widest.
+      const rank = (f) => (f.name === "train_step" ? (f.line === 22 ? 2 : 1) : 0);
+      let best = null;
+      for (let row = 0; (row + 0.5) * rowH < r.height; row++) {
+        let runStart = -1;
+        let prev = null;
+        for (let x = 0; x <= r.width; x += 4) {
+          const f = x < r.width ? window.vramscope.frameAt(r.left + x, r.top + (row + 0.5) * rowH) : null;
+          const same = f && prev && f.name === prev.name && f.file === prev.file && f.line === prev.line;
+          if (!same) {
+            if (prev && /trainer\/train_gpt2\.py$/.test(prev.file) && prev.line > 0) {
+              const cand = { ...prev, x: (runStart + x) / 2, y: (row + 0.5) * rowH, w: x - runStart };
+              if (!best || rank(cand) > rank(best) || (rank(cand) === rank(best) && cand.w > best.w)) best = cand;
+            }
+            runStart = x;
+          }
+          prev = f;
+        }
+      }
+      return best;
+    });
+    assert.ok(hit, "no frame of trainer/train_gpt2.py in the flame graph");
+    t.diagnostic(`clicking ${hit.name} ${path.basename(hit.file)}:${hit.line} (${hit.w}px wide)`);
+    assert.equal(hit.file, trainer, "flame-graph paths are local (mapped from /workspace/trainer)");
+    await frame.locator("canvas.vf-canvas").click({ position: { x: hit.x, y: hit.y } });
+    const status = await waitFor(`the editor at line ${hit.line}`, async () => {
+      const s = await page.textContent(".part.statusbar");
+      const tab = await page.locator(".editor-group-container.active .tab.active").getAttribute("aria-label").catch(() => "");
+      return new RegExp(`Ln ${hit.line}, Col \\d+`).test(s) && /train_gpt2\.py/.test(tab || "") ? s : null;
+    }, 20_000);
+    assert.match(status, new RegExp(`Ln ${hit.line}, Col 1\\b`));
+    const current = await page.evaluate(() => {
+      const editor = document.querySelector(".editor-group-container.active .monaco-editor");
+      const cur = editor && editor.querySelector(".margin-view-overlays .current-line");
+      const div = cur && cur.closest(".margin-view-overlays > div");
+      return div ? div.querySelector(".line-numbers")?.textContent.trim() : null;
+    });
+    if (current !== null) assert.equal(current, String(hit.line), "the highlighted line");
+    await shot(page, "04-frame-click-opened-line.png");
+  });
+
+  await t.test('the code lens "flame graph from here" opens the webview at its function', async () => {
+    await page.keyboard.press("Control+Home");
+    const lens = page.locator(".editor-group-container .monaco-editor .codelens-decoration a", { hasText: "flame graph from here" }).first();
+    await lens.waitFor({ state: "visible", timeout: 20_000 });
+    await lens.click();
+    const zoomRoot = await waitFor("the flame graph rooted at train_step", async () => {
+      frame = await flameFrame();
+      const st = await frame.evaluate(() => window.vramscope.state());
+      return st.zoomPath[0] === "train_step" ? st : null;
+    }, 20_000);
+    assert.ok(zoomRoot.nodes > 1);
+    await shot(page, "05-lens-flame-graph-from-here.png");
+  });
+
+  assert.deepEqual(cspErrors, [], "Content-Security-Policy violations");
+  assert.deepEqual(foreign, [], "requests beyond loopback");
+  t.diagnostic(`e2e took ${((Date.now() - started) / 1000).toFixed(1)} s`);
+});
