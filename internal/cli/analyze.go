@@ -5,16 +5,22 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
 
+	"github.com/vramscope/vramscope/profiler"
 	"github.com/vramscope/vramscope/profiler/analyze"
 	"github.com/vramscope/vramscope/profiler/flame"
 )
 
 type analyzeCmd struct {
 	source
-	json bool
-	html string
-	top  int
+	json   bool
+	html   string
+	top    int
+	device byteSize
 }
 
 func runAnalyze(args []string, stdout, stderr io.Writer) int {
@@ -24,6 +30,8 @@ func runAnalyze(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&c.json, "json", false, "print the full result as JSON")
 	fs.StringVar(&c.html, "html", "", "also write the flame graph (peak) as a self-contained HTML page")
 	fs.IntVar(&c.top, "top", 10, "lines and stacks to list")
+	fs.Var(&c.device, "device-memory", "SIZE: the GPU's memory or the process's cap (e.g. 80GiB); a snapshot does not record it. "+
+		"Findings then say when a leak fills the device and judge peaks near capacity")
 	pos, ok := parse(fs, args, stderr)
 	if !ok {
 		return exitInput
@@ -32,7 +40,7 @@ func runAnalyze(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "vramscope analyze: want exactly one snapshot file")
 		return exitInput
 	}
-	res, err := c.load(pos[0], stderr)
+	res, err := c.loadWith(pos[0], stderr)
 	if err != nil {
 		return fail(stderr, err)
 	}
@@ -45,10 +53,124 @@ func runAnalyze(args []string, stdout, stderr io.Writer) int {
 		return printJSON(stdout, stderr, res)
 	}
 	writeSummary(stdout, res, c.top)
+	writeDiagnosis(stdout, res)
 	if c.html != "" {
 		fmt.Fprintf(stdout, "\nflame graph: %s\n", c.html)
 	}
 	return exitOK
+}
+
+// loadWith is source.load with the analysis options only analyze has.
+func (c *analyzeCmd) loadWith(path string, stderr io.Writer) (*analyze.Result, error) {
+	if c.device == 0 {
+		return c.load(path, stderr)
+	}
+	pm, err := c.pathMap()
+	if err != nil {
+		return nil, err
+	}
+	prog, done := progress(stderr, "reading "+path)
+	res, err := analyze.Run(path, analyze.Options{Paths: pm, Progress: prog, DeviceMemory: int64(c.device)})
+	done()
+	if err != nil {
+		return nil, inputError{err}
+	}
+	return res, nil
+}
+
+// writeDiagnosis prints the steps, the memory at the peak by category, and
+// the evidence behind each finding (the summary lists their titles and fixes).
+func writeDiagnosis(w io.Writer, r *analyze.Result) {
+	if len(r.Steps) > 0 {
+		fmt.Fprintf(w, "\nSteps (%d, from %s); allocated at each step's end:\n ", len(r.Steps), r.StepSource)
+		for i, s := range r.Steps {
+			if i == 12 && len(r.Steps) > 13 {
+				fmt.Fprintf(w, " ... %s", profiler.FormatBytes(r.Steps[len(r.Steps)-1].LiveBytesAtEnd))
+				break
+			}
+			fmt.Fprintf(w, " %s", profiler.FormatBytes(s.LiveBytesAtEnd))
+		}
+		fmt.Fprintln(w)
+	}
+	var cats []string
+	for _, c := range r.Categories {
+		if c.Bytes > 0 {
+			cats = append(cats, fmt.Sprintf("%s %s (%.0f%%)", c.Name, profiler.FormatBytes(c.Bytes), 100*c.Share))
+		}
+	}
+	if len(cats) > 0 {
+		fmt.Fprintf(w, "\nMemory at the peak by category: %s\n", strings.Join(cats, ", "))
+	}
+	if len(r.Findings) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\nEvidence:\n")
+	for _, f := range r.Findings {
+		fmt.Fprintf(w, "  %s:", f.Kind)
+		keys := make([]string, 0, len(f.Evidence.Numbers))
+		for k := range f.Evidence.Numbers {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			v := f.Evidence.Numbers[k]
+			if bytesKey(k) {
+				fmt.Fprintf(w, " %s=%s", k, profiler.FormatBytes(v))
+			} else {
+				fmt.Fprintf(w, " %s=%d", k, v)
+			}
+		}
+		fmt.Fprintln(w)
+		for _, l := range f.Evidence.Lines {
+			where := "-"
+			if l.File != "" {
+				where = fmt.Sprintf("%s:%d", filepath.Base(l.File), l.Line)
+			}
+			fmt.Fprintf(w, "      %10s  %s  %s\n", profiler.FormatBytes(l.Bytes), where, l.Note)
+		}
+	}
+}
+
+// bytesKey says whether an evidence number is a byte count (the others are
+// counts, percentages and step numbers).
+func bytesKey(k string) bool {
+	if strings.HasPrefix(k, "growth") {
+		return true // growth_per_step
+	}
+	for _, suffix := range []string{"_pct", "_step", "blocks", "tensors", "sizes", "segments", "steps"} {
+		if strings.HasSuffix(k, suffix) {
+			return false
+		}
+	}
+	return !strings.HasPrefix(k, "from_") && !strings.HasPrefix(k, "to_")
+}
+
+// byteSize is a flag of bytes: 85899345920, 80GiB, 80G (binary), 80GB (decimal).
+type byteSize int64
+
+func (b *byteSize) String() string { return strconv.FormatInt(int64(*b), 10) }
+
+func (b *byteSize) Set(s string) error {
+	t := strings.TrimSpace(s)
+	units := []struct {
+		suffix string
+		mult   float64
+	}{{"TiB", 1 << 40}, {"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10},
+		{"TB", 1e12}, {"GB", 1e9}, {"MB", 1e6}, {"KB", 1e3},
+		{"T", 1 << 40}, {"G", 1 << 30}, {"M", 1 << 20}, {"K", 1 << 10}, {"B", 1}}
+	mult := 1.0
+	for _, u := range units {
+		if strings.HasSuffix(t, u.suffix) {
+			t, mult = strings.TrimSpace(strings.TrimSuffix(t, u.suffix)), u.mult
+			break
+		}
+	}
+	v, err := strconv.ParseFloat(t, 64)
+	if err != nil || v <= 0 {
+		return fmt.Errorf("want a size such as 80GiB, got %q", s)
+	}
+	*b = byteSize(v * mult)
+	return nil
 }
 
 func writeHTML(path string, t *flame.Tree) error {

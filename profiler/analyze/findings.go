@@ -2,8 +2,12 @@ package analyze
 
 import (
 	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
 
 	"github.com/vramscope/vramscope/profiler"
+	"github.com/vramscope/vramscope/profiler/torchsnap"
 )
 
 // Finding is a diagnosis: what is wrong, the evidence, and what to change.
@@ -70,45 +74,177 @@ func reservedAt(d Device, rcur, rend int64) int64 {
 	return d.Allocator.Reserved - rend + rcur
 }
 
-// findings derives what the snapshot alone shows. The diagnosis engine adds
-// more kinds; every front end reads them from here.
-func findings(r *Result) []Finding {
+// Finding kinds, in the order they are reported for a device.
+const (
+	KindOOM             = "oom"
+	KindFragmentation   = "fragmentation"
+	KindLargeAllocation = "large_allocation"
+	KindActivationPeak  = "activation_peak"
+	KindLeak            = "leak"
+	KindCacheGrowth     = "cache_growth"
+	KindOptimizerState  = "optimizer_state"
+)
+
+// nearCapacity: without an OOM, a peak is under pressure when it reaches this
+// share of the device memory the caller gave (Options.DeviceMemory). 90%
+// leaves what the caching allocator keeps reserved on top of the allocated
+// bytes (4-21% at the peaks of the recorded healthy runs) no room.
+const nearCapacity = 0.90
+
+// devDiag is what the findings of one device read.
+type devDiag struct {
+	a       *analysis
+	r       *Result
+	d       *Device
+	t       *tracker // nil: a device with segments but no trace
+	opt     []window
+	lt      *lifetimes
+	peak    []catBlock // tracked blocks live at the peak, classified
+	ooms    []oomDiag
+	optName string // "AdamW" from Optimizer.step#AdamW.step
+}
+
+// oomDiag is one OOM event with the blocks live when it failed.
+type oomDiag struct {
+	o      OOM
+	cats   []Category
+	blocks []catBlock
+	atEnd  bool // nothing was allocated or freed after it: the snapshot's segments are its state
+	// what the finders concluded about it
+	frag, large, act bool
+}
+
+// diagnose finds the steps and the categories of one device.
+func (a *analysis) diagnose(d *Device, t *tracker, snap *torchsnap.Snapshot, ooms []OOM) *devDiag {
+	dg := &devDiag{a: a, t: t}
+	d.Steps, d.Categories = []Step{}, []Category{}
+	if t == nil {
+		return dg
+	}
+	dg.opt = stepWindows(snap.Annotations, d.Device)
+	if len(dg.opt) > 0 {
+		name := strings.TrimPrefix(dg.opt[0].name, "Optimizer.step#")
+		dg.optName, _, _ = strings.Cut(name, ".")
+	}
+	lv := levels{log: &t.log, base: d.PreTraceBytes, t0: t.firstT}
+	d.Steps, d.StepSource = findSteps(lv, dg.opt, t.truncated)
+	d.StepsIncomplete = t.truncated
+	dg.lt = newLifetimes(a, lv, dg.opt, d.Steps)
+	var blocks []block
+	for _, b := range t.live {
+		if b.seq <= t.peakAt {
+			blocks = append(blocks, b)
+		}
+	}
+	blocks = append(blocks, t.freedSincePeak...)
+	sortBlocks(blocks)
+	d.Categories, dg.peak = dg.lt.tally(blocks, d.PreTraceBytes-t.preFreed, d.Peak.TimeUS, true)
+	for i, e := range t.ooms {
+		od := oomDiag{o: ooms[i], atEnd: i == len(t.ooms)-1 && t.afterOOM == 0}
+		if e.live != nil {
+			live := append([]block(nil), e.live...)
+			sortBlocks(live)
+			var tracked int64
+			for _, b := range live {
+				tracked += b.size
+			}
+			od.cats, od.blocks = dg.lt.tally(live, max(0, od.o.Allocated-tracked), e.timeUS, false)
+		}
+		dg.ooms = append(dg.ooms, od)
+	}
+	return dg
+}
+
+func sortBlocks(bs []block) {
+	sort.Slice(bs, func(i, j int) bool {
+		if bs[i].seq != bs[j].seq {
+			return bs[i].seq < bs[j].seq
+		}
+		return bs[i].size < bs[j].size
+	})
+}
+
+// findings derives what the snapshot shows; every front end reads them from
+// the result.
+func (a *analysis) findings(r *Result, diags []*devDiag) []Finding {
 	var out []Finding
-	for _, o := range r.OOMs {
-		out = append(out, oomFinding(r, o))
+	for i, dg := range diags {
+		dg.r, dg.d = r, &r.Devices[i]
+		if dg.t == nil {
+			continue
+		}
+		frag := dg.fragmentation()
+		leak, leakSites := dg.leak()
+		large := dg.largeAllocation()
+		act := dg.activationPeak()
+		cache := dg.cacheGrowth(leakSites)
+		state := dg.optimizerState()
+		for j := range dg.ooms {
+			out = append(out, dg.oomFinding(j, leak != nil))
+		}
+		out = append(out, frag...)
+		out = append(out, large...)
+		out = append(out, act...)
+		if leak != nil {
+			out = append(out, *leak)
+		}
+		out = append(out, cache...)
+		if state != nil {
+			out = append(out, *state)
+		}
 	}
 	return out
 }
 
-func oomFinding(r *Result, o OOM) Finding {
-	cached := o.Reserved - o.Allocated
-	cause := "capacity"
-	switch {
-	case cached >= o.Requested:
-		cause = "fragmentation"
-	case o.Allocated > 0 && o.Requested*5 >= o.Allocated:
-		cause = "large_allocation"
+// capacity is the memory the device (or the process's cap) offers, and where
+// that figure comes from: the caller, or the reserved memory at which the
+// allocator failed (a lower bound: the cap lies between it and it plus the request).
+func (dg *devDiag) capacity() (int64, string) {
+	if dg.r.DeviceMemory > 0 {
+		return dg.r.DeviceMemory, "given"
 	}
-	f := Finding{
-		Kind: "oom", Severity: "error", Cause: cause, File: o.File, Line: o.Line,
-		Title: fmt.Sprintf("CUDA out of memory: %s requested with %s allocated and %s reserved",
-			profiler.FormatBytes(o.Requested), profiler.FormatBytes(o.Allocated), profiler.FormatBytes(o.Reserved)),
-		Evidence: Evidence{
-			Numbers: map[string]int64{"requested": o.Requested, "allocated": o.Allocated, "reserved": o.Reserved,
-				"reserved_unallocated": cached, "device_free": int64(o.DeviceFree)},
-			StartUS: o.TimeUS, EndUS: o.TimeUS,
-		},
+	if len(dg.ooms) > 0 {
+		return dg.ooms[0].o.Reserved, "oom"
 	}
-	if o.File != "" {
-		f.Evidence.Lines = append(f.Evidence.Lines, EvidenceLine{File: o.File, Line: o.Line, Bytes: o.Requested, Note: "the failing request"})
+	return 0, ""
+}
+
+// place names an origin for evidence: its first user frame (or the line a
+// backward pass was called from), else its innermost frame, else its phase label.
+func (dg *devDiag) place(o int32) (file string, line int, note string) {
+	uk, leaf := dg.a.siteKeys(o)
+	if uk.kind == "user" {
+		return uk.file, uk.line, uk.fn
 	}
-	switch cause {
-	case "fragmentation":
-		f.Fix = "enough memory was cached but not in one piece: set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"
-	case "large_allocation":
-		f.Fix = "one request is a large share of the device: compute it in chunks (e.g. the loss over slices of the sequence) or lower the batch size"
-	default:
-		f.Fix = "the working set does not fit: lower the batch size, enable gradient checkpointing, or shard the model and optimizer state"
+	if leaf.file != "" {
+		return leaf.file, leaf.line, leaf.fn
 	}
-	return f
+	return "", 0, uk.fn
+}
+
+// innermost is the allocating frame of an origin (the deepest recorded frame).
+func (dg *devDiag) innermost(o int32) (profiler.Frame, bool) {
+	p := dg.a.origins.path(o)
+	for i := len(p) - 1; i >= 0; i-- {
+		if p[i].File != "" {
+			return p[i], true
+		}
+	}
+	return profiler.Frame{}, false
+}
+
+func pct(part, whole int64) int64 {
+	if whole <= 0 {
+		return 0
+	}
+	return (100*part + whole/2) / whole
+}
+
+func fb(n int64) string { return profiler.FormatBytes(n) }
+
+func short(file string, line int) string {
+	if file == "" {
+		return "?"
+	}
+	return fmt.Sprintf("%s:%d", filepath.Base(file), line)
 }

@@ -19,7 +19,14 @@ import (
 var (
 	fixtureDir = filepath.Join("..", "..", "..", "shared", "fixtures", "snapshots")
 	exampleDir = filepath.Join("..", "..", "examples", "snapshots")
+	// findingDir holds the cases recorded for the findings engine
+	// (examples/record/record_findings.py).
+	findingDir = filepath.Join(exampleDir, "findings")
 )
+
+// findingCases are the recordings of examples/record/record_findings.py.
+var findingCases = []string{"leak_graph", "leak_infer", "frag_oom", "frag_oom_expandable", "cache_growth",
+	"activation_oom", "attn_oom", "healthy_mlp", "cache_infer", "healthy_infer"}
 
 type input struct{ name, path string }
 
@@ -31,8 +38,11 @@ func inputs(t *testing.T) []input {
 	for _, n := range []string{"gpt2_train", "llama_lora_gc", "oom_batch", "gpt2_12l_python_stacks"} {
 		out = append(out, input{n, filepath.Join(fixtureDir, n+".pickle")})
 	}
-	for _, n := range []string{"example_train", "leak_steps", "expandable", "cuda_graph"} {
+	for _, n := range []string{"example_train", "leak_steps", "expandable", "cuda_graph", "agent_gpt2", "agent_oom"} {
 		out = append(out, input{n, filepath.Join(exampleDir, n+".pickle")})
+	}
+	for _, n := range findingCases {
+		out = append(out, input{n, filepath.Join(findingDir, n+".pickle")})
 	}
 	return out
 }
@@ -89,6 +99,11 @@ type sidecar struct {
 	OOMMessage   string    `json:"oom_message"`
 	LeakPerStep  int64     `json:"leaked_per_step"`
 	NumOOMs      *int      `json:"num_ooms"`
+	// record_findings.py
+	AfterStep       []int64 `json:"allocated_after_step"`
+	DistinctLengths int     `json:"distinct_lengths"`
+	CacheBytes      int64   `json:"cache_bytes"`
+	Requested       int64   `json:"requested"`
 }
 
 func readSidecar(t *testing.T, name string) sidecar {

@@ -15,6 +15,10 @@ import (
 type Options struct {
 	Paths    *profiler.PathMap       // remote -> local file names; nil keeps them
 	Progress func(done, total int64) // bytes read over both decoding passes
+	// DeviceMemory is the memory of the device (or the process's cap), when
+	// the caller knows it (NVML, the user); a snapshot does not record it.
+	// Findings use it for "near capacity" and for when a leak fills the device.
+	DeviceMemory int64
 }
 
 // Peak is the highest allocated memory of one device.
@@ -28,20 +32,25 @@ type Peak struct {
 // Result is a finished analysis. It keeps per-origin totals, so flame graphs,
 // pprof profiles and diffs are made from it without decoding again.
 type Result struct {
-	File        string            `json:"file"`
-	Bytes       int64             `json:"file_bytes"`
-	Events      int64             `json:"events"`
-	Peak        Peak              `json:"peak"`
-	Devices     []Device          `json:"devices"`
-	Sites       []Site            `json:"sites"`
-	LeafSites   []Site            `json:"leaf_sites"`
-	Stacks      []Stack           `json:"top_stacks"`
-	Coverage    Coverage          `json:"attribution"`
-	OOMs        []OOM             `json:"ooms"`
-	Findings    []Finding         `json:"findings"`
-	Settings    profiler.Settings `json:"allocator_settings"`
-	Annotations int               `json:"annotations"`
-	Legacy      bool              `json:"legacy_layout,omitempty"`
+	File      string    `json:"file"`
+	Bytes     int64     `json:"file_bytes"`
+	Events    int64     `json:"events"`
+	Peak      Peak      `json:"peak"`
+	Devices   []Device  `json:"devices"`
+	Sites     []Site    `json:"sites"`
+	LeafSites []Site    `json:"leaf_sites"`
+	Stacks    []Stack   `json:"top_stacks"`
+	Coverage  Coverage  `json:"attribution"`
+	OOMs      []OOM     `json:"ooms"`
+	Findings  []Finding `json:"findings"`
+	// Steps and Categories are those of the device with the highest peak.
+	Steps        []Step            `json:"steps"`
+	StepSource   string            `json:"step_source"` // "annotations", "periodicity" or "" (none found)
+	Categories   []Category        `json:"categories"`  // memory live at the peak by category
+	DeviceMemory int64             `json:"device_memory,omitempty"`
+	Settings     profiler.Settings `json:"allocator_settings"`
+	Annotations  int               `json:"annotations"`
+	Legacy       bool              `json:"legacy_layout,omitempty"`
 
 	frames  *profiler.Frames
 	origins *origins
@@ -57,9 +66,15 @@ type Device struct {
 	Timeline  Timeline  `json:"timeline"`
 	// PreTraceBytes were allocated before the trace's first event (the ring
 	// buffer had wrapped, or recording started late).
-	PreTraceBytes int64 `json:"pre_trace_bytes"`
-	StartUS       int64 `json:"start_us"`
-	EndUS         int64 `json:"end_us"`
+	PreTraceBytes int64      `json:"pre_trace_bytes"`
+	StartUS       int64      `json:"start_us"`
+	EndUS         int64      `json:"end_us"`
+	Steps         []Step     `json:"steps"`
+	StepSource    string     `json:"step_source"`
+	Categories    []Category `json:"categories"` // at this device's peak
+	// StepsIncomplete: the trace is longer than the level log (maxLog
+	// allocations and frees); steps cover its beginning only.
+	StepsIncomplete bool `json:"steps_incomplete,omitempty"`
 }
 
 // analysis is the state of one run.
@@ -114,15 +129,28 @@ func (a *analysis) finish(snap *torchsnap.Snapshot, opt Options) *Result {
 		r.Events += t.events
 	}
 	a.origins.label(snap.Annotations)
+	var diags []*devDiag
+	peakDev := 0
 	for _, dev := range devicesOf(snap, byDevice) {
 		d := a.device(dev, byDevice[dev], snap)
+		var ooms []OOM
+		if t := byDevice[dev]; t != nil {
+			ooms = a.ooms(t, d)
+		}
+		dg := a.diagnose(&d, byDevice[dev], snap, ooms)
 		r.Devices = append(r.Devices, d)
 		if d.Peak.Bytes > r.Peak.Bytes || len(r.Devices) == 1 {
 			r.Peak = d.Peak
+			peakDev = len(r.Devices) - 1
 		}
-		if t := byDevice[dev]; t != nil {
-			r.OOMs = append(r.OOMs, a.ooms(t, d)...)
-		}
+		r.OOMs = append(r.OOMs, ooms...)
+		diags = append(diags, dg)
+	}
+	r.DeviceMemory = opt.DeviceMemory
+	if len(r.Devices) > 0 {
+		r.Steps, r.StepSource, r.Categories = r.Devices[peakDev].Steps, r.Devices[peakDev].StepSource, r.Devices[peakDev].Categories
+	} else {
+		r.Steps, r.Categories = []Step{}, []Category{}
 	}
 	var peaks int64 // sites cover every device, so shares are of all devices' peaks
 	for _, d := range r.Devices {
@@ -130,7 +158,7 @@ func (a *analysis) finish(snap *torchsnap.Snapshot, opt Options) *Result {
 	}
 	r.Sites, r.LeafSites, r.Coverage = a.sites(peaks)
 	r.Stacks = a.topStacks(20)
-	r.Findings = append([]Finding{}, findings(r)...)
+	r.Findings = append([]Finding{}, a.findings(r, diags)...)
 	if r.OOMs == nil {
 		r.OOMs = []OOM{}
 	}

@@ -1,6 +1,8 @@
 package analyze
 
 import (
+	"math"
+
 	"github.com/vramscope/vramscope/profiler"
 )
 
@@ -11,6 +13,8 @@ type block struct {
 	gap    *gap             // allocated with no user frame: resolved when the gap closes
 	stack  profiler.StackID // the stack recorded, for gap blocks
 	seq    int64
+	t      int64 // allocation time; blocks from before the trace: math.MinInt64
+	ft     int64 // free time, once freed (blocks kept for the peak or an OOM); 0 while live
 }
 
 func (b *block) resolved() int32 {
@@ -53,14 +57,46 @@ type tracker struct {
 	ooms           []oomEvent
 	events         int64
 	firstT, lastT  int64
+	// log is the allocated level after every alloc and free (the first
+	// maxLog of them): steps, their levels and lifetimes are read from it.
+	log       levelLog
+	truncated bool  // the log stopped at maxLog entries
+	afterOOM  int64 // allocs and frees replayed since the last OOM event
 }
+
+// logEntry is one allocation or free in the level log. T is microseconds
+// since the trace's first event (never stepping back), stack the recorded
+// stack + 1 for an allocation (so 1 means no frames) and 0 for a free, cur
+// the allocated level after it; an allocation's size is its cur minus the
+// previous entry's.
+type logEntry struct {
+	t     uint32
+	stack uint32
+	cur   int64
+}
+
+// packedEntry is a logEntry as stored: 12 bytes, the level in 512-byte
+// units (every block is a multiple of 512 bytes; ±1 TiB).
+type packedEntry struct {
+	t, stack uint32
+	q        int32
+}
+
+// maxLog bounds the level log: 12 MiB of entries, every alloc and free of
+// a million-entry trace. Longer traces (or ones spanning more than 71
+// minutes) are read for steps up to there.
+const maxLog = 1 << 20
 
 type oomEvent struct {
 	timeUS, requested int64
 	deviceFree        uint64
 	stack             profiler.StackID
 	cur, rcur         int64
+	live              []block // tracked blocks live at the failure (the first few OOMs)
 }
+
+// maxOOMLive bounds how many OOM events keep a copy of the live blocks.
+const maxOOMLive = 4
 
 func newTracker(a *analysis, trace int) *tracker {
 	return &tracker{a: a, trace: trace, live: map[uint64]block{}, peakAt: -1, timeline: newTimeline()}
@@ -85,8 +121,16 @@ func (t *tracker) event(e *profiler.Event, user bool) {
 	case profiler.ActSegmentFree, profiler.ActSegmentUnmap:
 		t.rcur -= int64(e.Size)
 	case profiler.ActOOM:
-		t.ooms = append(t.ooms, oomEvent{timeUS: e.TimeUS, requested: int64(e.Size), deviceFree: e.DeviceFree,
-			stack: e.Stack, cur: t.cur, rcur: t.rcur})
+		o := oomEvent{timeUS: e.TimeUS, requested: int64(e.Size), deviceFree: e.DeviceFree,
+			stack: e.Stack, cur: t.cur, rcur: t.rcur}
+		if len(t.ooms) < maxOOMLive {
+			o.live = make([]block, 0, len(t.live))
+			for _, b := range t.live {
+				o.live = append(o.live, b)
+			}
+		}
+		t.ooms = append(t.ooms, o)
+		t.afterOOM = 0
 		t.framed(e, user)
 	}
 	t.timeline.add(e.TimeUS, t.cur, t.rcur)
@@ -94,7 +138,7 @@ func (t *tracker) event(e *profiler.Event, user bool) {
 
 func (t *tracker) alloc(e *profiler.Event, user bool) {
 	size := blockSize(e.Size)
-	b := block{size: size, seq: e.Seq}
+	b := block{size: size, seq: e.Seq, t: e.TimeUS}
 	if !user {
 		if t.open == nil {
 			t.open = &gap{left: t.lastFramed, firstTime: e.TimeUS, stats: map[profiler.StackID]*origin{}}
@@ -118,11 +162,13 @@ func (t *tracker) alloc(e *profiler.Event, user bool) {
 		// An alloc over a live address means the free fell outside the ring; drop the old one.
 		t.cur -= old.size
 		if old.seq <= t.peakAt {
+			old.ft = e.TimeUS
 			t.freedSincePeak = append(t.freedSincePeak, old)
 		}
 	}
 	t.live[e.Addr] = b
 	t.cur += size
+	t.logLevel(e.TimeUS, uint32(e.Stack)+1)
 	if t.cur > t.peak {
 		t.peak, t.peakAt, t.peakT = t.cur, e.Seq, e.TimeUS
 		t.freedSincePeak = t.freedSincePeak[:0]
@@ -161,15 +207,58 @@ func (t *tracker) free(e *profiler.Event) {
 	if !ok {
 		// Allocated before the trace began: it was live all along until now.
 		// Its frames (context="all") are where it was freed, not where it was made.
-		b = block{size: blockSize(e.Size), seq: -1, origin: t.a.origins.preTrace(0)}
+		b = block{size: blockSize(e.Size), seq: -1, origin: t.a.origins.preTrace(0), t: math.MinInt64}
 		t.preFreed += b.size
 	} else {
 		delete(t.live, e.Addr)
 	}
 	t.cur -= b.size
 	if b.seq <= t.peakAt {
+		b.ft = e.TimeUS
 		t.freedSincePeak = append(t.freedSincePeak, b)
 	}
+	t.logLevel(e.TimeUS, 0)
+}
+
+func (t *tracker) logLevel(at int64, stack uint32) {
+	t.afterOOM++
+	if t.truncated {
+		return
+	}
+	rel := at - t.firstT
+	if n := t.log.len(); n > 0 && rel < int64(t.log.at(n-1).t) {
+		rel = int64(t.log.at(n - 1).t) // clocks of different threads can step back a little
+	}
+	if t.log.len() >= maxLog || rel > math.MaxUint32 || t.cur/512 > math.MaxInt32 || t.cur/512 < math.MinInt32 {
+		t.truncated = true
+		return
+	}
+	t.log.add(packedEntry{t: uint32(rel), stack: stack, q: int32(t.cur / 512)})
+}
+
+// levelLog holds the entries in chunks, so it grows without copying (and
+// without the garbage of a slice that doubles).
+type levelLog struct {
+	chunks [][]packedEntry
+	n      int
+}
+
+const logChunk = 1 << 14
+
+func (l *levelLog) len() int { return l.n }
+
+func (l *levelLog) at(i int) logEntry {
+	p := l.chunks[i/logChunk][i%logChunk]
+	return logEntry{t: p.t, stack: p.stack, cur: int64(p.q) * 512}
+}
+
+func (l *levelLog) add(e packedEntry) {
+	if l.n%logChunk == 0 {
+		l.chunks = append(l.chunks, make([]packedEntry, 0, logChunk))
+	}
+	c := &l.chunks[len(l.chunks)-1]
+	*c = append(*c, e)
+	l.n++
 }
 
 // finish closes the replay; the snapshot's segments say what was alive at the end.

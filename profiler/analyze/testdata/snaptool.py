@@ -5,6 +5,10 @@
   snaptool.py wrap FILE N OUT       OUT is FILE with the first N entries of every
                                     device trace dropped, as when the ring buffer wraps
   snaptool.py synth KIND OUT        a small synthetic snapshot (see SYNTH below)
+  snaptool.py strip FILE OUT        OUT is FILE without its annotations (as recorded
+                                    without global_record_annotations)
+  snaptool.py expandable FILE OUT   OUT is FILE with allocator_settings saying
+                                    expandable_segments:True (the trace is unchanged)
 
 The replay is deliberately naive and written from PyTorch's documented format,
 not from vramscope's code: allocated bytes go up by an `alloc` entry's block
@@ -169,6 +173,23 @@ def wrap(path, n, out):
         pickle.dump(snap, f, protocol=4)
 
 
+def strip(path, out):
+    with open(path, "rb") as f:
+        snap = pickle.load(f)
+    snap["external_annotations"] = []
+    with open(out, "wb") as f:
+        pickle.dump(snap, f, protocol=4)
+
+
+def expandable(path, out):
+    with open(path, "rb") as f:
+        snap = pickle.load(f)
+    snap["allocator_settings"]["expandable_segments"] = True
+    snap["allocator_settings"]["PYTORCH_CUDA_ALLOC_CONF"] = "expandable_segments:True"
+    with open(out, "wb") as f:
+        pickle.dump(snap, f, protocol=4)
+
+
 # --- synthetic snapshots -------------------------------------------------------
 
 USER = "/workspace/proj/train.py"
@@ -277,6 +298,10 @@ def main(argv):
             print(json.dumps(facts(p)))
     elif argv[0] == "wrap":
         wrap(argv[1], int(argv[2]), argv[3])
+    elif argv[0] == "strip":
+        strip(argv[1], argv[2])
+    elif argv[0] == "expandable":
+        expandable(argv[1], argv[2])
     elif argv[0] == "synth":
         with open(argv[2], "wb") as f:
             pickle.dump(SYNTH[argv[1]](), f, protocol=4)

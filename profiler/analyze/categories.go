@@ -1,0 +1,241 @@
+package analyze
+
+import (
+	"math"
+	"sort"
+	"strings"
+
+	"github.com/vramscope/vramscope/profiler"
+)
+
+// Memory categories: what a block is for, decided from where it was
+// allocated (its frames, an Optimizer.step scope) and how long it lived
+// relative to the backward pass and the optimizer step.
+const (
+	CatParameter      = "parameter"       // allocated before recording or by model building, alive to the end
+	CatGradient       = "gradient"        // made by backward (autograd's thread) and alive into the optimizer step
+	CatOptimizerState = "optimizer_state" // made by optimizer code and alive after its step
+	CatActivation     = "activation"      // made in forward and still alive when backward began (saved for it)
+	CatTemporary      = "temporary"       // freed before the phase that made it ended
+	CatOther          = "other"           // long-lived tensors no backward used (caches, kept outputs), and pre-trace blocks freed later
+)
+
+var categoryOrder = []string{CatParameter, CatGradient, CatOptimizerState, CatActivation, CatTemporary, CatOther}
+
+// Category is the memory of one category at a moment (the peak).
+type Category struct {
+	Name   string  `json:"name"`
+	Bytes  int64   `json:"bytes"`
+	Blocks int64   `json:"blocks"`
+	Share  float64 `json:"share"` // of the bytes allocated at that moment
+}
+
+// lifetimes classifies the blocks of one device trace.
+type lifetimes struct {
+	a         *analysis
+	frameless []int64 // times of allocations with no frames at all: the backward pass
+	userAlloc []int64 // times of allocations whose stack reaches user code
+	opt       []window
+	ends      []int64 // step ends
+	optCode   map[profiler.StackID]bool
+	build     map[profiler.StackID]bool
+}
+
+func newLifetimes(a *analysis, lv levels, opt []window, steps []Step) *lifetimes {
+	lt := &lifetimes{a: a, opt: opt, optCode: map[profiler.StackID]bool{}, build: map[profiler.StackID]bool{}}
+	for i := 0; i < lv.log.len(); i++ {
+		switch e := lv.log.at(i); {
+		case e.stack == 1:
+			lt.frameless = append(lt.frameless, lv.time(i))
+		case e.stack > 1 && a.origins.hasUser(profiler.StackID(e.stack-1)):
+			lt.userAlloc = append(lt.userAlloc, lv.time(i))
+		}
+	}
+	for _, s := range steps {
+		lt.ends = append(lt.ends, s.EndUS)
+	}
+	return lt
+}
+
+// after is the first time in ts later than t and not past limit.
+func after(ts []int64, t, limit int64) (int64, bool) {
+	i := sort.Search(len(ts), func(i int) bool { return ts[i] > t })
+	if i < len(ts) && ts[i] <= limit {
+		return ts[i], true
+	}
+	return 0, false
+}
+
+func (lt *lifetimes) stackOf(b block) profiler.StackID {
+	if b.gap != nil {
+		return b.stack
+	}
+	return profiler.StackID(b.origin)
+}
+
+// optWindow is the Optimizer.step scope that contains t.
+func (lt *lifetimes) optWindow(t int64) (window, bool) {
+	i := sort.Search(len(lt.opt), func(i int) bool { return lt.opt[i].end >= t })
+	if i < len(lt.opt) && lt.opt[i].start <= t {
+		return lt.opt[i], true
+	}
+	return window{}, false
+}
+
+func (lt *lifetimes) isOptimizer(s profiler.StackID) bool {
+	v, ok := lt.optCode[s]
+	if !ok {
+		for _, id := range lt.a.frames.StackAt(s) {
+			if strings.Contains(lt.a.frames.FrameAt(id).File, "torch/optim/") {
+				v = true
+				break
+			}
+		}
+		lt.optCode[s] = v
+	}
+	return v
+}
+
+// buildFuncs are the functions that create a model's tensors on the device.
+var buildFuncs = map[string]bool{"_apply": true, "cuda": true, "to": true, "reset_parameters": true,
+	"_load_from_state_dict": true, "load_state_dict": true, "from_pretrained": true, "_load_pretrained_model": true}
+
+func (lt *lifetimes) isBuild(s profiler.StackID) bool {
+	v, ok := lt.build[s]
+	if !ok {
+		for _, id := range lt.a.frames.StackAt(s) {
+			f := lt.a.frames.FrameAt(id)
+			if buildFuncs[f.Func] || (f.Func == "__init__" && strings.Contains(f.File, "torch/nn/")) {
+				v = true
+				break
+			}
+		}
+		lt.build[s] = v
+	}
+	return v
+}
+
+// classify says what a block live at moment h was. With future, what
+// happened after h (when it was freed, whether backward used it) counts, as
+// it does for the peak; at an OOM it does not (what follows is unwinding).
+func (lt *lifetimes) classify(b block, h int64, future bool) string {
+	ft := b.ft
+	if ft == 0 || (!future && ft > h) {
+		ft = math.MaxInt64
+	}
+	alive := ft == math.MaxInt64
+	if b.seq < 0 {
+		if alive {
+			return CatParameter
+		}
+		return CatOther
+	}
+	limit := int64(math.MaxInt64)
+	if !future {
+		limit = h
+	}
+	stack := lt.stackOf(b)
+	w, inOpt := lt.optWindow(b.t)
+	if inOpt || lt.isOptimizer(stack) {
+		end := w.end
+		if !inOpt {
+			e, ok := after(lt.ends, b.t, limit)
+			if !ok {
+				if alive {
+					return CatOptimizerState
+				}
+				return CatTemporary
+			}
+			end = e
+		}
+		if ft > end {
+			return CatOptimizerState
+		}
+		return CatTemporary
+	}
+	if stack == 0 { // autograd's thread
+		var next int64
+		var ok bool
+		if len(lt.opt) > 0 {
+			i := sort.Search(len(lt.opt), func(i int) bool { return lt.opt[i].start > b.t })
+			if i < len(lt.opt) && lt.opt[i].start <= limit {
+				next, ok = lt.opt[i].start, true
+			}
+		} else {
+			next, ok = after(lt.userAlloc, b.t, limit)
+		}
+		if (ok && ft > next) || (!ok && alive) {
+			return CatGradient
+		}
+		return CatTemporary
+	}
+	if alive && lt.isBuild(stack) {
+		return CatParameter
+	}
+	if bw, ok := after(lt.frameless, b.t, limit); ok {
+		if ft > bw {
+			return CatActivation
+		}
+		return CatTemporary
+	}
+	if !alive {
+		return CatTemporary
+	}
+	// Alive, and no backward pass began after it (by h for an OOM). In a
+	// training run a block made since the last step ended belongs to the
+	// forward pass in flight; one that outlived a step boundary unused, or any
+	// long-lived block of a run without backward, is something kept.
+	if _, ok := after(lt.ends, b.t, limit); ok {
+		return CatOther
+	}
+	if len(lt.frameless) > 0 && lt.frameless[0] < b.t {
+		return CatActivation
+	}
+	return CatOther
+}
+
+// catBlock is a block with its category.
+type catBlock struct {
+	block
+	cat string
+}
+
+// tally classifies blocks live at moment h; untracked bytes (allocated before
+// the trace, known only from the end state) count as parameters.
+func (lt *lifetimes) tally(blocks []block, untracked int64, h int64, future bool) ([]Category, []catBlock) {
+	sum := map[string]*Category{}
+	for _, n := range categoryOrder {
+		sum[n] = &Category{Name: n}
+	}
+	out := make([]catBlock, 0, len(blocks))
+	var total int64
+	for _, b := range blocks {
+		c := lt.classify(b, h, future)
+		out = append(out, catBlock{b, c})
+		sum[c].Bytes += b.size
+		sum[c].Blocks++
+		total += b.size
+	}
+	if untracked > 0 {
+		sum[CatParameter].Bytes += untracked
+		total += untracked
+	}
+	cats := make([]Category, 0, len(categoryOrder))
+	for _, n := range categoryOrder {
+		c := *sum[n]
+		if total > 0 {
+			c.Share = float64(c.Bytes) / float64(total)
+		}
+		cats = append(cats, c)
+	}
+	return cats, out
+}
+
+func catBytes(cats []Category, name string) int64 {
+	for _, c := range cats {
+		if c.Name == name {
+			return c.Bytes
+		}
+	}
+	return 0
+}

@@ -1,0 +1,69 @@
+package analyze
+
+import "fmt"
+
+// oomFinding reports one OOM event with the state around it and its cause:
+// the finding kind that explains it, decided from the evidence in this order —
+// fragmentation (enough was cached, not in one piece), leak (memory grew step
+// after step until it ran out), large_allocation (one request is a large share
+// of what was needed), activation_peak (activations saved for backward are
+// most of it), optimizer_state (optimizer state is most of it), and otherwise
+// capacity (the working set, spread over many tensors, does not fit).
+func (dg *devDiag) oomFinding(i int, leak bool) Finding {
+	od := dg.ooms[i]
+	o := od.o
+	cached := o.Reserved - o.Allocated
+	need := o.Allocated + o.Requested
+	cause := "capacity"
+	switch {
+	case od.frag:
+		cause = KindFragmentation
+	case leak:
+		cause = KindLeak
+	case od.large:
+		cause = KindLargeAllocation
+	case od.act:
+		cause = KindActivationPeak
+	case od.cats != nil && 2*catBytes(od.cats, CatOptimizerState) >= need:
+		cause = KindOptimizerState
+	}
+	f := Finding{
+		Kind: KindOOM, Severity: "error", Cause: cause, File: o.File, Line: o.Line,
+		Title: fmt.Sprintf("CUDA out of memory: %s requested with %s allocated and %s reserved (cause: %s)",
+			fb(o.Requested), fb(o.Allocated), fb(o.Reserved), cause),
+		Evidence: Evidence{
+			Numbers: map[string]int64{"requested": o.Requested, "allocated": o.Allocated, "reserved": o.Reserved,
+				"reserved_unallocated": cached, "device_free": int64(o.DeviceFree)},
+			StartUS: o.TimeUS, EndUS: o.TimeUS,
+		},
+	}
+	for _, c := range od.cats {
+		f.Evidence.Numbers["allocated_"+c.Name] = c.Bytes
+	}
+	if od.atEnd {
+		f.Evidence.Numbers["largest_free_block"] = dg.d.Allocator.LargestFreeBlock
+	}
+	if o.File != "" {
+		f.Evidence.Lines = append(f.Evidence.Lines, EvidenceLine{File: o.File, Line: o.Line, Bytes: o.Requested, Note: "the failing request"})
+	}
+	if n := len(o.Frames); n > 0 && o.Frames[n-1].File != o.File {
+		in := o.Frames[n-1]
+		f.Evidence.Lines = append(f.Evidence.Lines, EvidenceLine{File: in.File, Line: in.Line, Bytes: o.Requested,
+			Note: "allocating frame (" + in.Func + ")"})
+	}
+	switch cause {
+	case KindFragmentation:
+		f.Fix = fragFix(dg.r.Settings.ExpandableSegments || dg.d.Allocator.ExpandableSegs > 0)
+	case KindLeak:
+		f.Fix = "memory grew every step until it ran out: see the leak finding for the lines whose blocks are never freed"
+	case KindLargeAllocation:
+		f.Fix = largeFix(o.Frames)
+	case KindActivationPeak:
+		f.Fix = "activations saved for backward fill the device: see the activation_peak finding; checkpoint the repeated blocks or lower the batch size"
+	case KindOptimizerState:
+		f.Fix = optimizerFix(dg.optName)
+	default:
+		f.Fix = "the working set does not fit: lower the batch size, enable gradient checkpointing, or shard the model and optimizer state"
+	}
+	return f
+}
