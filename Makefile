@@ -23,7 +23,7 @@ setup:
 	$(GO) mod download
 	npm ci --no-audit --no-fund
 	test -x .venv/bin/python || python3 -m venv .venv
-	.venv/bin/pip install -q --disable-pip-version-check -e './jupyter[test]'
+	.venv/bin/pip install -q --disable-pip-version-check -e './jupyter[test,notebook]' -r jupyter/requirements-test.txt
 	@command -v chromium >/dev/null 2>&1 || { \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \

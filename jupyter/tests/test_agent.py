@@ -194,6 +194,8 @@ def test_bounded_queue_drops_instead_of_blocking(env, spawn):
 def test_oom_capture_handed_to_daemon(daemon, env, spawn):
     c = spawn(no_torch(env, VRAMSCOPE_TEST_SNAPSHOT=EXAMPLE), ATTACH)
     daemon.wait_register(pid=c.pid)
+    # the peer has the request; the agent counts as registered once it reads the answer
+    assert c.wait("vramscope.status()['registered']")
     c("vramscope._agent._simulate_oom(device=0, requested=123, device_total=1000, device_free=5)")
     cap = daemon.wait_captured()
     assert cap["reason"] == "oom"

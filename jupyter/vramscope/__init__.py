@@ -13,9 +13,15 @@ Or start a program under ``python -m vramscope run -- CMD ARGS...`` (every
 Python process of it that initialises CUDA attaches by itself), or attach to a
 running one with ``python -m vramscope attach PID`` (Python 3.14+).
 
+In a notebook, ``%load_ext vramscope`` adds the ``%%vramscope`` cell magic
+(the GPU memory a cell allocates, as a flame graph) and ``%vramscope open FILE |
+diff A B | snapshot | live`` (see vramscope.notebook; needs the ``notebook``
+extra for the interactive widget).
+
 The agent is stdlib only; it imports nothing from torch until the program does.
 This module stays small: the bootstrap imports it in every Python process
-started under ``vramscope run``.
+started under ``vramscope run`` (IPython and the widgets load only with the
+extension).
 """
 
 __version__ = "0.1.0"
@@ -69,3 +75,16 @@ def _auto_install():
         _agent.auto_attach(torch_module)
 
     return _importhook.install(fire)
+
+
+def load_ipython_extension(ipython):
+    """%load_ext vramscope: registers %%vramscope and %vramscope."""
+    from . import _magic
+
+    _magic.load(ipython)
+
+
+def unload_ipython_extension(ipython):
+    from . import _magic
+
+    _magic.unload(ipython)

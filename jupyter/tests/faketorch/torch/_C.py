@@ -17,3 +17,9 @@ def _cuda_getDevice():
 
     torch.cuda._lazy_init()
     return torch.cuda._device
+
+
+def _cuda_isHistoryEnabled():
+    import torch
+
+    return torch.cuda.memory._history_enabled()

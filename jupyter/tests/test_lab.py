@@ -1,0 +1,163 @@
+"""The widget in a real JupyterLab 4 driven by a real browser.
+
+Starts JupyterLab on loopback (a free port, a random token, private config and
+runtime directories) with a notebook that runs `%vramscope open
+examples/snapshots/example_train.pickle` and shows a 100k-frame tree, then runs
+lab_browser.mjs (Debian's chromium through playwright-core): the widget
+renders, flame-graph nodes exist, hovering shows bytes, a click selects a frame
+and the kernel holds the selection, another weight is computed by the kernel.
+Screenshots go to test-artifacts/ (or $VRAMSCOPE_ARTIFACTS); the 100k render
+time is printed.
+
+Needs node, chromium (/usr/bin/chromium or $VRAMSCOPE_CHROMIUM), go (for the
+100k demo tree) and `npm ci`; a missing piece fails the test.
+VRAMSCOPE_SKIP_BROWSER=1 skips it on purpose.
+"""
+import json
+import os
+import re
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+
+import pytest
+
+from conftest import EXAMPLE, ROOT
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SCRIPT = os.path.join(HERE, "lab_browser.mjs")
+CHROMIUM = os.environ.get("VRAMSCOPE_CHROMIUM", "/usr/bin/chromium")
+ARTIFACTS = os.path.abspath(os.environ.get("VRAMSCOPE_ARTIFACTS") or os.path.join(ROOT, "test-artifacts"))
+
+pytestmark = pytest.mark.skipif(os.environ.get("VRAMSCOPE_SKIP_BROWSER") == "1", reason="VRAMSCOPE_SKIP_BROWSER=1")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def demo_tree(path):
+    """The 100k-frame tree of profiler/flame/internal/demo (the same the CLI page's browser test draws)."""
+    html = path + ".html"
+    subprocess.run(["go", "run", "./profiler/flame/internal/demo", html], cwd=ROOT, check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    with open(html, encoding="utf-8") as f:
+        m = re.search(r'<script type="application/json" id="vramscope-data">(.*?)</script>', f.read(), re.S)
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(m.group(1))
+
+
+def write_notebook(path, tree_path):
+    import nbformat
+
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb.cells = [nbformat.v4.new_code_cell(c) for c in [
+        "%%load_ext vramscope\nimport os\nos.chdir(%r)" % ROOT,
+        "%vramscope open examples/snapshots/example_train.pickle",
+        "import json\nfrom vramscope import notebook\nw = notebook.last()\n"
+        "notebook.flame(json.load(open(%r)), '100k frames')" % tree_path,
+    ]]
+    nbformat.write(nb, path)
+
+
+@pytest.fixture
+def lab(tmp_path):
+    for tool, hint in (("node", "install Node.js"), ("go", "install Go")):
+        assert shutil.which(tool), "%s not found: %s, or set VRAMSCOPE_SKIP_BROWSER=1" % (tool, hint)
+    assert os.path.exists(CHROMIUM), "chromium not found at %s: apt-get install chromium, or set " \
+                                     "VRAMSCOPE_SKIP_BROWSER=1" % CHROMIUM
+    root = tmp_path / "lab"
+    cfg = tmp_path / "config"
+    root.mkdir()
+    cfg.mkdir()
+    # No news feed, no update check: nothing leaves the machine.
+    (cfg / "jupyter_server_config.json").write_text(json.dumps({"LabApp": {
+        "news_url": None, "check_for_updates_class": "jupyterlab.NeverCheckForUpdate"}}))
+    # ... and no "fetch news?" toast over the notebook in the screenshots.
+    settings = tmp_path / "settings" / "@jupyterlab" / "apputils-extension"
+    settings.mkdir(parents=True)
+    (settings / "notification.jupyterlab-settings").write_text(json.dumps({"fetchNews": "false",
+                                                                            "checkForUpdates": False}))
+    tree = str(tmp_path / "tree100k.json")
+    demo_tree(tree)
+    write_notebook(str(root / "widget.ipynb"), tree)
+    port, token = free_port(), secrets.token_hex(16)
+    env = dict(os.environ, JUPYTER_CONFIG_DIR=str(cfg), JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime"),
+               JUPYTERLAB_WORKSPACES_DIR=str(tmp_path / "workspaces"),
+               JUPYTERLAB_SETTINGS_DIR=str(tmp_path / "settings"), PYTHONPATH=os.path.dirname(HERE))
+    env.pop("VRAMSCOPE_SOCKET", None)
+    args = [sys.executable, "-m", "jupyterlab", "--no-browser", "--ServerApp.ip=127.0.0.1",
+            "--ServerApp.port=%d" % port, "--ServerApp.port_retries=0", "--IdentityProvider.token=%s" % token,
+            "--ServerApp.root_dir=%s" % root, "--LabApp.expose_app_in_browser=True"]
+    if os.geteuid() == 0:
+        args.append("--allow-root")
+    log = open(tmp_path / "lab.log", "w")
+    p = subprocess.Popen(args, cwd=str(root), env=env, stdout=log, stderr=subprocess.STDOUT)
+    url = "http://127.0.0.1:%d/" % port
+    try:
+        deadline = time.time() + 60
+        while True:
+            assert p.poll() is None, "JupyterLab exited: %s" % (tmp_path / "lab.log").read_text()[-2000:]
+            try:
+                urllib.request.urlopen(url + "api/status?token=" + token, timeout=2).read()
+                break
+            except OSError:
+                assert time.time() < deadline, "JupyterLab did not start in 60 s"
+                time.sleep(0.3)
+        yield url, token, tmp_path
+    finally:
+        p.terminate()
+        try:
+            p.wait(10)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+        log.close()
+
+
+def test_widget_in_jupyterlab(lab, capsys):
+    url, token, tmp = lab
+    env = dict(os.environ, LAB_URL=url, LAB_TOKEN=token, LAB_NOTEBOOK="widget.ipynb", VRAMSCOPE_ARTIFACTS=ARTIFACTS,
+               LAB_SOURCE=os.path.join(ROOT, "examples", "record", "record_examples.py"))
+    r = subprocess.run(["node", SCRIPT], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                       text=True, timeout=240)
+    with capsys.disabled():
+        sys.stdout.write("\n" + "\n".join("  lab: " + ln for ln in r.stdout.strip().splitlines()) + "\n")
+    assert r.returncode == 0, r.stdout[-4000:] + "\n--- lab log ---\n" + (tmp / "lab.log").read_text()[-3000:]
+    for name in ("notebook-widget-hover.png", "notebook-widget-selected.png", "notebook-widget-100k.png"):
+        assert os.path.getsize(os.path.join(ARTIFACTS, name)) > 10_000
+    assert os.path.exists(EXAMPLE)
+
+
+def test_html_fallback_in_nbconvert(tmp_path, capsys):
+    """Where widgets cannot render: a notebook saved without widget state (as
+    JupyterLab saves by default), converted by nbconvert, shows the report from
+    the text/html fallback, drawn by the inlined flame.js with no network."""
+    import nbclient
+    import nbconvert
+    import nbformat
+
+    assert shutil.which("node") and os.path.exists(CHROMIUM), "node and chromium are needed"
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb.cells = [nbformat.v4.new_code_cell("%load_ext vramscope"),
+                nbformat.v4.new_code_cell("%vramscope open examples/snapshots/example_train.pickle")]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("VRAMSCOPE_")}
+    nbclient.NotebookClient(nb, kernel_name="python3", store_widget_state=False,
+                            resources={"metadata": {"path": ROOT}}).execute(env=env)
+    body, _ = nbconvert.HTMLExporter().from_notebook_node(nb)
+    page = tmp_path / "converted.html"
+    page.write_text(body, encoding="utf-8")
+    r = subprocess.run(["node", os.path.join(HERE, "fallback_browser.mjs")], cwd=ROOT, stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, text=True, timeout=120,
+                       env=dict(os.environ, FALLBACK_HTML=str(page), VRAMSCOPE_ARTIFACTS=ARTIFACTS))
+    with capsys.disabled():
+        sys.stdout.write("\n  " + r.stdout.strip().replace("\n", "\n  ") + "\n")
+    assert r.returncode == 0, r.stdout[-4000:]

@@ -1,0 +1,242 @@
+"""The notebook side's parts, without a kernel: the shared renderer's copy, the
+cost of `import vramscope`, finding the engine, cell-relative names from a real
+IPython shell, the HTML fallback's safety, narrowing a snapshot to a cell, and
+the live sampler against a fake daemon."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import PKG_PARENT, ROOT
+
+pytest.importorskip("IPython")  # the notebook extra: pip install -e './jupyter[test,notebook]'
+
+from vramscope import _engine, _html, _live, _magic, _names  # noqa: E402
+
+WEB = os.path.join(ROOT, "profiler", "flame", "web")
+STATIC = os.path.join(PKG_PARENT, "vramscope", "static")
+
+
+@pytest.mark.parametrize("name", ["flame.js", "flame.css"])
+def test_bundled_renderer_is_the_shared_one(name):
+    """The widget ships profiler/flame/web's renderer byte for byte (no second
+    renderer): after editing it there, run `python3 jupyter/sync_static.py`."""
+    with open(os.path.join(WEB, name), "rb") as a, open(os.path.join(STATIC, name), "rb") as b:
+        assert a.read() == b.read(), "jupyter/vramscope/static/%s differs from profiler/flame/web/%s: " \
+                                     "run python3 jupyter/sync_static.py" % (name, name)
+
+
+def test_sync_static_check_mode(tmp_path):
+    r = subprocess.run([sys.executable, os.path.join(PKG_PARENT, "sync_static.py"), "--check"], capture_output=True,
+                       text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_widget_module_is_flame_js_then_widget_js():
+    pytest.importorskip("anywidget")
+    from vramscope import _widget
+
+    esm = _widget.esm("widget.js")
+    with open(os.path.join(WEB, "flame.js"), encoding="utf-8") as f:
+        flame = f.read()
+    assert flame in esm and esm.index(flame) < esm.index("export default")
+    assert "http://" not in esm and "https://" not in esm  # nothing fetched at view time
+
+
+def test_import_vramscope_stays_cheap():
+    code = ("import sys, time; t = time.perf_counter(); import vramscope; dt = time.perf_counter() - t; "
+            "heavy = sorted(m for m in sys.modules if m.split('.')[0] in ('IPython', 'anywidget', 'ipywidgets', "
+            "'traitlets', 'torch') or m.startswith('vramscope.')); print(repr(heavy)); print(dt)")
+    env = dict(os.environ, PYTHONPATH=PKG_PARENT)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True).stdout
+    heavy, dt = out.splitlines()
+    assert heavy == "[]", heavy
+    assert hasattr(__import__("vramscope"), "load_ipython_extension")
+    print("import vramscope: %.1f ms" % (float(dt) * 1000))
+
+
+# --- the engine -----------------------------------------------------------------
+
+def _exe(path, text="#!/bin/sh\necho engine\n"):
+    with open(path, "w") as f:
+        f.write(text)
+    os.chmod(path, 0o755)
+    return str(path)
+
+
+def test_find_binary_order(tmp_path, monkeypatch):
+    env_bin = _exe(tmp_path / "env-vramscope", "\x7fELF")
+    bundled = tmp_path / "pkg" / "bin"
+    bundled.mkdir(parents=True)
+    bundled_bin = _exe(bundled / "vramscope", "\x7fELF")
+    path_dir = tmp_path / "path"
+    path_dir.mkdir()
+    on_path = _exe(path_dir / "vramscope", "\x7fELF")
+    checkout = _exe(tmp_path / "checkout-vramscope", "\x7fELF")
+    monkeypatch.setattr(_engine, "BUNDLED", bundled_bin)
+    monkeypatch.setattr(_engine, "CHECKOUT", checkout)
+    monkeypatch.setenv("PATH", str(path_dir))
+    monkeypatch.setenv("VRAMSCOPE_BIN", env_bin)
+    assert _engine.find_binary() == env_bin
+    monkeypatch.delenv("VRAMSCOPE_BIN")
+    assert _engine.find_binary() == bundled_bin
+    os.remove(bundled_bin)
+    assert _engine.find_binary() == on_path
+    # a Python entry point named vramscope on PATH is not the engine
+    _exe(path_dir / "vramscope", "#!/usr/bin/env python3\n")
+    assert _engine.find_binary() == checkout
+    os.remove(checkout)
+    with pytest.raises(_engine.EngineError, match="not found"):
+        _engine.find_binary()
+    monkeypatch.setenv("VRAMSCOPE_BIN", str(tmp_path / "missing"))
+    with pytest.raises(_engine.EngineError, match="not an executable"):
+        _engine.find_binary()
+
+
+def test_engine_errors_name_the_cause(tmp_path, monkeypatch):
+    bad = tmp_path / "bad.pickle"
+    bad.write_bytes(b"not a pickle")
+    if not os.path.exists(_engine.CHECKOUT) and not os.environ.get("VRAMSCOPE_BIN"):
+        pytest.skip("no engine built")
+    with pytest.raises(_engine.EngineError) as e:
+        _engine.analyze(str(bad))
+    assert str(e.value) and "Traceback" not in str(e.value)
+    with pytest.raises(_engine.EngineError, match="weight"):
+        _engine.flame(str(bad), "heaviest")
+
+
+# --- cell-relative names ----------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def shell():
+    IPython = pytest.importorskip("IPython")
+    from IPython.core.interactiveshell import InteractiveShell
+
+    sh = InteractiveShell.instance()
+    yield sh
+    InteractiveShell.clear_instance()
+    del IPython
+
+
+def test_names_from_a_real_shell(shell):
+    """IPython's own cell file names (<ipython-input-N-…> here; ipykernel's
+    /tmp/ipykernel_PID/HASH.py in test_notebook.py) map to "cell [N]"."""
+    shell.run_cell("import sys\n_f1 = sys._getframe().f_code.co_filename", store_history=True)
+    shell.run_cell("def _g():\n    return sys._getframe().f_code.co_filename\n_f2 = _g()", store_history=True)
+    f1, f2 = shell.user_ns["_f1"], shell.user_ns["_f2"]
+    assert f1 != f2
+    lab = _names.Labeler(_names.cell_files(shell))
+    n1, n2 = lab.cell(f1), lab.cell(f2)
+    assert isinstance(n1, int) and n2 == n1 + 1
+    assert lab.label(f1, 5) == "cell [%d], line 5" % n1
+    assert lab.label("/home/u/train.py", 7) == "/home/u/train.py:7"
+    assert lab.real["cell [%d]" % n1] == f1
+    base = os.path.basename(f2) if not f2.startswith("<") else f2
+    assert lab.text("[no user frame] after %s:70, before :71" % base) == \
+        "[no user frame] after cell [%d]:70, before :71" % n2
+
+
+def test_names_of_cells_of_another_kernel():
+    lab = _names.Labeler({})
+    assert lab.label("<ipython-input-12-0a1b2c3d4e5f>", 3) == "cell [12], line 3"
+    assert lab.label("/tmp/ipykernel_4242/123456789.py", 3) == "cell [?], line 3"
+    assert lab.cell("/tmp/ipykernel_data/train.py") is None
+    assert lab.text("after <ipython-input-4-abcdef>:9") == "after cell [4]:9"
+    tree = {"root": {"n": "all", "v": 3, "c": [
+        {"n": "<module>", "f": "<ipython-input-2-ffee>", "l": 4, "v": 3, "c": [
+            {"n": "[backward pass of <ipython-input-2-ffee>:4]", "v": 1},
+            {"n": "step", "f": "/usr/lib/python3/site-packages/torch/optim/adam.py", "l": 9, "v": 2}]}]}}
+    lab.tree(tree)
+    mod = tree["root"]["c"][0]
+    assert mod["f"] == "cell [2]" and mod["l"] == 4
+    assert mod["c"][0]["n"] == "[backward pass of cell [2]:4]"
+    assert mod["c"][1]["f"].endswith("adam.py")
+
+
+# --- the HTML fallback --------------------------------------------------------------
+
+def test_fallback_cannot_be_broken_out_of():
+    evil = "</script><script>alert(1)</script><!--"
+    view = {"title": evil, "facts": [evil], "top_lines": [{"label": evil, "peak_bytes": 1, "peak_share": 1,
+                                                            "alloc_bytes": 1, "allocs": 1}],
+            "findings": [{"severity": "error", "title": evil, "where": evil, "fix": evil}],
+            "tree": {"title": "t", "weight": "peak", "unit": "bytes", "root": {"n": evil, "f": evil, "v": 10}}}
+    page = _html.page(view)
+    assert "<script>alert(1)" not in page
+    assert page.count("<script") == 3  # data, flame.js, the call
+    data = page.split('type="application/json"', 1)[1].split(">", 1)[1].split("</script>", 1)[0]
+    assert json.loads(data)["root"]["n"] == evil
+    assert "alert(1)" in _html.plain(view)
+
+
+def test_prune_keeps_totals_and_drops_invisible_frames():
+    tree = {"root": {"n": "all", "v": 1_000_000, "c": [
+        {"n": "big", "v": 999_990, "c": [{"n": "tiny", "v": 5}]}, {"n": "small", "v": 10}]}}
+    p = _html.prune(tree, 1e-5)
+    assert p["root"]["v"] == 1_000_000
+    assert [c["n"] for c in p["root"]["c"]] == ["big", "small"]
+    assert "c" not in p["root"]["c"][0]
+    assert tree["root"]["c"][0]["c"], "the original is not modified"
+
+
+# --- narrowing a snapshot to the cell -------------------------------------------------
+
+def test_trim_cuts_outer_frames_and_old_events():
+    cell = "/tmp/ipykernel_1/22.py"
+    frames = [{"filename": "lib.py", "line": 1, "name": "inner"}, {"filename": cell, "line": 3, "name": "<module>"},
+              {"filename": "interactiveshell.py", "line": 9, "name": "run_code"},
+              {"filename": "/tmp/ipykernel_1/11.py", "line": 1, "name": "<module>"}]
+    snap = {"device_traces": [[{"action": "alloc", "time_us": 5, "frames": list(frames)},
+                               {"action": "alloc", "time_us": 20, "frames": list(frames)},
+                               {"action": "alloc", "time_us": 30, "frames": frames[:1]}]],
+            "segments": [{"frames": list(frames), "blocks": [{"frames": list(frames)}]}]}
+    _magic.trim(snap, 10, cell, drop_before=True)
+    tr = snap["device_traces"][0]
+    assert [e["time_us"] for e in tr] == [20, 30]
+    assert [f["name"] for f in tr[0]["frames"]] == ["inner", "<module>"]
+    assert tr[1]["frames"] == frames[:1]  # a stack outside the cell stays as it is
+    assert len(snap["segments"][0]["blocks"][0]["frames"]) == 2
+
+
+# --- the live sampler -----------------------------------------------------------------
+
+def test_sampler_daemon_counters(tmp):
+    from test_notebook import FakeDaemon
+
+    sock = os.path.join(tmp, "d.sock")
+    d = FakeDaemon(sock)
+    try:
+        s = _live.Sampler(interval=0.1, device=0, socket=sock)
+        source, note = s.probe()
+        assert "daemon" in source
+        hist = s.history()
+        assert hist and hist[0]["used"] == 5 << 30
+        p = s.sample()
+        assert p["used"] == 5 << 30 and p["util"] == 37 and p["total"] == 80 << 30
+        s.close()
+        assert d.calls[:2] == ["daemon.hello", "counters.devices"]
+    finally:
+        d.close()
+
+
+def test_sampler_without_daemon_says_why(tmp):
+    s = _live.Sampler(socket=os.path.join(tmp, "none.sock"))
+    source, note = s.probe()
+    if "torch" in sys.modules:
+        pytest.skip("torch imported in this process")
+    assert source == "" and "no daemon at" in note and "vramscope serve" in note
+    assert s.sample() is None
+
+
+def test_without_anywidget_reports_are_static_html(monkeypatch):
+    from vramscope import _widget
+
+    monkeypatch.setattr(_widget, "anywidget_available", lambda: False)
+    view = {"title": "t", "facts": ["f"], "top_lines": [], "findings": [],
+            "tree": {"title": "t", "weight": "peak", "unit": "bytes", "root": {"n": "all", "v": 1}}}
+    r = _widget.report(view)
+    assert isinstance(r, _widget.Static) and _widget.last() is r
+    b = r._repr_mimebundle_()
+    assert set(b) == {"text/plain", "text/html"} and "VramscopeFlame.render" in b["text/html"]

@@ -1,0 +1,118 @@
+"""The Go engine, run as a program: every analysis the notebook shows comes from
+`vramscope analyze --json`, `vramscope flame --format json` and
+`vramscope diff --json` — there is no second analyser in Python.
+
+Which binary: $VRAMSCOPE_BIN; else one bundled in the wheel
+(vramscope/bin/vramscope); else `vramscope` on PATH (when it is the Go program,
+not a Python entry point); else the checkout's bin/vramscope (make build) when
+the package runs from the repository.
+"""
+import json
+import os
+import shutil
+import subprocess
+import threading
+
+PKG_DIR = os.path.dirname(os.path.abspath(__file__))
+BUNDLED = os.path.join(PKG_DIR, "bin", "vramscope")
+CHECKOUT = os.path.join(os.path.dirname(os.path.dirname(PKG_DIR)), "bin", "vramscope")
+TIMEOUT = float(os.environ.get("VRAMSCOPE_ENGINE_TIMEOUT", "600"))
+WEIGHTS = ("peak", "alloc", "current")
+
+
+class EngineError(Exception):
+    """The engine could not be found, or it failed; the message says which and why."""
+
+
+def _executable(path):
+    return bool(path) and os.path.isfile(path) and os.access(path, os.X_OK)
+
+
+def _is_script(path):
+    """A Python console script named vramscope is not the engine."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(2)
+    except OSError:
+        return True
+    return head == b"#!"
+
+
+def find_binary():
+    """The path of the vramscope engine, or EngineError saying where it looked."""
+    env = os.environ.get("VRAMSCOPE_BIN")
+    if env:
+        if _executable(env):
+            return env
+        raise EngineError("VRAMSCOPE_BIN=%s is not an executable file" % env)
+    if _executable(BUNDLED):
+        return BUNDLED
+    on_path = shutil.which("vramscope")
+    if on_path and not _is_script(on_path):
+        return on_path
+    if _executable(CHECKOUT):
+        return CHECKOUT
+    raise EngineError("the vramscope engine was not found: set VRAMSCOPE_BIN, put the `vramscope` binary on PATH, "
+                      "or run `make build` in the repository")
+
+
+def run(args, timeout=None):
+    """Run the engine with args and return its standard output (bytes)."""
+    exe = find_binary()
+    try:
+        p = subprocess.run([exe] + list(args), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, timeout=timeout or TIMEOUT)
+    except subprocess.TimeoutExpired:
+        raise EngineError("vramscope %s timed out" % args[0]) from None
+    except OSError as e:
+        raise EngineError("could not run %s: %s" % (exe, e)) from None
+    if p.returncode != 0:
+        msg = p.stderr.decode("utf-8", "replace").strip().splitlines()
+        raise EngineError(msg[-1] if msg else "vramscope %s exited with status %d" % (args[0], p.returncode))
+    return p.stdout
+
+
+def run_json(args, timeout=None):
+    out = run(args, timeout)
+    try:
+        return json.loads(out)
+    except ValueError as e:
+        raise EngineError("vramscope %s printed no JSON (%s)" % (args[0], e)) from None
+
+
+def analyze(path):
+    """The analysis (analyze.Result) of a snapshot file."""
+    return run_json(["analyze", "--json", path])
+
+
+def flame(path, weight="peak"):
+    """The flame tree (flame.Tree: {title, weight, unit, root}) of a snapshot file."""
+    if weight not in WEIGHTS:
+        raise EngineError("weight must be one of %s" % ", ".join(WEIGHTS))
+    return run_json(["flame", "--format", "json", "--weight", weight, path])
+
+
+def diff(a, b):
+    """Per-line change from snapshot a to snapshot b (analyze.Diff)."""
+    return run_json(["diff", "--json", a, b])
+
+
+def analyze_and_flame(path, weight="peak"):
+    """analyze() and flame() of one file, the two engine runs side by side."""
+    out = {}
+
+    def tree():
+        try:
+            out["tree"] = flame(path, weight)
+        except BaseException as e:  # re-raised below, on the caller's thread
+            out["error"] = e
+
+    t = threading.Thread(target=tree, name="vramscope-flame", daemon=True)
+    t.start()
+    try:
+        result = analyze(path)
+    finally:
+        t.join()
+    if "error" in out:
+        raise out["error"]
+    return result, out["tree"]

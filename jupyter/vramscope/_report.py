@@ -1,0 +1,155 @@
+"""What the notebook shows, picked out of the engine's JSON: the facts line,
+the top lines (with cell-relative names), the findings and a diff's rows.
+Formatting only; every number comes from the Go engine (or from torch's own
+counters, for the peak before a cell)."""
+import os
+
+UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB")
+
+
+def fmt_bytes(n):
+    """Binary units, two decimals, as flame.js's formatBytes: 1536 -> "1.50 KiB"."""
+    n = int(n or 0)
+    sign = "-" if n < 0 else ""
+    v = float(abs(n))
+    u = 0
+    while v >= 1024 and u < len(UNITS) - 1:
+        v /= 1024
+        u += 1
+    if u == 0:
+        return "%s%d B" % (sign, round(v))
+    if "%.2f" % v == "1024.00" and u < len(UNITS) - 1:
+        v, u = 1.0, u + 1
+    return "%s%.2f %s" % (sign, v, UNITS[u])
+
+
+def fmt_delta(n):
+    return ("+" if n > 0 else "") + fmt_bytes(n)
+
+
+def fmt_count(n):
+    return "{:,}".format(int(n or 0))
+
+
+def fmt_share(x):
+    x = float(x or 0) * 100
+    if 0 < x < 0.05:
+        return "<0.1%"
+    return "%.1f%%" % x
+
+
+def site_label(site, labeler):
+    """The name of one site (analyze.Site): "cell [3], line 5 (train_step)" or
+    "/path/file.py:69 (fn)" or a phase's own name."""
+    f, line, fn = site.get("file") or "", site.get("line") or 0, site.get("function") or ""
+    if not f:
+        return labeler.text(fn) if labeler else fn
+    where = labeler.label(f, line) if labeler else ("%s:%d" % (f, line) if line else f)
+    if fn and fn != "<module>":
+        where += " (%s)" % fn
+    return where
+
+
+def top_lines(result, labeler, top=10):
+    """The sites holding the most at the peak, as rows for the table."""
+    rows = []
+    for s in (result.get("sites") or [])[: max(0, int(top))]:
+        f = s.get("file") or ""
+        rows.append({
+            "label": site_label(s, labeler),
+            "cell": labeler.cell(f) if (labeler and f) else None,
+            "file": f,
+            "line": s.get("line") or 0,
+            "function": s.get("function") or "",
+            "kind": s.get("kind") or "",
+            "peak_bytes": s.get("peak_bytes") or 0,
+            "peak_share": s.get("peak_share") or 0,
+            "alloc_bytes": s.get("alloc_bytes") or 0,
+            "allocs": s.get("allocs") or 0,
+            "max_alloc": s.get("max_alloc") or 0,
+        })
+    return rows
+
+
+def findings(result, labeler):
+    out = []
+    for f in result.get("findings") or []:
+        where = ""
+        if f.get("file"):
+            where = labeler.label(f["file"], f.get("line") or 0) if labeler else "%s:%s" % (f["file"], f.get("line"))
+        out.append({
+            "kind": f.get("kind") or "",
+            "severity": f.get("severity") or "info",
+            "title": labeler.text(f.get("title") or "") if labeler else f.get("title") or "",
+            "where": where,
+            "fix": labeler.text(f.get("fix") or "") if labeler else f.get("fix") or "",
+        })
+    return out
+
+
+def peak_device(result):
+    peak = result.get("peak") or {}
+    for d in result.get("devices") or []:
+        if d.get("device") == peak.get("device"):
+            return d
+    devs = result.get("devices") or []
+    return devs[0] if devs else {}
+
+
+def facts(result, name=None):
+    """Short facts about a snapshot's analysis, one per string. name: what to
+    call it (default: the file's name, with the file's size)."""
+    out = []
+    ev = int(result.get("events") or 0)
+    events = "%s trace event%s" % (fmt_count(ev), "" if ev == 1 else "s")
+    if name:
+        out.append("%s: %s" % (name, events))
+    else:
+        name = os.path.basename(result.get("file") or "") or "snapshot"
+        out.append("%s: %s, %s" % (name, events, fmt_bytes(result.get("file_bytes"))))
+    peak = result.get("peak") or {}
+    dev = peak_device(result)
+    if peak.get("bytes"):
+        s = "device %s: peak %s" % (peak.get("device", 0), fmt_bytes(peak["bytes"]))
+        start, t = dev.get("start_us"), peak.get("time_us")
+        if start and t:
+            s += " at +%.3fs into the trace" % ((t - start) / 1e6)
+        out.append(s)
+    if dev.get("pre_trace_bytes"):
+        out.append("%s allocated before the trace began" % fmt_bytes(dev["pre_trace_bytes"]))
+    at = result.get("attribution") or {}
+    if at.get("peak_bytes"):
+        out.append("%.1f%% of the peak on user lines or named phases" % (100 * float(at.get("attributed_share") or 0)))
+    al = dev.get("allocator") or {}
+    if al.get("reserved"):
+        out.append("allocator: %s reserved in %s segments, %s allocated, fragmentation %d%%" % (
+            fmt_bytes(al["reserved"]), fmt_count(al.get("segments")), fmt_bytes(al.get("allocated")),
+            round(100 * float(al.get("fragmentation") or 0))))
+    return out
+
+
+def diff_rows(d, labeler, top=20):
+    rows = []
+    for s in (d.get("sites") or [])[: max(0, int(top))]:
+        rows.append({
+            "label": site_label(s, labeler),
+            "status": s.get("status") or "",
+            "peak_before": s.get("peak_before") or 0,
+            "peak_after": s.get("peak_after") or 0,
+            "peak_delta": s.get("peak_delta") or 0,
+            "alloc_delta": s.get("alloc_delta") or 0,
+            "allocs_delta": s.get("allocs_delta") or 0,
+        })
+    return rows
+
+
+def diff_facts(d):
+    a = os.path.basename(d.get("before") or "A")
+    b = os.path.basename(d.get("after") or "B")
+    sites = d.get("sites") or []
+    new = sum(1 for s in sites if s.get("status") == "new")
+    gone = sum(1 for s in sites if s.get("status") == "gone")
+    return ["%s \u2192 %s" % (a, b),
+            "peak %s \u2192 %s (%s)" % (fmt_bytes(d.get("peak_before")), fmt_bytes(d.get("peak_after")),
+                                       fmt_delta(d.get("peak_delta") or 0)),
+            "%d new sites, %d gone, %d changed" % (new, gone, len(sites) - new - gone)]
