@@ -69,7 +69,7 @@ function diffHtml(w: vscode.Webview, d: Diff, sites: SiteDelta[]): string {
 body { font-family: var(--vscode-font-family); font-size: var(--vscode-font-size); color: var(--vscode-foreground); background: var(--vscode-editor-background); padding: 8px 14px; }
 table { border-collapse: collapse; width: 100%; font-variant-numeric: tabular-nums; }
 th, td { text-align: left; padding: 3px 8px; border-bottom: 1px solid var(--vscode-panel-border, #8884); }
-td.n, th.n { text-align: right; }
+td.n, th.n { text-align: right; white-space: nowrap; }
 tr.new td.d { color: var(--vscode-charts-red, #c33); }
 tr.gone td.d { color: var(--vscode-charts-green, #3a3); }
 a { color: var(--vscode-textLink-foreground); text-decoration: none; }

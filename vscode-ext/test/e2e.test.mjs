@@ -5,8 +5,10 @@
 // snapshots/gpt2_train.pickle and vramscope.daemon = "off", and checks what a
 // person sees: the inlay hint on line 22 of trainer/train_gpt2.py, its hover,
 // the status bar, the flame-graph webview, that clicking a frame of
-// train_gpt2.py opens the editor at that frame's line, and that the code
-// lens "flame graph from here" opens the webview rooted at its function.
+// train_gpt2.py opens the editor at that frame's line, that the code lens
+// "flame graph from here" opens the webview rooted at its function, that a
+// settings change reaches the server, and Compare Snapshots…'s table. Before
+// that, a first test checks the packaged .vsix itself.
 //
 //   make test-vscode          (make setup installs code-server first)
 //   node --test vscode-ext/test/e2e.test.mjs
@@ -187,6 +189,7 @@ test("the extension in code-server (VS Code 1.100.3)", { skip, timeout: 300_000 
   };
 
   const vsix = packageVsix();
+  const trainerHash = sha256(trainer);
 
   // Everything code-server writes goes under one temporary folder.
   const work = mkdtempSync(path.join(tmpdir(), "vramscope-vscode-"));
@@ -194,27 +197,26 @@ test("the extension in code-server (VS Code 1.100.3)", { skip, timeout: 300_000 
   const userData = path.join(work, "user-data");
   const extensions = path.join(work, "extensions");
   mkdirSync(path.join(userData, "User"), { recursive: true });
-  writeFileSync(
-    path.join(userData, "User/settings.json"),
-    JSON.stringify(
-      {
-        "vramscope.snapshot": snapshot,
-        "vramscope.daemon": "off",
-        "workbench.startupEditor": "none",
-        "workbench.tips.enabled": false,
-        "workbench.enableExperiments": false,
-        "security.workspace.trust.enabled": false,
-        "telemetry.telemetryLevel": "off",
-        "extensions.autoCheckUpdates": false,
-        "extensions.autoUpdate": false,
-        "update.mode": "none",
-        "editor.hover.delay": 200,
-        "window.commandCenter": true,
-      },
-      null,
-      2,
-    ),
-  );
+  const settings = {
+    "vramscope.snapshot": snapshot,
+    "vramscope.daemon": "off",
+    "workbench.startupEditor": "none",
+    "workbench.tips.enabled": false,
+    "workbench.enableExperiments": false,
+    "security.workspace.trust.enabled": false,
+    "telemetry.telemetryLevel": "off",
+    "extensions.autoCheckUpdates": false,
+    "extensions.autoUpdate": false,
+    "update.mode": "none",
+    "editor.hover.delay": 200,
+    // The fixtures are shared: nothing the test types may reach them (VS Code
+    // for the web saves after a delay by default).
+    "files.autoSave": "off",
+    "files.readonlyInclude": { [`${fixtures}/**`]: true },
+  };
+  const writeSettings = (extra = {}) =>
+    writeFileSync(path.join(userData, "User/settings.json"), JSON.stringify({ ...settings, ...extra }, null, 2));
+  writeSettings();
   const env = {
     ...process.env,
     XDG_CONFIG_HOME: path.join(work, "config"),
@@ -474,7 +476,82 @@ test("the extension in code-server (VS Code 1.100.3)", { skip, timeout: 300_000 
     await shot(page, "05-lens-flame-graph-from-here.png");
   });
 
+  await t.test("a settings change reaches the server (workspace/didChangeConfiguration)", async () => {
+    // Line 22 holds 54% of the peak and line 23 29%: a threshold of 0.4 hides only line 23's hint.
+    const hintsOn = async (n) =>
+      page.evaluate((n) => {
+        const editor = document.querySelector(".editor-group-container.active .monaco-editor");
+        const num = editor && [...editor.querySelectorAll(".margin-view-overlays > div")].find((d) => d.querySelector(".line-numbers")?.textContent.trim() === String(n));
+        const line = num && [...editor.querySelectorAll(".view-lines .view-line")].find((l) => l.style.top === num.style.top);
+        return line ? [...line.querySelectorAll("span")].filter((s) => /dyn-rule|inlay/.test(s.className) && /at\s+peak/.test(s.textContent)).length : -1;
+      }, n);
+    const sourceTab = page.locator('.tabs-container .tab[aria-label*="train_gpt2.py"]').first();
+    await sourceTab.click();
+    await page.keyboard.press("Control+Home");
+    await waitFor("hints on lines 22 and 23", async () => (await hintsOn(22)) > 0 && (await hintsOn(23)) > 0, 20_000);
+    // Through the Settings editor, as a person would.
+    const setThreshold = async (value) => {
+      await page.keyboard.press("Control+,");
+      const box = page.locator(".settings-editor .settings-header .monaco-editor textarea").first();
+      await box.waitFor({ state: "attached", timeout: 20_000 });
+      await box.focus();
+      await page.keyboard.press("Control+A");
+      await page.keyboard.type("vramscope.hintThreshold");
+      await waitFor("the settings search", async () => /^1 Setting Found/.test((await page.textContent(".settings-editor .settings-count-widget").catch(() => "")) || ""), 20_000);
+      const input = page.locator(".settings-editor .setting-item-number", { hasText: "Hint Threshold" }).locator("input").first();
+      await input.waitFor({ state: "visible", timeout: 20_000 });
+      await input.fill(value);
+      await input.press("Tab");
+      // The settings editor writes settings.json after a short debounce.
+      // Setting the default (0.01) removes the key instead.
+      await waitFor(`settings.json to hold ${value}`, () => {
+        const json = JSON.parse(readFileSync(path.join(userData, "User/settings.json"), "utf8"));
+        return String(json["vramscope.hintThreshold"] ?? "0.01") === value;
+      }, 10_000);
+      await sourceTab.click();
+    };
+    await setThreshold("0.4");
+    await waitFor("line 23's hint to go (hintThreshold 0.4)", async () => (await hintsOn(23)) === 0 && (await hintsOn(22)) > 0, 30_000);
+    await shot(page, "06-hint-threshold-0.4.png");
+    await setThreshold("0.01");
+    await waitFor("line 23's hint to come back", async () => (await hintsOn(23)) > 0, 30_000);
+  });
+
+  await t.test("Compare Snapshots… shows the diff table", async () => {
+    // No daemon, so no stored snapshots: each side is a file, chosen in VS Code's own file dialog.
+    await page.locator('.tabs-container .tab[aria-label*="train_gpt2.py"]').first().click();
+    await page.keyboard.press("Control+Shift+P");
+    await quickInput.waitFor({ state: "visible" });
+    await quickInput.fill(">vramscope: Compare Snapshots");
+    await page.waitForSelector('.quick-input-list .monaco-list-row[aria-label*="vramscope: Compare Snapshots"]', { timeout: 20_000 });
+    await page.keyboard.press("Enter");
+    for (const [side, f] of [["before", "gpt2_train.pickle"], ["after", "oom_batch.pickle"]]) {
+      const title = page.locator(".quick-input-widget .quick-input-title");
+      await waitFor(`the file dialog for the snapshot ${side}`, async () => (await title.textContent().catch(() => "")).includes(`the snapshot ${side}`), 20_000);
+      await quickInput.fill(path.join(fixtures, "snapshots", f));
+      await page.waitForTimeout(300); // the dialog validates the typed path
+      await page.keyboard.press("Enter");
+    }
+    const table = await waitFor(
+      "the compare webview",
+      async () => {
+        for (const f of page.frames()) {
+          const v = await f.evaluate(() => (document.querySelector("table tbody") && document.querySelector("h2") ? { title: document.querySelector("h2").textContent, facts: document.querySelector(".facts").textContent, rows: document.querySelectorAll("tbody tr").length } : null)).catch(() => null);
+          if (v) return v;
+        }
+        return null;
+      },
+      60_000,
+    );
+    t.diagnostic(`compare: ${table.title}: ${table.facts}, ${table.rows} rows`);
+    assert.equal(table.title, "gpt2_train.pickle → oom_batch.pickle");
+    assert.match(table.facts, /^peak \d+\.\d\d GiB → \d+\.\d\d GiB \([+-]?\d+\.\d\d [KMG]iB\)/);
+    assert.ok(table.rows > 1, `${table.rows} rows`);
+    await shot(page, "07-compare.png");
+  });
+
   assert.deepEqual(cspErrors, [], "Content-Security-Policy violations");
+  assert.equal(sha256(trainer), trainerHash, `${trainer} changed during the test`);
   assert.deepEqual(foreign, [], "requests beyond loopback");
   t.diagnostic(`e2e took ${((Date.now() - started) / 1000).toFixed(1)} s`);
 });
