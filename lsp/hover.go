@@ -37,6 +37,13 @@ func (s *Server) hover(_ context.Context, raw json.RawMessage) (any, error) {
 	fmt.Fprintf(&b, "| alive at snapshot | %s |\n", profiler.FormatBytes(site.CurrentBytes))
 	fmt.Fprintf(&b, "| allocated in total | %s in %s |\n", profiler.FormatBytes(site.AllocBytes), plural(site.Allocs, "allocation"))
 	fmt.Fprintf(&b, "| largest | %s |\n", profiler.FormatBytes(site.MaxAlloc))
+	if cats := site.Categories.Named(); len(cats) > 0 {
+		var parts []string
+		for _, c := range cats {
+			parts = append(parts, fmt.Sprintf("%s %s (%.0f%%)", strings.ReplaceAll(c.Name, "_", " "), profiler.FormatBytes(c.Bytes), 100*c.Share))
+		}
+		fmt.Fprintf(&b, "| at peak, by kind | %s |\n", strings.Join(parts, ", "))
+	}
 	stacks := l.index.Stacks(site.File, site.Line, 5)
 	if len(stacks) > 0 {
 		b.WriteString("\n**Top stacks through this line** (innermost last)\n\n")

@@ -82,6 +82,9 @@ func (p *paths) sitesIn(l *loaded, file string) map[int]analyze.Site {
 				old.CurrentBytes += s.CurrentBytes
 				old.MaxAlloc = max(old.MaxAlloc, s.MaxAlloc)
 				old.PeakShare += s.PeakShare
+				for _, c := range s.Categories.Named() {
+					old.Categories.Add(c.Name, c.Bytes)
+				}
 				out[s.Line] = old
 				continue
 			}

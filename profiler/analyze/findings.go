@@ -139,6 +139,13 @@ func (a *analysis) diagnose(d *Device, t *tracker, snap *torchsnap.Snapshot, oom
 	blocks = append(blocks, t.freedSincePeak...)
 	sortBlocks(blocks)
 	d.Categories, dg.peak = dg.lt.tally(blocks, d.PreTraceBytes-t.preFreed, d.Peak.TimeUS, true)
+	for _, cb := range dg.peak {
+		o := a.origins.at(cb.resolved())
+		if o.cats == nil {
+			o.cats = map[string]int64{}
+		}
+		o.cats[cb.cat] += cb.size
+	}
 	for i, e := range t.ooms {
 		od := oomDiag{o: ooms[i], atEnd: i == len(t.ooms)-1 && t.afterOOM == 0}
 		if e.live != nil {

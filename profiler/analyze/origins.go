@@ -17,6 +17,7 @@ type origin struct {
 	allocBytes, allocs, maxAlloc int64
 	peakBytes, peakCount         int64
 	currentBytes, currentCount   int64
+	cats                         map[string]int64 // bytes live at the peak by memory category
 }
 
 type synthetic struct {

@@ -50,3 +50,29 @@ func TestSiteIndexAgreesWithSites(t *testing.T) {
 		t.Errorf("stacks for an unknown line: %v", got)
 	}
 }
+
+// TestSiteCategoriesAddUp: a line's bytes at the peak, split by category,
+// add up to the line's peak bytes; the forward line holds activations and
+// the optimizer line optimizer state.
+func TestSiteCategoriesAddUp(t *testing.T) {
+	r, err := Run("../../../shared/fixtures/snapshots/gpt2_train.pickle", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range r.Sites {
+		if s.Kind != "user" {
+			continue
+		}
+		var sum int64
+		for _, c := range s.Categories.Named() {
+			sum += c.Bytes
+		}
+		if sum != s.PeakBytes {
+			t.Errorf("%s:%d: categories sum to %d, peak bytes %d (%+v)", s.File, s.Line, sum, s.PeakBytes, s.Categories)
+		}
+		want := map[int]string{22: CatActivation, 24: CatOptimizerState}[s.Line]
+		if named := s.Categories.Named(); want != "" && (len(named) == 0 || named[0].Name != want) {
+			t.Errorf("%s:%d: largest category %v, want %s", s.File, s.Line, named, want)
+		}
+	}
+}

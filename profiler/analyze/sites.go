@@ -20,6 +20,57 @@ type Site struct {
 	Allocs       int64   `json:"allocs"`
 	MaxAlloc     int64   `json:"max_alloc"`
 	PeakShare    float64 `json:"peak_share"` // of the peak of all devices
+	// Categories splits PeakBytes by memory category, where known.
+	Categories CategoryBytes `json:"categories"`
+}
+
+// CategoryBytes is bytes by memory category (see categories.go); a struct, so
+// a Site stays comparable.
+type CategoryBytes struct {
+	Parameter      int64 `json:"parameter,omitempty"`
+	Gradient       int64 `json:"gradient,omitempty"`
+	OptimizerState int64 `json:"optimizer_state,omitempty"`
+	Activation     int64 `json:"activation,omitempty"`
+	Temporary      int64 `json:"temporary,omitempty"`
+	Other          int64 `json:"other,omitempty"`
+}
+
+// Add counts n bytes of category c.
+func (cb *CategoryBytes) Add(c string, n int64) {
+	switch c {
+	case CatParameter:
+		cb.Parameter += n
+	case CatGradient:
+		cb.Gradient += n
+	case CatOptimizerState:
+		cb.OptimizerState += n
+	case CatActivation:
+		cb.Activation += n
+	case CatTemporary:
+		cb.Temporary += n
+	case CatOther:
+		cb.Other += n
+	}
+}
+
+// Named lists the non-zero categories, largest first.
+func (cb CategoryBytes) Named() []Category {
+	all := []Category{{Name: CatParameter, Bytes: cb.Parameter}, {Name: CatGradient, Bytes: cb.Gradient},
+		{Name: CatOptimizerState, Bytes: cb.OptimizerState}, {Name: CatActivation, Bytes: cb.Activation},
+		{Name: CatTemporary, Bytes: cb.Temporary}, {Name: CatOther, Bytes: cb.Other}}
+	var total int64
+	var out []Category
+	for _, c := range all {
+		total += c.Bytes
+		if c.Bytes > 0 {
+			out = append(out, c)
+		}
+	}
+	for i := range out {
+		out[i].Share = float64(out[i].Bytes) / float64(total)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Bytes > out[j].Bytes })
+	return out
 }
 
 // Stack is one attributed call stack with its totals.
@@ -121,6 +172,9 @@ func addSite(m map[siteKey]*Site, k siteKey, x *origin) {
 	s.AllocBytes += x.allocBytes
 	s.Allocs += x.allocs
 	s.MaxAlloc = max(s.MaxAlloc, x.maxAlloc)
+	for c, n := range x.cats {
+		s.Categories.Add(c, n)
+	}
 }
 
 func sortSites(m map[siteKey]*Site, peak int64) []Site {
