@@ -45,7 +45,7 @@ test-web:
 
 # The Python agent: real child processes on a real Unix socket, a fake torch
 # for the torch-facing parts (the GPU run is make gpu-e2e).
-test-py:
+test-py: build
 	.venv/bin/python -m pytest -q jupyter/tests
 
 # The shared fixture facts (peak within 1%, top user line, no false alarms).
