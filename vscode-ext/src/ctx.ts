@@ -120,9 +120,16 @@ export class Ctx implements vscode.Disposable {
     }
   }
 
-  async restart(): Promise<void> {
-    await this.stop();
-    await this.start();
+  private restarting: Promise<void> = Promise.resolve();
+
+  /** restart stops and starts the server; restarts asked for meanwhile run after it, one at a time. */
+  restart(): Promise<void> {
+    const next = async () => {
+      await this.stop();
+      await this.start();
+    };
+    this.restarting = this.restarting.then(next, next);
+    return this.restarting;
   }
 
   /**

@@ -77,9 +77,11 @@ export class StatusBar implements vscode.Disposable {
       this.item.text = "$(pulse) vramscope: no process";
       tip.appendMarkdown("**vramscope**: the daemon runs; no process with an agent (`vramscope run`, or Attach to Process…)");
     } else {
-      const mem = st.gpu_bytes ?? st.torch_reserved ?? st.torch_allocated ?? 0;
+      // NVML's figure for the process first, else torch's own; a process that
+      // reported neither (no torch, no driver) shows its pid.
+      const mem = st.gpu_bytes ?? st.torch_reserved ?? st.torch_allocated;
       const util = st.util_gpu !== undefined && st.util_gpu !== null ? ` · ${st.util_gpu}%` : "";
-      this.item.text = `$(pulse) vramscope: ${formatBytes(mem)}${util}`;
+      this.item.text = `$(pulse) vramscope: ${mem !== undefined ? formatBytes(mem) : `pid ${st.pid}`}${util}`;
       tip.appendMarkdown(`**vramscope** · pid ${st.pid}\n\n`);
       if (st.gpu_bytes !== undefined) tip.appendText(`GPU memory (NVML): ${formatBytes(st.gpu_bytes)}\n\n`);
       if (st.torch_allocated !== undefined) tip.appendText(`torch allocated: ${formatBytes(st.torch_allocated)}\n\n`);

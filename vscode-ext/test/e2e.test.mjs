@@ -23,7 +23,7 @@ import test from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync, spawn } from "node:child_process";
 import { createHash } from "node:crypto";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import net from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -217,8 +217,12 @@ test("the extension in code-server (VS Code 1.100.3)", { skip, timeout: 300_000 
   const writeSettings = (extra = {}) =>
     writeFileSync(path.join(userData, "User/settings.json"), JSON.stringify({ ...settings, ...extra }, null, 2));
   writeSettings();
+  // The daemon's socket for the last part (the server reads $VRAMSCOPE_SOCKET);
+  // with vramscope.daemon "off" nothing looks at it before then.
+  const socket = path.join(work, "d.sock");
   const env = {
     ...process.env,
+    VRAMSCOPE_SOCKET: socket,
     XDG_CONFIG_HOME: path.join(work, "config"),
     XDG_DATA_HOME: path.join(work, "data"),
     XDG_CACHE_HOME: path.join(work, "cache"),
@@ -285,7 +289,20 @@ test("the extension in code-server (VS Code 1.100.3)", { skip, timeout: 300_000 
   await page.waitForSelector(".monaco-workbench .part.editor", { timeout: 90_000 });
   t.diagnostic(`workbench up after ${((Date.now() - started) / 1000).toFixed(1)} s`);
 
-  await t.test('the status bar says "vramscope: daemon not running" (daemon "off")', async () => {
+  // step is a subtest that leaves a screenshot behind when it fails.
+  const step = (name, fn) =>
+    t.test(name, async () => {
+      try {
+        await fn();
+      } catch (err) {
+        const file = path.join(artifacts, `failed-${name.replace(/[^A-Za-z0-9]+/g, "-").slice(0, 60)}.png`);
+        await page.screenshot({ path: file }).catch(() => {});
+        t.diagnostic(`failure screenshot: ${path.relative(repoRoot, file)}`);
+        throw err;
+      }
+    });
+
+  await step('the status bar says "vramscope: daemon not running" (daemon "off")', async () => {
     await waitFor("the vramscope status bar item", async () => /vramscope: daemon not running/.test((await page.textContent(".part.statusbar")) || ""), 60_000);
   });
 
@@ -317,7 +334,24 @@ test("the extension in code-server (VS Code 1.100.3)", { skip, timeout: 300_000 
       return { text: line.textContent.replace(/\u00a0/g, " "), top: line.style.top, hints };
     });
 
-  await t.test("inlay hint on line 22", async () => {
+  // editSetting changes one setting in the Settings editor and waits until
+  // settings.json holds it (the default value removes the key instead).
+  const editSetting = async (key, change, value, defaultValue) => {
+    await page.keyboard.press("Control+,");
+    const box = page.locator(".settings-editor .settings-header .monaco-editor textarea").first();
+    await box.waitFor({ state: "attached", timeout: 20_000 });
+    await box.focus();
+    await page.keyboard.press("Control+A");
+    await page.keyboard.type(key);
+    await waitFor(`the settings search for ${key}`, async () => /^1 Setting Found/.test((await page.textContent(".settings-editor .settings-count-widget").catch(() => "")) || ""), 20_000);
+    await change();
+    await waitFor(`settings.json to hold ${key} = ${value}`, () => {
+      const json = JSON.parse(readFileSync(path.join(userData, "User/settings.json"), "utf8"));
+      return String(json[key] ?? defaultValue) === value;
+    }, 10_000);
+  };
+
+  await step("inlay hint on line 22", async () => {
     const l = await waitFor("an inlay hint on line 22", async () => {
       const v = await line22();
       return v && v.hints.length ? v : null;
@@ -331,7 +365,7 @@ test("the extension in code-server (VS Code 1.100.3)", { skip, timeout: 300_000 
     await shot(page, "01-inlay-hints.png");
   });
 
-  await t.test("hover on line 22", async () => {
+  await step("hover on line 22", async () => {
     const target = await page.evaluate(() => {
       const editor = document.querySelector(".editor-group-container.active .monaco-editor");
       const num = [...editor.querySelectorAll(".margin-view-overlays > div")].find(
@@ -372,7 +406,7 @@ test("the extension in code-server (VS Code 1.100.3)", { skip, timeout: 300_000 
     );
 
   let frame;
-  await t.test("Show Flame Graph opens the webview with nodes", async () => {
+  await step("Show Flame Graph opens the webview with nodes", async () => {
     await page.keyboard.press("Control+Shift+P");
     await quickInput.waitFor({ state: "visible" });
     await quickInput.fill(">vramscope: Show Flame Graph");
@@ -401,7 +435,7 @@ test("the extension in code-server (VS Code 1.100.3)", { skip, timeout: 300_000 
     await shot(page, "03-flame-graph.png");
   });
 
-  await t.test("hover in the flame graph shows bytes and percent", async () => {
+  await step("hover in the flame graph shows bytes and percent", async () => {
     const canvas = frame.locator("canvas.vf-canvas");
     const box = await canvas.boundingBox();
     const rowH = await frame.evaluate(() => window.vramscope.state().rowHeight);
@@ -411,7 +445,7 @@ test("the extension in code-server (VS Code 1.100.3)", { skip, timeout: 300_000 
     assert.match(tip, /\d+(\.\d\d)? (B|KiB|MiB|GiB) · \d+\.\d\d% of total/);
   });
 
-  await t.test("clicking a frame of train_gpt2.py opens the editor at its line", async () => {
+  await step("clicking a frame of train_gpt2.py opens the editor at its line", async () => {
     // Find, through the renderer's own hit-testing, a frame of train_gpt2.py
     // on screen (train_step at line 22 when drawn), and where it is.
     const hit = await frame.evaluate(() => {
@@ -459,7 +493,7 @@ test("the extension in code-server (VS Code 1.100.3)", { skip, timeout: 300_000 
     await shot(page, "04-frame-click-opened-line.png");
   });
 
-  await t.test('the code lens "flame graph from here" opens the webview at its function', async () => {
+  await step('the code lens "flame graph from here" opens the webview at its function', async () => {
     await page.keyboard.press("Control+Home");
     const lens = page.locator(".editor-group-container .monaco-editor .codelens-decoration a", { hasText: "flame graph from here" }).first();
     await lens.waitFor({ state: "visible", timeout: 20_000 });
@@ -473,7 +507,7 @@ test("the extension in code-server (VS Code 1.100.3)", { skip, timeout: 300_000 
     await shot(page, "05-lens-flame-graph-from-here.png");
   });
 
-  await t.test("clicking the status bar item opens the whole flame graph", async () => {
+  await step("clicking the status bar item opens the whole flame graph", async () => {
     const item = page.locator(".part.statusbar .statusbar-item", { hasText: "vramscope: daemon not running" }).first();
     await item.click();
     await waitFor("the flame graph rooted at the whole snapshot again", async () => {
@@ -482,7 +516,7 @@ test("the extension in code-server (VS Code 1.100.3)", { skip, timeout: 300_000 
     }, 20_000);
   });
 
-  await t.test("a settings change reaches the server (workspace/didChangeConfiguration)", async () => {
+  await step("a settings change reaches the server (workspace/didChangeConfiguration)", async () => {
     // Line 22 holds 54% of the peak and line 23 29%: a threshold of 0.4 hides only line 23's hint.
     const hintsOn = async (n) =>
       page.evaluate((n) => {
@@ -497,23 +531,12 @@ test("the extension in code-server (VS Code 1.100.3)", { skip, timeout: 300_000 
     await waitFor("hints on lines 22 and 23", async () => (await hintsOn(22)) > 0 && (await hintsOn(23)) > 0, 20_000);
     // Through the Settings editor, as a person would.
     const setThreshold = async (value) => {
-      await page.keyboard.press("Control+,");
-      const box = page.locator(".settings-editor .settings-header .monaco-editor textarea").first();
-      await box.waitFor({ state: "attached", timeout: 20_000 });
-      await box.focus();
-      await page.keyboard.press("Control+A");
-      await page.keyboard.type("vramscope.hintThreshold");
-      await waitFor("the settings search", async () => /^1 Setting Found/.test((await page.textContent(".settings-editor .settings-count-widget").catch(() => "")) || ""), 20_000);
-      const input = page.locator(".settings-editor .setting-item-number", { hasText: "Hint Threshold" }).locator("input").first();
-      await input.waitFor({ state: "visible", timeout: 20_000 });
-      await input.fill(value);
-      await input.press("Tab");
-      // The settings editor writes settings.json after a short debounce.
-      // Setting the default (0.01) removes the key instead.
-      await waitFor(`settings.json to hold ${value}`, () => {
-        const json = JSON.parse(readFileSync(path.join(userData, "User/settings.json"), "utf8"));
-        return String(json["vramscope.hintThreshold"] ?? "0.01") === value;
-      }, 10_000);
+      await editSetting("vramscope.hintThreshold", async () => {
+        const input = page.locator(".settings-editor .setting-item-number", { hasText: "Hint Threshold" }).locator("input").first();
+        await input.waitFor({ state: "visible", timeout: 20_000 });
+        await input.fill(value);
+        await input.press("Tab");
+      }, value, "0.01");
       await sourceTab.click();
     };
     await setThreshold("0.4");
@@ -523,7 +546,7 @@ test("the extension in code-server (VS Code 1.100.3)", { skip, timeout: 300_000 
     await waitFor("line 23's hint to come back", async () => (await hintsOn(23)) > 0, 30_000);
   });
 
-  await t.test("Compare Snapshots… shows the diff table", async () => {
+  await step("Compare Snapshots… shows the diff table", async () => {
     // No daemon, so no stored snapshots: each side is a file, chosen in VS Code's own file dialog.
     await page.locator('.tabs-container .tab[aria-label*="train_gpt2.py"]').first().click();
     await page.keyboard.press("Control+Shift+P");
@@ -531,12 +554,21 @@ test("the extension in code-server (VS Code 1.100.3)", { skip, timeout: 300_000 
     await quickInput.fill(">vramscope: Compare Snapshots");
     await page.waitForSelector('.quick-input-list .monaco-list-row[aria-label*="vramscope: Compare Snapshots"]', { timeout: 20_000 });
     await page.keyboard.press("Enter");
+    const title = page.locator(".quick-input-widget .quick-input-title");
+    const dialogFor = async (side) => (await quickInput.isVisible().catch(() => false)) && ((await title.textContent().catch(() => "")) || "").includes(`the snapshot ${side}`);
     for (const [side, f] of [["before", "gpt2_train.pickle"], ["after", "oom_batch.pickle"]]) {
-      const title = page.locator(".quick-input-widget .quick-input-title");
-      await waitFor(`the file dialog for the snapshot ${side}`, async () => (await title.textContent().catch(() => "")).includes(`the snapshot ${side}`), 20_000);
-      await quickInput.fill(path.join(fixtures, "snapshots", f));
-      await page.waitForTimeout(300); // the dialog validates the typed path
-      await page.keyboard.press("Enter");
+      await waitFor(`the file dialog for the snapshot ${side}`, () => dialogFor(side), 20_000);
+      // The dialog lists the folder as the path is typed; Enter on a stale list
+      // can pick an entry instead of the path, so type again until it takes the path.
+      await waitFor(`the file dialog to take ${f}`, async () => {
+        const want = path.join(fixtures, "snapshots", f);
+        await quickInput.fill(want);
+        await page.waitForTimeout(500);
+        if ((await quickInput.inputValue()) !== want) return false;
+        await page.keyboard.press("Enter");
+        await page.waitForTimeout(700);
+        return !(await dialogFor(side));
+      }, 20_000, 0);
     }
     const table = await waitFor(
       "the compare webview",
@@ -554,6 +586,74 @@ test("the extension in code-server (VS Code 1.100.3)", { skip, timeout: 300_000 
     assert.match(table.facts, /^peak \d+\.\d\d GiB → \d+\.\d\d GiB \([+-]?\d+\.\d\d [KMG]iB\)/);
     assert.ok(table.rows > 1, `${table.rows} rows`);
     await shot(page, "07-compare.png");
+  });
+
+  await step("with a daemon: the status bar follows the process, Take Snapshot picks it and snapshots it", async () => {
+    // A real daemon and a real agent (the Python package in jupyter/, without
+    // torch; VRAMSCOPE_TEST_SNAPSHOT makes its "snapshot" a copy of the fixture),
+    // both children of this test.
+    const children = [];
+    t.after(() => {
+      for (const c of children) {
+        try {
+          c.kill("SIGTERM");
+        } catch {
+          // gone
+        }
+      }
+    });
+    const daemonLog = [];
+    const daemon = spawn(path.join(repoRoot, "bin/vramscope"), ["serve", "--socket", socket, "--data-dir", path.join(work, "store"), "--no-counters"], {
+      env: { ...process.env, VRAMSCOPE_SOCKET: socket },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    children.push(daemon);
+    daemon.stderr.on("data", (d) => daemonLog.push(String(d)));
+    await waitFor("the daemon's socket", () => existsSync(socket), 20_000);
+    const job = path.join(work, "train_job.py");
+    writeFileSync(job, "import sys, time\nsys.modules['torch'] = None  # no torch here: the agent registers for counters only\nimport vramscope\nvramscope.attach()\ntime.sleep(600)\n");
+    const agent = spawn("python3", [job], {
+      env: { ...process.env, PYTHONPATH: path.join(repoRoot, "jupyter"), VRAMSCOPE_SOCKET: socket, VRAMSCOPE_TEST_SNAPSHOT: snapshot },
+      stdio: ["ignore", "ignore", "pipe"],
+    });
+    children.push(agent);
+    const agentLog = [];
+    agent.stderr.on("data", (d) => agentLog.push(String(d)));
+    t.after(() => writeFileSync(path.join(artifacts, "daemon-and-agent.log"), daemonLog.join("") + "\n--- agent ---\n" + agentLog.join("")));
+
+    // vramscope.daemon "off" -> "connect": the extension restarts the server.
+    await editSetting("vramscope.daemon", async () => {
+      const select = page.locator(".settings-editor .setting-item-enum", { hasText: "Daemon" }).locator("select").first();
+      await select.waitFor({ state: "visible", timeout: 20_000 });
+      await select.selectOption("connect");
+    }, "connect", "auto");
+    const bar = page.locator(".part.statusbar .statusbar-item", { hasText: "vramscope:" }).first();
+    await waitFor(`the status bar on pid ${agent.pid}`, async () => new RegExp(`vramscope: pid ${agent.pid}\\b`).test((await bar.textContent()) || ""), 30_000).catch(async (err) => {
+      throw new Error(`${err.message}; the status bar says ${JSON.stringify(await bar.textContent())}`);
+    });
+
+    await page.keyboard.press("Control+Shift+P");
+    await quickInput.waitFor({ state: "visible" });
+    await quickInput.fill(">vramscope: Take Snapshot");
+    await page.waitForSelector('.quick-input-list .monaco-list-row[aria-label*="vramscope: Take Snapshot"]', { timeout: 20_000 });
+    await page.keyboard.press("Enter");
+    const row = page.locator(".quick-input-list .monaco-list-row", { hasText: `pid ${agent.pid}` }).first();
+    await row.waitFor({ state: "visible", timeout: 20_000 });
+    const text = (await row.textContent()).replace(/\s+/g, " ");
+    t.diagnostic(`process pick: ${text}`);
+    assert.match(text, new RegExp(`pid ${agent.pid} · rank 0`));
+    assert.match(text, /train_job\.py/);
+    assert.match(text, /agent attached/);
+    await shot(page, "08-take-snapshot-pick.png");
+    await page.keyboard.press("Enter");
+    const toast = await waitFor("the snapshot's notification", async () => {
+      const all = (await page.locator(".notifications-toasts .notification-list-item-message").allTextContents()).join("\n");
+      return /vramscope: took/.test(all) ? all : null;
+    }, 60_000);
+    t.diagnostic(`notification: ${toast}`);
+    assert.match(toast, /vramscope: took \S+\.pickle: peak 5\.42 GiB, \d+ sites, \d+ findings/);
+    await shot(page, "09-snapshot-taken.png");
+    assert.ok(readdirSync(path.join(work, "store"), { recursive: true }).some((f) => String(f).endsWith(".pickle")), "the daemon stored the snapshot");
   });
 
   assert.deepEqual(cspErrors, [], "Content-Security-Policy violations");
