@@ -37,6 +37,7 @@ export class Ctx implements vscode.Disposable {
   private readonly stateEmitter = new vscode.EventEmitter<boolean>();
   /** Fires with true when the server is running, false when it stopped. */
   readonly onDidChangeRunning = this.stateEmitter.event;
+  private restartPending = false;
   /** The process whose status the status bar shows (0: the only agent). */
   selectedPid = 0;
   /** Where source files open from the flame graph (the editor column it was opened beside). */
@@ -45,9 +46,18 @@ export class Ctx implements vscode.Disposable {
   constructor(readonly extension: vscode.ExtensionContext) {
     this.output = vscode.window.createOutputChannel("vramscope");
     this.pushCleanup(this.output, this.stateEmitter);
+    // Registered before the client exists, so it runs before the client's own
+    // configuration sync: a change that restarts the server is not also sent
+    // to the server being stopped (the new one reads it at initialize).
     this.pushCleanup(
       vscode.workspace.onDidChangeConfiguration(async (e) => {
-        if (Config.needsRestart(e)) await this.restart();
+        if (!Config.needsRestart(e)) return;
+        this.restartPending = true;
+        try {
+          await this.restart();
+        } finally {
+          this.restartPending = false;
+        }
       }),
     );
   }
@@ -86,6 +96,12 @@ export class Ctx implements vscode.Disposable {
         executeCommand: async (cmd, args, next) => {
           const h = this.interceptors.get(cmd);
           return h ? h(args) : next(cmd, args);
+        },
+        workspace: {
+          didChangeConfiguration: async (sections, next) => {
+            if (this.restartPending || client !== this.client || !this.running) return;
+            await next(sections);
+          },
         },
       },
     };

@@ -1,24 +1,35 @@
-// End-to-end test of the extension in a real VS Code: code-server 4.100.3
-// (VS Code 1.100.3 in a browser) on 127.0.0.1, driven by Debian's chromium
-// through playwright-core. It packages the .vsix, installs it into a fresh
-// extensions folder, opens ../shared/fixtures with vramscope.snapshot =
-// snapshots/gpt2_train.pickle and vramscope.daemon = "off", and checks what a
-// person sees: the inlay hint on line 22 of trainer/train_gpt2.py, its hover,
-// the status bar, the flame-graph webview, that clicking a frame of
-// train_gpt2.py opens the editor at that frame's line, that the code lens
-// "flame graph from here" opens the webview rooted at its function, that a
-// settings change reaches the server, and Compare Snapshots…'s table. Before
-// that, a first test checks the packaged .vsix itself.
+// Tests of the VS Code extension, as a person meets it.
+//
+// 1. The packaged .vsix: flame.js/flame.css identical to profiler/flame/web,
+//    the bundled server, nothing stray, the manifest against lsp/settings.go,
+//    lsp/execute_command.go and lsp/code_lens.go, pinned dependencies.
+// 2. The extension in a real VS Code: code-server 4.100.3 (VS Code 1.100.3 in
+//    a browser) on 127.0.0.1, driven by Debian's chromium through
+//    playwright-core. The .vsix is installed into a fresh extensions folder;
+//    ../shared/fixtures opens with vramscope.snapshot = gpt2_train.pickle and
+//    vramscope.daemon = "off". Checked: the status bar ("daemon not running");
+//    the inlay hint on line 22 of trainer/train_gpt2.py (read from the DOM,
+//    equal to the server's golden); its hover; "vramscope: Show Flame Graph"
+//    (a webview: nodes drawn, search, hover with bytes and percent); a click on
+//    a frame of train_gpt2.py opens the editor at that line (status bar "Ln N");
+//    the "flame graph from here" lens; a status-bar click; a hintThreshold
+//    change in the Settings editor reaching the server; Compare Snapshots…
+//    through VS Code's file dialog; then, with a real daemon and agent (the
+//    daemon setting switched to "connect"), the status bar on the agent's pid
+//    and Take Snapshot's process pick taking and opening a snapshot. No request
+//    may leave loopback, no CSP violation, no error notification, and the
+//    fixture file must be unchanged.
 //
 //   make test-vscode          (make setup installs code-server first)
 //   node --test vscode-ext/test/e2e.test.mjs
 //
 // Needs: go's bin/vramscope (make build), code-server under
 // vscode-ext/test/code-server/node_modules (make setup), chromium
-// (/usr/bin/chromium or $VRAMSCOPE_CHROMIUM), playwright-core (npm ci) and
-// the shared fixtures ($VRAMSCOPE_SHARED, default ../shared). Missing pieces
-// fail the test; VRAMSCOPE_SKIP_VSCODE=1 skips it on purpose. Screenshots go
-// to $VRAMSCOPE_ARTIFACTS/vscode (default test-artifacts/vscode).
+// (/usr/bin/chromium or $VRAMSCOPE_CHROMIUM), playwright-core (npm ci),
+// python3 (the agent, jupyter/vramscope, stdlib only) and the shared fixtures
+// ($VRAMSCOPE_SHARED, default ../shared). Missing pieces fail the test;
+// VRAMSCOPE_SKIP_VSCODE=1 skips part 2 on purpose. Screenshots and logs go to
+// $VRAMSCOPE_ARTIFACTS/vscode (default test-artifacts/vscode).
 import test from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync, spawn } from "node:child_process";
@@ -656,6 +667,8 @@ test("the extension in code-server (VS Code 1.100.3)", { skip, timeout: 300_000 
     assert.ok(readdirSync(path.join(work, "store"), { recursive: true }).some((f) => String(f).endsWith(".pickle")), "the daemon stored the snapshot");
   });
 
+  const toasts = (await page.locator(".notifications-toasts .notification-list-item-message").allTextContents()).join("\n");
+  assert.doesNotMatch(toasts, /failed|error/i, "no error notifications");
   assert.deepEqual(cspErrors, [], "Content-Security-Policy violations");
   assert.equal(sha256(trainer), trainerHash, `${trainer} changed during the test`);
   assert.deepEqual(foreign, [], "requests beyond loopback");
