@@ -42,14 +42,14 @@ export function showDiff(ctx: Ctx, d: Diff): void {
     { enableScripts: true, localResourceRoots: [] },
   );
   const sites = (d.sites || []).filter((s) => s.status !== "same").slice(0, MAX_ROWS);
-  panel.webview.html = diffHtml(panel.webview, d, sites);
+  panel.webview.html = diffHtml(d, sites);
   panel.webview.onDidReceiveMessage((m: { type: string; i: number }) => {
     const s = m && m.type === "open" ? sites[m.i] : undefined;
     if (s) void openFrame(ctx, s.file, s.line);
   });
 }
 
-function diffHtml(w: vscode.Webview, d: Diff, sites: SiteDelta[]): string {
+function diffHtml(d: Diff, sites: SiteDelta[]): string {
   const n = nonce();
   const csp = `default-src 'none'; style-src 'nonce-${n}'; script-src 'nonce-${n}'`;
   const rows = sites
@@ -58,7 +58,6 @@ function diffHtml(w: vscode.Webview, d: Diff, sites: SiteDelta[]): string {
       return `<tr class="${escapeHtml(s.status)}"><td><a href="#" data-i="${i}" title="${escapeHtml(s.file)}">${escapeHtml(where)}</a></td><td>${escapeHtml(s.function || "")}</td><td>${escapeHtml(s.kind)}</td><td>${escapeHtml(s.status)}</td><td class="n">${formatBytes(s.peak_before)}</td><td class="n">${formatBytes(s.peak_after)}</td><td class="n d">${formatDelta(s.peak_delta)}</td><td class="n">${formatDelta(s.alloc_delta)}</td></tr>`;
     })
     .join("\n");
-  void w;
   return `<!DOCTYPE html>
 <html lang="en">
 <head>
