@@ -71,7 +71,7 @@ func start(t *testing.T, cfg Config, opts map[string]any) *fakeClient {
 	t.Cleanup(func() { c.conn.Close(); cancel(); <-done })
 	var res initializeResult
 	c.call("initialize", map[string]any{"processId": os.Getpid(), "rootUri": uri.File(fixtures),
-		"workspaceFolders": []any{map[string]string{"uri": string(uri.File(fixtures)), "name": "fixtures"}},
+		"workspaceFolders":      []any{map[string]string{"uri": string(uri.File(fixtures)), "name": "fixtures"}},
 		"initializationOptions": opts, "capabilities": map[string]any{}}, &res)
 	if res.Capabilities.InlayHintProvider == nil || res.Capabilities.CodeLensProvider == nil {
 		t.Fatalf("capabilities: %+v", res.Capabilities)

@@ -40,7 +40,7 @@ type Server struct {
 	paths     paths
 	docs      map[string]*document
 	snaps     *snapshots
-	current   *loaded // the snapshot the editor shows
+	current   *loaded         // the snapshot the editor shows
 	published map[string]bool // URIs with diagnostics from us
 	daemon    *daemonLink
 	shutdown  bool
