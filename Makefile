@@ -37,6 +37,7 @@ setup:
 test: setup test-go test-web test-py test-fixtures test-vscode
 
 test-go:
+	@out="$$(gofmt -l $$(git ls-files '*.go'))"; if [ -n "$$out" ]; then echo "not gofmt-ed: $$out" >&2; exit 1; fi
 	$(GO) vet ./...
 	$(GO) test ./...
 
