@@ -1,0 +1,246 @@
+"""The agent's worker thread (a mixin of Agent): agent.dump answers, out-of-memory
+captures, and the spool of captures made while no daemon was connected."""
+import json
+import os
+import socket as _socket
+import sys
+import threading
+import time
+
+from . import _api, _paths
+from ._common import (
+    AgentError,
+    CAPTURED_TIMEOUT,
+    CODE_AGENT_FAILED,
+    CODE_INVALID_PARAMS,
+    OOM_MIN_INTERVAL,
+    RPCError,
+    _Disconnected,
+    _say,
+    log,
+)
+from ._snapfile import (
+    _FileSnapshot,
+    _take_snapshot,
+    _allocated_from_segments,
+    _write_snapshot,
+    _move,
+)
+
+
+class _Captures:
+    """Dump and capture methods of Agent (which holds the state)."""
+
+    def submit(self, job):
+        with self.lock:
+            if self.worker is None:
+                self.worker = threading.Thread(target=self._work, name="vramscope-worker", daemon=True)
+                self.worker.start()
+        self.jobs.put(job)
+
+    def _work(self):
+        while True:
+            job = self.jobs.get()
+            if job is None:
+                return
+            try:
+                if job[0] == "dump":
+                    self._dump(*job[1:])
+                elif job[0] == "capture":
+                    self._capture(*job[1:])
+                elif job[0] == "handover":
+                    self._handover()
+            except Exception:
+                log.warning("vramscope: %s failed", job[0], exc_info=True)
+            finally:
+                if job[0] == "capture":
+                    with self.lock:
+                        self.captures_pending -= 1
+
+    def _check_dump_path(self, path):
+        incoming = self.incoming_dir
+        if not incoming:
+            return "not registered: no incoming dir"
+        if not isinstance(path, str) or not path:
+            return "params.path must be a non-empty string"
+        if not os.path.isabs(path):
+            return "path %r is not absolute" % path
+        if not path.endswith(".part") or os.path.basename(path) in ("", ".part"):
+            return "path %r must end in .part" % path
+        parent = os.path.realpath(os.path.dirname(path))
+        root = os.path.realpath(incoming)
+        try:
+            inside = os.path.commonpath([parent, root]) == root
+        except ValueError:
+            inside = False
+        if not inside:
+            return "path %r is outside the incoming dir %s" % (path, incoming)
+        return None
+
+    def _dump(self, gen, rid, params):
+        path = params.get("path") if isinstance(params, dict) else None
+        bad = self._check_dump_path(path)
+        if bad:
+            log.warning("vramscope: refused agent.dump: %s", bad)
+            self.respond(gen, rid, error=(CODE_INVALID_PARAMS, "agent.dump refused: " + bad))
+            return
+        t0 = time.perf_counter()
+        try:
+            snap = _take_snapshot()
+            size, entries = _write_snapshot(path, snap)
+        except AgentError as e:
+            self.respond(gen, rid, error=(e.code, "agent.dump failed: %s" % e))
+            return
+        except Exception as e:
+            log.warning("vramscope: agent.dump failed", exc_info=True)
+            self.respond(gen, rid, error=(CODE_AGENT_FAILED, "agent.dump failed: %s: %s" % (type(e).__name__, e)))
+            return
+        took = (time.perf_counter() - t0) * 1000.0
+        self.respond(gen, rid, result={"path": path, "bytes": size, "entries": entries,
+                                       "took_ms": round(took, 3), "device": self.device()})
+
+    def on_oom(self, device, requested, device_total, device_free):
+        """The OOM observer's work inside torch's callback: take the snapshot now,
+        before the OutOfMemoryError unwinds; the worker writes and hands it over."""
+        now = time.monotonic()
+        with self.lock:
+            if self.captures_pending or (self.last_oom is not None and now - self.last_oom < OOM_MIN_INTERVAL):
+                log.debug("vramscope: repeated out-of-memory callback ignored")
+                return
+            self.last_oom = now
+            self.captures_pending += 1
+        queued = False
+        try:
+            t0 = time.perf_counter()
+            snap = _take_snapshot()
+            if isinstance(snap, _FileSnapshot):  # test hook: read it now, like torch's snapshot
+                with open(snap.path, "rb") as f:
+                    snap = f.read()
+            took = (time.perf_counter() - t0) * 1000.0
+            allocated = _allocated_from_segments(snap, device) if isinstance(snap, dict) else -1
+            oom = {"device": int(device), "requested": int(requested), "device_free": int(device_free),
+                   "device_allocated": int(allocated), "device_total": int(device_total)}
+            self.submit(("capture", snap, oom, took))
+            queued = True
+        finally:
+            if not queued:
+                with self.lock:
+                    self.captures_pending -= 1
+
+    def _capture(self, snap, oom, took_ms):
+        self.captures += 1
+        name = "oom-%d-%d-%d" % (self.pid, int(time.time() * 1000), self.captures)
+        device = oom["device"]
+        incoming = self.incoming_dir if self.registered else None
+        if incoming:
+            path = os.path.join(incoming, name + ".part")
+            t0 = time.perf_counter()
+            try:
+                size, entries = _write_snapshot(path, snap)
+            except Exception as e:
+                log.warning("vramscope: could not write to the incoming dir (%s): spooling", e)
+                self._spool(name, snap, oom, took_ms)
+                return
+            params = {"path": path, "bytes": size, "entries": entries,
+                      "took_ms": round(took_ms + (time.perf_counter() - t0) * 1000.0, 3),
+                      "device": device, "reason": "oom", "oom": oom}
+            try:
+                res = self.request(_api.AGENT_CAPTURED, params, CAPTURED_TIMEOUT) or {}
+                _say("oom-%d" % self.captures, "out of memory on cuda:%d: snapshot handed to the daemon%s"
+                     % (device, (" (%s)" % res["id"]) if isinstance(res, dict) and res.get("id") else ""))
+                return
+            except RPCError as e:
+                _say("oom-%d" % self.captures, "out of memory on cuda:%d: the daemon refused the snapshot (%s)%s"
+                     % (device, e, ("; it stays at %s" % path) if os.path.exists(path) else ""))
+                return
+            except _Disconnected:
+                # the daemon went away: keep the file in the spool for the next connection
+                try:
+                    spooled = self._spool_file(name, path, params)
+                    _say("oom-%d" % self.captures, "out of memory on cuda:%d: the daemon went away; snapshot "
+                         "saved to %s" % (device, spooled))
+                except Exception:
+                    log.warning("vramscope: could not spool %s", path, exc_info=True)
+                return
+        self._spool(name, snap, oom, took_ms)
+
+    def _spool(self, name, snap, oom, took_ms):
+        d = _paths.spool_dir()
+        os.makedirs(d, mode=0o700, exist_ok=True)
+        part = os.path.join(d, name + ".pickle.part")
+        t0 = time.perf_counter()
+        size, entries = _write_snapshot(part, snap)
+        final = os.path.join(d, name + ".pickle")
+        os.replace(part, final)
+        params = {"path": final, "bytes": size, "entries": entries,
+                  "took_ms": round(took_ms + (time.perf_counter() - t0) * 1000.0, 3),
+                  "device": oom["device"], "reason": "oom", "oom": oom}
+        self._write_sidecar(final, params)
+        _say("oom-%d" % self.captures, "out of memory on cuda:%d; no daemon connected: snapshot saved to %s "
+             "(handed to the daemon when it is back)" % (oom["device"], final))
+        # a daemon may have come back while we wrote
+        if self.registered:
+            self.submit(("handover",))
+
+    def _spool_file(self, name, path, params):
+        d = _paths.spool_dir()
+        os.makedirs(d, mode=0o700, exist_ok=True)
+        final = os.path.join(d, name + ".pickle")
+        _move(path, final)
+        params = dict(params, path=final)
+        self._write_sidecar(final, params)
+        return final
+
+    def _write_sidecar(self, pickle_path, params):
+        side = {"pid": self.pid, "host": _socket.gethostname(), "argv": list(getattr(sys, "argv", []) or []),
+                "time_ms": int(time.time() * 1000), "captured": params}
+        tmp = pickle_path[:-len(".pickle")] + ".json.part"
+        with open(tmp, "w") as f:
+            json.dump(side, f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, pickle_path[:-len(".pickle")] + ".json")
+
+    def _handover(self):
+        """Hand this process's spooled OOM snapshots to the daemon (moved into incoming_dir)."""
+        d = _paths.spool_dir()
+        try:
+            names = sorted(os.listdir(d))
+        except OSError:
+            return
+        for n in names:
+            if not n.endswith(".json") or not n.startswith("oom-%d-" % self.pid):
+                continue
+            if not self.registered or self.stop.is_set():
+                return
+            side_path = os.path.join(d, n)
+            pick = side_path[:-len(".json")] + ".pickle"
+            try:
+                with open(side_path) as f:
+                    side = json.load(f)
+                if side.get("pid") != self.pid or not os.path.exists(pick):
+                    continue
+                incoming = self.incoming_dir
+                dst = os.path.join(incoming, os.path.basename(pick)[:-len(".pickle")] + ".part")
+                _move(pick, dst)
+            except Exception:
+                log.warning("vramscope: could not hand over %s", pick, exc_info=True)
+                continue
+            params = dict(side.get("captured") or {}, path=dst)
+            try:
+                self.request(_api.AGENT_CAPTURED, params, CAPTURED_TIMEOUT)
+            except RPCError as e:
+                log.warning("vramscope: the daemon refused spooled snapshot %s: %s", dst, e)
+                os.unlink(side_path)
+                continue
+            except _Disconnected:
+                try:
+                    _move(dst, pick)  # back to the spool for the next connection
+                except OSError:
+                    pass
+                return
+            try:
+                os.unlink(side_path)
+            except OSError:
+                pass
+            log.info("vramscope: handed spooled snapshot %s to the daemon", dst)

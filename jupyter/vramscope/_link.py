@@ -1,0 +1,319 @@
+"""The agent's connection to the daemon (a mixin of Agent): connect with backoff,
+register, read and dispatch line-delimited JSON-RPC, answer requests, send
+notifications through the bounded queue."""
+import json
+import queue
+import select
+import socket as _socket
+import threading
+import time
+
+from . import _api, _torch
+from ._common import (
+    BACKOFF_MAX,
+    BACKOFF_MIN,
+    CODE_INVALID_PARAMS,
+    CODE_METHOD_NOT_FOUND,
+    CODE_PARSE,
+    CODE_VERSION,
+    CONNECT_TIMEOUT,
+    COUNTERS_EVERY,
+    MAX_LINE,
+    POLL,
+    QUEUE_MAX,
+    REQUEST_TIMEOUT,
+    RPCError,
+    SEND_TIMEOUT,
+    _CLOSED,
+    _Disconnected,
+    _REFRESH_KEYS,
+    _env_rank,
+    _say,
+    log,
+)
+
+
+class _Link:
+    """Connection methods of Agent (which holds the state)."""
+
+    def _run(self):
+        backoff = BACKOFF_MIN
+        while not self.stop.is_set():
+            wait = None
+            try:
+                self._connect()
+                self._register()
+                backoff = BACKOFF_MIN
+                self._serve()
+            except _Disconnected as e:
+                self._error(str(e), quiet=True)
+            except (OSError, ValueError) as e:
+                self._error("%s: %s" % (type(e).__name__, e), quiet=True)
+                if not self.registrations and not self.stop.is_set():
+                    _say("no-daemon", "no vramscope daemon at %s (start it with `vramscope serve`); "
+                                      "the program runs on and the agent keeps retrying" % self.socket_path)
+            except RPCError as e:
+                self._error("daemon refused: %s" % e)
+                if e.code == CODE_VERSION:
+                    _say("version", "the daemon refused this agent's API version %s: %s" % (_api.API_VERSION, e))
+                    wait = 60.0
+            except Exception as e:  # a bug: never let it out, keep going
+                self._error("%s: %s" % (type(e).__name__, e))
+                log.warning("vramscope: agent error", exc_info=True)
+            finally:
+                self._close_socket()
+            if self.stop.wait(wait or backoff):
+                break
+            backoff = min(backoff * 2, BACKOFF_MAX)
+
+    def _error(self, message, quiet=False):
+        self.last_error = message
+        (log.debug if quiet else log.warning)("vramscope: %s", message)
+
+    def _connect(self):
+        s = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+        try:
+            s.settimeout(CONNECT_TIMEOUT)
+            s.connect(self.socket_path)
+            s.settimeout(SEND_TIMEOUT)
+        except BaseException:
+            s.close()
+            raise
+        poller = None
+        if hasattr(select, "poll"):  # select() fails on descriptors >= 1024, common in training jobs
+            poller = select.poll()
+            poller.register(s, select.POLLIN | select.POLLERR | select.POLLHUP)
+        with self.lock:
+            if self.stop.is_set():
+                s.close()
+                raise _Disconnected("stopped")
+            self.poller = poller
+            self.sock = s
+            self.gen += 1
+            self.buf = b""
+            self.connected = True
+        log.debug("vramscope: connected to %s", self.socket_path)
+
+    def _register(self):
+        try:
+            hello = self.request(_api.HELLO, {"client": "agent", "api_version": _api.API_VERSION}, REQUEST_TIMEOUT)
+            theirs = str((hello or {}).get("api_version") or "")
+            if theirs and theirs.split(".")[0] != _api.API_VERSION.split(".")[0]:
+                raise RPCError({"code": CODE_VERSION, "message": "daemon speaks API %s" % theirs})
+        except RPCError as e:
+            if e.code == CODE_VERSION:
+                raise
+            # daemon.hello is optional on the Unix socket
+        facts = self.facts()
+        res = self.request(_api.AGENT_REGISTER, facts, REQUEST_TIMEOUT) or {}
+        incoming = res.get("incoming_dir")
+        if not isinstance(incoming, str) or not incoming:
+            raise RPCError({"code": CODE_INVALID_PARAMS, "message": "agent.register gave no incoming_dir"})
+        with self.lock:
+            self.incoming_dir = incoming
+            self.registered = True
+            self.registrations += 1
+            self.facts_sent = facts
+        self.last_error = None
+        log.info("vramscope: registered with the daemon at %s (pid %d, registration %d)",
+                 self.socket_path, self.pid, self.registrations)
+        self.submit(("handover",))
+
+    def _serve(self):
+        last_counters = 0.0
+        while not self.stop.is_set():
+            self._read(POLL)
+            self._drain()
+            now = time.monotonic()
+            if now - last_counters >= COUNTERS_EVERY:
+                last_counters = now
+                self._counters()
+                self._refresh()
+
+    def _refresh(self):
+        """Re-register when what the daemon knows changed (torch imported, CUDA up, recording)."""
+        facts = self.facts()
+        if all(facts.get(k) == (self.facts_sent or {}).get(k) for k in _REFRESH_KEYS):
+            return
+        try:
+            self.request(_api.AGENT_REGISTER, facts, REQUEST_TIMEOUT)
+            self.facts_sent = facts
+        except RPCError:
+            # a daemon that takes one registration per connection: start a new one
+            raise _Disconnected("re-registering")
+
+    def _counters(self):
+        torch = _torch.imported()
+        if torch is None or not _torch.cuda_initialized(torch):
+            return
+        try:
+            idx = _torch.torch_index(torch, _env_rank("LOCAL_RANK"), self.init_device)
+            if idx is None:
+                return
+            a, r, m = _torch.counters(torch, idx)
+        except Exception:
+            log.debug("torch counters failed", exc_info=True)
+            return
+        self.notify(_api.AGENT_TORCH, {"time_ms": int(time.time() * 1000), "device": self.device(),
+                                       "allocated": a, "reserved": r, "max_allocated": m})
+
+    def notify(self, method, params):
+        """Queue a notification; never blocks: drops (and counts) when the queue is full."""
+        try:
+            self.notes.put_nowait((method, params))
+        except queue.Full:
+            self.dropped += 1
+
+    def _drain(self):
+        for _ in range(QUEUE_MAX):
+            try:
+                method, params = self.notes.get_nowait()
+            except queue.Empty:
+                return
+            self._send({"jsonrpc": "2.0", "method": method, "params": params})
+
+    # --- socket -------------------------------------------------------------------
+
+    def _send(self, msg, gen=None):
+        data = json.dumps(msg, separators=(",", ":")).encode("ascii") + b"\n"
+        with self.wlock:
+            s = self.sock
+            if s is None or (gen is not None and gen != self.gen):
+                raise _Disconnected("not connected")
+            try:
+                s.sendall(data)
+            except (OSError, ValueError) as e:
+                self._break(s)
+                raise _Disconnected("send failed: %s" % e)
+
+    def _break(self, s):
+        try:
+            s.shutdown(_socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+    def _close_socket(self):
+        with self.lock:
+            s, self.sock = self.sock, None
+            self.connected = False
+            self.registered = False
+            pending, self.pending = self.pending, {}
+        for slot in pending.values():
+            slot[1] = _CLOSED
+            slot[0].set()
+        if s is not None:
+            self._break(s)
+            try:
+                s.close()
+            except OSError:
+                pass
+
+    def _read(self, timeout):
+        s = self.sock
+        if s is None:
+            raise _Disconnected("not connected")
+        try:
+            if self.poller is not None:
+                ready = self.poller.poll(int(timeout * 1000))
+            else:
+                ready = select.select([s], [], [], timeout)[0]
+        except (OSError, ValueError) as e:
+            raise _Disconnected("poll: %s" % e)
+        if not ready:
+            return
+        try:
+            data = s.recv(1 << 16)
+        except _socket.timeout:
+            return
+        except (OSError, ValueError) as e:
+            raise _Disconnected("recv: %s" % e)
+        if not data:
+            raise _Disconnected("the daemon closed the connection")
+        self.buf += data
+        while True:
+            i = self.buf.find(b"\n")
+            if i < 0:
+                break
+            line, self.buf = self.buf[:i], self.buf[i + 1:]
+            if line.strip():
+                self._dispatch(line)
+        if len(self.buf) > MAX_LINE:
+            raise _Disconnected("message too long")
+
+    def _dispatch(self, line):
+        try:
+            msg = json.loads(line.decode("utf-8"))
+        except ValueError:
+            log.debug("vramscope: bad JSON from the daemon: %r", line[:200])
+            try:
+                self._send({"jsonrpc": "2.0", "id": None, "error": {"code": CODE_PARSE, "message": "parse error"}})
+            except _Disconnected:
+                pass
+            return
+        if not isinstance(msg, dict):
+            return
+        method = msg.get("method")
+        if method is not None:
+            if msg.get("id") is None:
+                return  # a notification from the daemon: nothing to do
+            self._on_request(msg)
+            return
+        rid = msg.get("id")
+        with self.lock:
+            slot = self.pending.pop(rid, None) if isinstance(rid, int) else None
+        if slot is not None:
+            slot[1] = msg
+            slot[0].set()
+
+    def _on_request(self, msg):
+        rid, method = msg.get("id"), msg.get("method")
+        if method == _api.AGENT_DUMP:
+            self.submit(("dump", self.gen, rid, msg.get("params")))
+            return
+        self.respond(self.gen, rid, error=(CODE_METHOD_NOT_FOUND, "method not found: %s" % (method,)))
+
+    def respond(self, gen, rid, result=None, error=None):
+        if error is not None:
+            msg = {"jsonrpc": "2.0", "id": rid, "error": {"code": error[0], "message": error[1]}}
+        else:
+            msg = {"jsonrpc": "2.0", "id": rid, "result": result}
+        try:
+            self._send(msg, gen=gen)
+        except _Disconnected:
+            log.debug("vramscope: response %r dropped: the connection it came on is gone", rid)
+
+    def request(self, method, params, timeout):
+        """A request to the daemon; returns its result or raises RPCError / _Disconnected.
+        On the agent thread it reads the socket itself while it waits."""
+        with self.lock:
+            if self.sock is None:
+                raise _Disconnected("not connected")
+            self.next_id += 1
+            rid = self.next_id
+            slot = [threading.Event(), None]
+            self.pending[rid] = slot
+            gen = self.gen
+        try:
+            self._send({"jsonrpc": "2.0", "id": rid, "method": method, "params": params}, gen=gen)
+            deadline = time.monotonic() + timeout
+            if threading.current_thread() is self.thread:
+                while not slot[0].is_set():
+                    left = deadline - time.monotonic()
+                    if left <= 0 or self.stop.is_set():
+                        break
+                    self._read(min(left, POLL))
+            else:
+                slot[0].wait(timeout)
+        finally:
+            with self.lock:
+                self.pending.pop(rid, None)
+        msg = slot[1]
+        if msg is None:
+            raise _Disconnected("%s: no answer within %.0f s" % (method, timeout))
+        if msg is _CLOSED:
+            raise _Disconnected("%s: the connection closed" % method)
+        if msg.get("error") is not None:
+            raise RPCError(msg["error"])
+        return msg.get("result")
+
+    # --- the worker thread (dumps, captures, spool handover) ------------------------

@@ -1,0 +1,90 @@
+"""Taking a snapshot and writing it: torch's own _snapshot() (or the test hook's
+file), pickled with protocol 4, synced."""
+import errno
+import os
+import pickle
+import shutil
+
+from . import _torch
+from ._common import (
+    AgentError,
+)
+
+
+class _FileSnapshot:
+    """The VRAMSCOPE_TEST_SNAPSHOT test hook: copy this file instead of pickling torch's snapshot."""
+
+    def __init__(self, path):
+        self.path = path
+
+
+def _take_snapshot():
+    """torch.cuda.memory._snapshot(), or the test hook's file."""
+    test = os.environ.get("VRAMSCOPE_TEST_SNAPSHOT")
+    if test:
+        return _FileSnapshot(test)
+    torch = _torch.imported()
+    if torch is None:
+        raise AgentError("torch is not imported in this process: there is no allocator snapshot to take")
+    if not _torch.cuda_initialized(torch):
+        raise AgentError("CUDA is not initialised in this process: there is no allocator snapshot to take")
+    return torch.cuda.memory._snapshot()
+
+
+def _entries(snap):
+    try:
+        return sum(len(t) for t in snap.get("device_traces") or ())
+    except Exception:
+        return -1
+
+
+def _allocated_from_segments(snap, device):
+    try:
+        return sum(int(s.get("allocated_size", 0)) for s in snap.get("segments") or ()
+                   if s.get("device", device) == device)
+    except Exception:
+        return -1
+
+
+def _write_snapshot(path, snap):
+    """Write a snapshot to path (pickle protocol 4, or the test file's bytes), flush
+    and fsync. Returns (bytes, entries). Removes the file on failure."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(path, flags, 0o600)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            if isinstance(snap, _FileSnapshot):
+                with open(snap.path, "rb") as src:
+                    shutil.copyfileobj(src, f, 1 << 20)
+                entries = -1
+            elif isinstance(snap, (bytes, bytearray)):
+                f.write(snap)
+                entries = -1
+            else:
+                pickle.dump(snap, f, protocol=4)
+                entries = _entries(snap)
+            f.flush()
+            os.fsync(f.fileno())
+            size = f.tell()
+    except BaseException:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+        raise
+    return size, entries
+
+
+def _move(src, dst):
+    """os.replace, or copy + fsync + unlink across file systems."""
+    try:
+        os.replace(src, dst)
+        return
+    except OSError as e:
+        if e.errno != errno.EXDEV:
+            raise
+    with open(src, "rb") as s, open(dst, "wb") as d:
+        shutil.copyfileobj(s, d, 1 << 20)
+        d.flush()
+        os.fsync(d.fileno())
+    os.unlink(src)
