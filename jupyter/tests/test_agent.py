@@ -157,7 +157,10 @@ def run_busy(env, mode, tmp):
 def test_daemon_absent_program_runs_normally(env, tmp):
     base, _, _ = run_busy(env, "plain", tmp)
     out, err, wall = run_busy(env, "attach", tmp)
-    assert out["attach_s"] < 0.1
+    # attach() must not wait for the daemon: a synchronous connect would take
+    # the connect timeout (2 s) against a hung one. The bound leaves room for
+    # a loaded CI machine; speed itself is a benchmark's business.
+    assert out["attach_s"] < 1.0
     assert out["n"] > 0.5 * base["n"], (out["n"], base["n"])
     assert wall < 5
     assert out["status"]["connected"] is False and out["status"]["registered"] is False
@@ -173,7 +176,7 @@ def test_hung_daemon_costs_nothing(env, tmp):
         out, err, wall = run_busy(env, "attach", tmp)
     finally:
         hung.stop()
-    assert out["attach_s"] < 0.1
+    assert out["attach_s"] < 1.0  # a synchronous connect to the hung daemon would take 2 s
     assert out["n"] > 0.5 * base["n"]
     assert wall < 5
     assert out["status"]["registered"] is False
