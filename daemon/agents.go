@@ -78,7 +78,7 @@ func (s *session) agentRegister(_ context.Context, raw json.RawMessage) (any, er
 	d.agents.byPID[p.PID] = a
 	d.agents.mu.Unlock()
 	if old != nil && old.s != s {
-		old.s.conn.Close() // a re-registration after a reconnect replaces the stale one
+		old.s.rpc().Close() // a re-registration after a reconnect replaces the stale one
 	}
 	s.mu.Lock()
 	s.agent = a

@@ -166,7 +166,7 @@ func (d *Daemon) Close() error {
 			l.Close()
 		}
 		for _, s := range ss {
-			s.conn.Close()
+			s.rpc().Close()
 		}
 		d.counters.Stop()
 		if len(ls) > 0 {

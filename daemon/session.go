@@ -28,7 +28,14 @@ type session struct {
 	closing bool
 	agent   *agent // set by agent.register
 	topics  map[string]bool
-	out     chan notice // notifications, sent by one goroutine; dropped when full
+	out     chan notice   // notifications, sent by one goroutine; dropped when full
+	ready   chan struct{} // closed once conn is set: handlers may run before NewConn returns
+}
+
+// rpc is the session's connection, once NewConn has returned.
+func (s *session) rpc() *jsonrpc2.Conn {
+	<-s.ready
+	return s.conn
 }
 
 type notice struct {
@@ -95,12 +102,13 @@ func (c *limitedConn) Read(p []byte) (int, error) {
 }
 
 func (d *Daemon) serveConn(c net.Conn, tcp bool) {
-	s := &session{d: d, tcp: tcp, authed: !tcp, out: make(chan notice, 256)}
+	s := &session{d: d, tcp: tcp, authed: !tcp, out: make(chan notice, 256), ready: make(chan struct{})}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	stream := jsonrpc2.NewPlainObjectStream(&limitedConn{Conn: c})
 	s.conn = jsonrpc2.NewConn(ctx, stream, jsonrpc2.AsyncHandler(closingHandler{s, jsonrpc2.HandlerWithError(s.handle).SuppressErrClosed()}),
 		jsonrpc2.SetLogger(discard{}))
+	close(s.ready)
 	d.mu.Lock()
 	if d.closed {
 		d.mu.Unlock()
@@ -194,7 +202,7 @@ func (s *session) sendNotices(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case n := <-s.out:
-			if err := s.conn.Notify(ctx, n.method, n.params); err != nil {
+			if err := s.rpc().Notify(ctx, n.method, n.params); err != nil {
 				return
 			}
 		}

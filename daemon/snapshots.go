@@ -39,7 +39,7 @@ func (s *session) snapshotTake(ctx context.Context, raw json.RawMessage) (any, e
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var res api.DumpResult
-	if err := a.s.conn.Call(cctx, api.AgentDump, api.DumpParams{Path: part}, &res); err != nil {
+	if err := a.s.rpc().Call(cctx, api.AgentDump, api.DumpParams{Path: part}, &res); err != nil {
 		os.Remove(part)
 		if errors.Is(err, context.DeadlineExceeded) {
 			return nil, rpcErr(api.CodeAgentFailed, "process %d did not dump its snapshot within %s", p.PID, timeout)

@@ -67,7 +67,10 @@ func start(t *testing.T, cfg Config, opts map[string]any) *fakeClient {
 	done := make(chan struct{})
 	go func() { srv.Serve(ctx, a); close(done) }()
 	c := &fakeClient{t: t, srv: srv, diags: map[string][]protocol.Diagnostic{}, asked: map[string]int{}}
-	c.conn = jsonrpc2.NewConn(ctx, jsonrpc2.NewBufferedStream(b, jsonrpc2.VSCodeObjectCodec{}), c)
+	// Async, as an editor is: a client that answered the server inline could
+	// block its reader on a write while the server blocks on one to it (net.Pipe
+	// has no buffer).
+	c.conn = jsonrpc2.NewConn(ctx, jsonrpc2.NewBufferedStream(b, jsonrpc2.VSCodeObjectCodec{}), jsonrpc2.AsyncHandler(c))
 	t.Cleanup(func() { c.conn.Close(); cancel(); <-done })
 	var res initializeResult
 	c.call("initialize", map[string]any{"processId": os.Getpid(), "rootUri": uri.File(fixtures),

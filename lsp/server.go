@@ -45,6 +45,7 @@ type Server struct {
 	daemon    *daemonLink
 	shutdown  bool
 	exited    chan struct{}
+	ready     chan struct{} // closed once conn is set: handlers may run before NewConn returns
 }
 
 type handler func(s *Server, ctx context.Context, params json.RawMessage) (any, error)
@@ -70,13 +71,14 @@ func New(cfg Config) *Server {
 		cfg.Daemon = "auto"
 	}
 	return &Server{cfg: cfg, settings: defaultSettings(), docs: map[string]*document{}, snaps: newSnapshots(),
-		published: map[string]bool{}, exited: make(chan struct{})}
+		published: map[string]bool{}, exited: make(chan struct{}), ready: make(chan struct{})}
 }
 
 // Serve speaks LSP (Content-Length framing) on rwc until the client exits or
 // the stream ends.
 func (s *Server) Serve(ctx context.Context, rwc io.ReadWriteCloser) error {
 	s.conn = jsonrpc2.NewConn(ctx, jsonrpc2.NewBufferedStream(rwc, jsonrpc2.VSCodeObjectCodec{}), s, jsonrpc2.SetLogger(quiet{}))
+	close(s.ready)
 	select {
 	case <-s.conn.DisconnectNotify():
 	case <-s.exited:
@@ -150,20 +152,30 @@ func decode(params json.RawMessage, v any) error {
 	return nil
 }
 
+// client is the connection to the editor once Serve has made it; nil for a
+// server that is not serving (tests that call handlers directly).
+func (s *Server) client() *jsonrpc2.Conn {
+	select {
+	case <-s.ready:
+		return s.conn
+	default:
+		return nil
+	}
+}
+
 // notify sends a notification without waiting for anything.
 func (s *Server) notify(method string, params any) {
-	if s.conn != nil {
-		s.conn.Notify(context.Background(), method, params)
+	if c := s.client(); c != nil {
+		c.Notify(context.Background(), method, params)
 	}
 }
 
 // ask sends a request to the client from a goroutine of its own: a handler
 // must never wait on its own outgoing call (handlers run in order).
 func (s *Server) ask(method string) {
-	if s.conn == nil {
-		return
+	if c := s.client(); c != nil {
+		go c.Call(context.Background(), method, nil, nil)
 	}
-	go s.conn.Call(context.Background(), method, nil, nil)
 }
 
 // showMessage tells the user something in one line.
