@@ -15,12 +15,13 @@ import (
 	"strconv"
 )
 
-//go:embed web/flame.js web/flame.css web/page.html
+//go:embed web/flame.js web/flame.css web/page.css web/page.html
 var webFS embed.FS
 
 var (
 	script     = mustRead("web/flame.js")
 	stylesheet = mustRead("web/flame.css")
+	pageCSS    = mustRead("web/page.css")
 	pageTmpl   = template.Must(template.New("page.html").ParseFS(webFS, "web/page.html"))
 )
 
@@ -39,13 +40,14 @@ func Script() string { return script }
 func Stylesheet() string { return stylesheet }
 
 type pageData struct {
-	Title  string
-	Weight Weight
-	Total  string
-	Nodes  string
-	CSS    template.CSS
-	Script template.JS
-	Data   template.JS
+	Title   string
+	Weight  Weight
+	Total   string
+	Nodes   string
+	CSS     template.CSS
+	PageCSS template.CSS
+	Script  template.JS
+	Data    template.JS
 }
 
 // WriteHTML writes t as a self-contained HTML page: styles, script and data
@@ -65,13 +67,14 @@ func WriteHTML(w io.Writer, t *Tree) error {
 		title = "GPU memory"
 	}
 	return pageTmpl.Execute(w, pageData{
-		Title:  title,
-		Weight: t.Weight,
-		Total:  humanBytes(t.Root.Value),
-		Nodes:  groupDigits(int64(t.NumNodes())),
-		CSS:    template.CSS(stylesheet),
-		Script: template.JS(script),
-		Data:   template.JS(data),
+		Title:   title,
+		Weight:  t.Weight,
+		Total:   humanBytes(t.Root.Value),
+		Nodes:   groupDigits(int64(t.NumNodes())),
+		CSS:     template.CSS(stylesheet),
+		PageCSS: template.CSS(pageCSS),
+		Script:  template.JS(script),
+		Data:    template.JS(data),
 	})
 }
 

@@ -1,5 +1,5 @@
 // Copies what the extension ships from the rest of the repository:
-//   profiler/flame/web/flame.js, flame.css -> media/ (the one flame-graph renderer;
+//   profiler/flame/web/flame.js, flame.css, page.css -> media/ (the one flame-graph renderer;
 //     test/package.test.mjs fails when the copies differ from the originals)
 //   bin/vramscope -> bin/vramscope (the language server for linux-x64; `make build`
 //     makes it, and this script builds it with go when it is missing)
@@ -12,7 +12,7 @@ const ext = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const repo = path.resolve(ext, "..");
 
 mkdirSync(path.join(ext, "media"), { recursive: true });
-for (const f of ["flame.js", "flame.css"]) {
+for (const f of ["flame.js", "flame.css", "page.css"]) {
   copyFileSync(path.join(repo, "profiler/flame/web", f), path.join(ext, "media", f));
 }
 

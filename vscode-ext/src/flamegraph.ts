@@ -107,10 +107,11 @@ export class FlameGraphPanel implements vscode.Disposable {
 <meta http-equiv="Content-Security-Policy" content="${escapeHtml(csp)}">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <link rel="stylesheet" href="${escapeHtml(uri("flame.css"))}">
+<link rel="stylesheet" href="${escapeHtml(uri("page.css"))}">
 <link rel="stylesheet" href="${escapeHtml(uri("flamegraph.css"))}">
 <title>vramscope flame graph</title>
 </head>
-<body class="vramscope-webview">
+<body class="vramscope-page">
 <header class="vs-header"><h1 id="vs-title">GPU memory</h1><span class="vs-facts" id="vs-facts">loading…</span></header>
 <main id="vramscope-flame" class="vs-main"></main>
 <script nonce="${n}" src="${escapeHtml(uri("flame.js"))}"></script>
