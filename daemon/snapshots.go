@@ -120,9 +120,8 @@ func (s *session) snapshotImport(_ context.Context, raw json.RawMessage) (any, e
 		return nil, rpcErr(api.CodeInvalidParams, "snapshot.import needs a path")
 	}
 	d := s.d
-	part := d.store.NewIncoming("import")
-	if err := copyFile(p.Path, part); err != nil {
-		os.Remove(part)
+	part, err := d.store.Stage(p.Path)
+	if err != nil {
 		if errors.Is(err, os.ErrNotExist) || errors.Is(err, os.ErrPermission) {
 			return nil, rpcErr(api.CodeBadSnapshot, "%v", err)
 		}

@@ -355,35 +355,59 @@ func writeFileAtomic(dir, final, what string, data []byte) (err error) {
 // Import copies src into IncomingDir and commits it. Reason defaults to
 // "import" and Source to src's base name.
 func (s *Store) Import(src string, m Meta) (Meta, error) {
-	f, err := os.Open(src)
-	if err != nil {
-		return Meta{}, wrap("opening import", src, err)
-	}
-	defer f.Close()
-	if fi, err := f.Stat(); err != nil {
-		return Meta{}, wrap("opening import", src, err)
-	} else if !fi.Mode().IsRegular() {
-		return Meta{}, fmt.Errorf("store: importing %s: not a regular file (%s)", src, fi.Mode().Type())
-	}
 	if m.Source == "" {
 		m.Source = filepath.Base(src)
 	}
-	return s.importFrom(f, src, m)
+	part, err := s.Stage(src)
+	if err != nil {
+		return Meta{}, err
+	}
+	return s.commitImport(part, m)
+}
+
+// Stage copies src into a new .part file in IncomingDir, for a caller that
+// checks the copy before it commits it (or removes it). The .part is removed
+// on any error.
+func (s *Store) Stage(src string) (string, error) {
+	f, err := os.Open(src)
+	if err != nil {
+		return "", wrap("opening import", src, err)
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil {
+		return "", wrap("opening import", src, err)
+	} else if !fi.Mode().IsRegular() {
+		return "", fmt.Errorf("store: importing %s: not a regular file (%s)", src, fi.Mode().Type())
+	}
+	return s.stageFrom(f, src)
 }
 
 // importFrom copies r (named name in errors) into a new .part file and commits
 // it. The .part is removed on any error.
 func (s *Store) importFrom(r io.Reader, name string, m Meta) (Meta, error) {
-	if err := s.checkOpen(); err != nil {
+	part, err := s.stageFrom(r, name)
+	if err != nil {
 		return Meta{}, err
 	}
+	return s.commitImport(part, m)
+}
+
+func (s *Store) commitImport(part string, m Meta) (Meta, error) {
 	if m.Reason == "" {
 		m.Reason = "import"
+	}
+	return s.Commit(part, m) // fsyncs it, and removes it on failure
+}
+
+// stageFrom copies r into a new .part file; the file is removed on any error.
+func (s *Store) stageFrom(r io.Reader, name string) (string, error) {
+	if err := s.checkOpen(); err != nil {
+		return "", err
 	}
 	part := s.NewIncoming("import")
 	w, err := os.OpenFile(part, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
-		return Meta{}, wrap("creating", part, err)
+		return "", wrap("creating", part, err)
 	}
 	buf := make([]byte, 1<<20)
 	for {
@@ -392,7 +416,7 @@ func (s *Store) importFrom(r io.Reader, name string, m Meta) (Meta, error) {
 			if _, werr := w.Write(buf[:n]); werr != nil {
 				w.Close()
 				os.Remove(part)
-				return Meta{}, wrap("writing", part, werr)
+				return "", wrap("writing", part, werr)
 			}
 		}
 		if rerr == io.EOF {
@@ -401,14 +425,14 @@ func (s *Store) importFrom(r io.Reader, name string, m Meta) (Meta, error) {
 		if rerr != nil {
 			w.Close()
 			os.Remove(part)
-			return Meta{}, wrap("reading import", name, rerr)
+			return "", wrap("reading import", name, rerr)
 		}
 	}
 	if err := w.Close(); err != nil {
 		os.Remove(part)
-		return Meta{}, wrap("writing", part, err)
+		return "", wrap("writing", part, err)
 	}
-	return s.Commit(part, m) // fsyncs it, and removes it on failure
+	return part, nil
 }
 
 // Delete removes snapshot id and its cache. It returns ErrNotFound when there

@@ -6,7 +6,7 @@ import (
 	"os"
 )
 
-// copyFile copies src to dst and syncs dst; errors name the file at fault.
+// copyFile copies src to dst and syncs dst (fake agents dump with it).
 func copyFile(src, dst string) error {
 	in, err := os.Open(src)
 	if err != nil {
