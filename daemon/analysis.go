@@ -11,6 +11,7 @@ import (
 
 	"github.com/vramscope/vramscope/daemon/api"
 	"github.com/vramscope/vramscope/daemon/store"
+	"github.com/vramscope/vramscope/profiler"
 	"github.com/vramscope/vramscope/profiler/analyze"
 	"github.com/vramscope/vramscope/profiler/flame"
 )
@@ -184,13 +185,9 @@ func sameFile(recorded, want string) bool {
 	if recorded == want {
 		return true
 	}
-	r := strings.Split(filepath.ToSlash(recorded), "/")
-	w := strings.Split(filepath.ToSlash(want), "/")
-	n := 0
-	for n < len(r) && n < len(w) && r[len(r)-1-n] == w[len(w)-1-n] {
-		n++
-	}
-	return n >= 2 || (n == 1 && (len(r) == 1 || len(w) == 1))
+	n := profiler.CommonSuffix(recorded, want)
+	single := !strings.Contains(filepath.ToSlash(recorded), "/") || !strings.Contains(filepath.ToSlash(want), "/")
+	return n >= 2 || (n == 1 && single)
 }
 
 func (s *session) analysisFlame(_ context.Context, raw json.RawMessage) (any, error) {

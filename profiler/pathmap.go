@@ -95,7 +95,7 @@ func (m *PathMap) resolve(file string) string {
 	}
 	best, bestLen := "", 0
 	for _, cand := range m.byBase[filepath.Base(file)] {
-		if n := commonSuffix(file, cand); n > bestLen {
+		if n := CommonSuffix(file, cand); n > bestLen {
 			best, bestLen = cand, n
 		}
 	}
@@ -107,8 +107,9 @@ func (m *PathMap) resolve(file string) string {
 	return file
 }
 
-// commonSuffix counts the path components two names share at their ends.
-func commonSuffix(a, b string) int {
+// CommonSuffix counts the path components two names share at their ends
+// (/workspace/trainer/train.py and /home/me/trainer/train.py: 2).
+func CommonSuffix(a, b string) int {
 	as, bs := strings.Split(filepath.ToSlash(a), "/"), strings.Split(filepath.ToSlash(b), "/")
 	n := 0
 	for n < len(as) && n < len(bs) && as[len(as)-1-n] == bs[len(bs)-1-n] {
