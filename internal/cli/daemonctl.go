@@ -41,6 +41,19 @@ func (f *daemonFlags) dial(ctx context.Context) (*client.Client, error) {
 	return c, nil
 }
 
+// parseDaemonCmd parses the flags of a command that talks to the daemon;
+// extra, when given, registers the command's own.
+func parseDaemonCmd(name string, args []string, stderr io.Writer, extra func(*flag.FlagSet)) (daemonFlags, []string, bool) {
+	var f daemonFlags
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	f.register(fs)
+	if extra != nil {
+		extra(fs)
+	}
+	pos, ok := parse(fs, args, stderr)
+	return f, pos, ok
+}
+
 // call dials, calls one method and closes.
 func (f *daemonFlags) call(method string, params, result any, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
@@ -54,10 +67,8 @@ func (f *daemonFlags) call(method string, params, result any, timeout time.Durat
 }
 
 func runStatus(args []string, stdout, stderr io.Writer) int {
-	var f daemonFlags
-	fs := flag.NewFlagSet("status", flag.ContinueOnError)
-	f.register(fs)
-	if _, ok := parse(fs, args, stderr); !ok {
+	f, _, ok := parseDaemonCmd("status", args, stderr, nil)
+	if !ok {
 		return exitInput
 	}
 	var st api.StatusResult
@@ -78,10 +89,8 @@ func runStatus(args []string, stdout, stderr io.Writer) int {
 }
 
 func runPS(args []string, stdout, stderr io.Writer) int {
-	var f daemonFlags
-	fs := flag.NewFlagSet("ps", flag.ContinueOnError)
-	f.register(fs)
-	if _, ok := parse(fs, args, stderr); !ok {
+	f, _, ok := parseDaemonCmd("ps", args, stderr, nil)
+	if !ok {
 		return exitInput
 	}
 	var res api.ProcessListResult
@@ -111,12 +120,12 @@ func runPS(args []string, stdout, stderr io.Writer) int {
 }
 
 func runSnap(args []string, stdout, stderr io.Writer) int {
-	var f daemonFlags
-	fs := flag.NewFlagSet("snap", flag.ContinueOnError)
-	f.register(fs)
-	label := fs.String("label", "", "a note stored with the snapshot")
-	timeout := fs.Duration("timeout", 2*time.Minute, "how long the process may take to dump")
-	pos, ok := parse(fs, args, stderr)
+	var label *string
+	var timeout *time.Duration
+	f, pos, ok := parseDaemonCmd("snap", args, stderr, func(fs *flag.FlagSet) {
+		label = fs.String("label", "", "a note stored with the snapshot")
+		timeout = fs.Duration("timeout", 2*time.Minute, "how long the process may take to dump")
+	})
 	if !ok {
 		return exitInput
 	}
@@ -142,10 +151,8 @@ func runSnap(args []string, stdout, stderr io.Writer) int {
 }
 
 func runSnapshots(args []string, stdout, stderr io.Writer) int {
-	var f daemonFlags
-	fs := flag.NewFlagSet("snapshots", flag.ContinueOnError)
-	f.register(fs)
-	if _, ok := parse(fs, args, stderr); !ok {
+	f, _, ok := parseDaemonCmd("snapshots", args, stderr, nil)
+	if !ok {
 		return exitInput
 	}
 	var res api.ListResult
