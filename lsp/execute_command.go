@@ -81,16 +81,16 @@ func (s *Server) executeCommand(_ context.Context, raw json.RawMessage) (any, er
 	case cmdStatus:
 		return s.cmdStatusBar(a.PID), nil
 	}
-	return nil, &jsonrpc2.Error{Code: jsonrpc2.CodeInvalidParams, Message: "unknown command " + strconv.Quote(p.Command)}
+	return nil, invalid("unknown command " + strconv.Quote(p.Command))
 }
 
 func (s *Server) cmdOpen(path, id string) (any, error) {
 	if path == "" {
-		return nil, &jsonrpc2.Error{Code: jsonrpc2.CodeInvalidParams, Message: "openSnapshot needs a path"}
+		return nil, invalid("openSnapshot needs a path")
 	}
 	l, err := s.openAndShow(path)
 	if err != nil {
-		return nil, &jsonrpc2.Error{Code: jsonrpc2.CodeInvalidParams, Message: err.Error()}
+		return nil, invalid(err.Error())
 	}
 	r := l.result
 	return Summary{Path: l.path, PeakBytes: r.Peak.Bytes, Events: r.Events, Sites: len(r.Sites), Findings: len(r.Findings), ID: id}, nil
@@ -98,15 +98,15 @@ func (s *Server) cmdOpen(path, id string) (any, error) {
 
 func (s *Server) cmdCompare(a commandArgs) (any, error) {
 	if a.A == "" || a.B == "" {
-		return nil, &jsonrpc2.Error{Code: jsonrpc2.CodeInvalidParams, Message: "compareSnapshots needs a and b"}
+		return nil, invalid("compareSnapshots needs a and b")
 	}
 	la, err := s.snaps.load(a.A)
 	if err != nil {
-		return nil, &jsonrpc2.Error{Code: jsonrpc2.CodeInvalidParams, Message: err.Error()}
+		return nil, invalid(err.Error())
 	}
 	lb, err := s.snaps.load(a.B)
 	if err != nil {
-		return nil, &jsonrpc2.Error{Code: jsonrpc2.CodeInvalidParams, Message: err.Error()}
+		return nil, invalid(err.Error())
 	}
 	d := analyze.Compare(la.result, lb.result)
 	for i := range d.Sites {
@@ -118,7 +118,7 @@ func (s *Server) cmdCompare(a commandArgs) (any, error) {
 func (s *Server) cmdTake(a commandArgs) (any, error) {
 	c, err := s.link().get()
 	if err != nil {
-		return nil, &jsonrpc2.Error{Code: jsonrpc2.CodeInternalError, Message: err.Error()}
+		return nil, failed(err.Error())
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -135,21 +135,20 @@ func (s *Server) cmdTake(a commandArgs) (any, error) {
 			}
 		}
 		if len(agents) != 1 {
-			return nil, &jsonrpc2.Error{Code: jsonrpc2.CodeInvalidParams,
-				Message: fmt.Sprintf("%d processes have an agent attached; pick one (vramscope.listProcesses)", len(agents))}
+			return nil, invalid(fmt.Sprintf("%d processes have an agent attached; pick one (vramscope.listProcesses)", len(agents)))
 		}
 		pid = agents[0]
 	}
 	var snap api.SnapshotResult
 	if err := c.Call(ctx, api.SnapshotTake, api.TakeParams{PID: pid, Label: a.Label}, &snap); err != nil {
-		return nil, &jsonrpc2.Error{Code: jsonrpc2.CodeInternalError, Message: err.Error()}
+		return nil, failed(err.Error())
 	}
 	return s.cmdOpen(snap.Path, snap.ID)
 }
 
 func (s *Server) cmdAttachPID(pid int) (any, error) {
 	if pid <= 0 || s.cfg.Exe == "" {
-		return nil, &jsonrpc2.Error{Code: jsonrpc2.CodeInvalidParams, Message: "attach needs a pid"}
+		return nil, invalid("attach needs a pid")
 	}
 	args := []string{"attach", strconv.Itoa(pid)}
 	if s.cfg.Socket != "" {
@@ -157,7 +156,7 @@ func (s *Server) cmdAttachPID(pid int) (any, error) {
 	}
 	out, err := exec.Command(s.cfg.Exe, args...).CombinedOutput()
 	if err != nil {
-		return nil, &jsonrpc2.Error{Code: jsonrpc2.CodeInternalError, Message: string(out)}
+		return nil, failed(string(out))
 	}
 	return map[string]string{"output": string(out)}, nil
 }
@@ -165,12 +164,12 @@ func (s *Server) cmdAttachPID(pid int) (any, error) {
 func (s *Server) daemonCall(method string, params, result any) (any, error) {
 	c, err := s.link().get()
 	if err != nil {
-		return nil, &jsonrpc2.Error{Code: jsonrpc2.CodeInternalError, Message: err.Error()}
+		return nil, failed(err.Error())
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := c.Call(ctx, method, params, result); err != nil {
-		return nil, &jsonrpc2.Error{Code: jsonrpc2.CodeInternalError, Message: err.Error()}
+		return nil, failed(err.Error())
 	}
 	return result, nil
 }
@@ -180,13 +179,13 @@ func (s *Server) daemonCall(method string, params, result any) (any, error) {
 func (s *Server) cmdFlame(a commandArgs) (any, error) {
 	l := s.shown()
 	if l == nil {
-		return nil, &jsonrpc2.Error{Code: jsonrpc2.CodeInvalidParams, Message: "no snapshot is open"}
+		return nil, invalid("no snapshot is open")
 	}
 	w := flame.WeightPeak
 	if a.Weight != "" {
 		var ok bool
 		if w, ok = flame.ParseWeight(a.Weight); !ok {
-			return nil, &jsonrpc2.Error{Code: jsonrpc2.CodeInvalidParams, Message: "unknown weight " + a.Weight}
+			return nil, invalid("unknown weight " + a.Weight)
 		}
 	}
 	t := l.result.Flame(analyze.FlameOptions{Weight: w})
@@ -289,3 +288,13 @@ func utilOf(dev api.DevicesResult, device int) *int {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// invalid is the error of a command whose arguments cannot be used.
+func invalid(msg string) *jsonrpc2.Error {
+	return &jsonrpc2.Error{Code: jsonrpc2.CodeInvalidParams, Message: msg}
+}
+
+// failed is the error of a command that could not be carried out.
+func failed(msg string) *jsonrpc2.Error {
+	return &jsonrpc2.Error{Code: jsonrpc2.CodeInternalError, Message: msg}
+}
