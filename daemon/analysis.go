@@ -256,3 +256,37 @@ func (s *session) analysisDiff(_ context.Context, raw json.RawMessage) (any, err
 	}
 	return analyze.Compare(a, b), nil
 }
+
+func (s *session) analysisWhatIf(_ context.Context, raw json.RawMessage) (any, error) {
+	var p api.WhatIfParams
+	if err := decode(raw, &p); err != nil {
+		return nil, err
+	}
+	if len(p.Snapshots) < 2 {
+		return nil, rpcErr(api.CodeInvalidParams, "analysis.whatif wants two or more snapshots, each with its size")
+	}
+	opt := analyze.WhatIfOptions{Model: p.Model, DeviceMemory: p.DeviceMemory, Overhead: 1 << 30, Predict: p.Predict}
+	if p.Overhead != nil {
+		opt.Overhead = *p.Overhead
+	}
+	var pts []analyze.WhatIfPoint
+	for i, sn := range p.Snapshots {
+		m, err := s.d.lookup(sn.ID)
+		if err != nil {
+			return nil, err
+		}
+		r, err := s.result(sn.ID)
+		if err != nil {
+			return nil, err
+		}
+		pts = append(pts, analyze.WhatIfPointOf(r, sn.Size))
+		if i == 0 && opt.DeviceMemory == 0 {
+			opt.DeviceMemory = s.d.deviceTotal(m.Device)
+		}
+	}
+	w, err := analyze.FitWhatIf(pts, opt)
+	if err != nil {
+		return nil, rpcErr(api.CodeInvalidParams, "%v", err)
+	}
+	return w, nil
+}

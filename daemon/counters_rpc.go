@@ -125,3 +125,18 @@ func (s *session) countersSeries(_ context.Context, raw json.RawMessage) (any, e
 	}
 	return api.SeriesResult{Device: p.Device, Samples: nonNil(s.d.counters.col.Series(p.Device, p.FromMS, to, p.MaxPoints))}, nil
 }
+
+// deviceTotal is the memory NVML reports for a CUDA device index (0: no NVML,
+// or no such device). NVML's index order matches CUDA's unless
+// CUDA_VISIBLE_DEVICES reorders them; the caller can always pass the size.
+func (d *Daemon) deviceTotal(device int) int64 {
+	if d.counters == nil {
+		return 0
+	}
+	for _, s := range d.counters.col.Latest() {
+		if s.Device == device && s.Valid&counters.FieldMemTotal != 0 {
+			return int64(s.MemTotalBytes)
+		}
+	}
+	return 0
+}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -434,5 +435,44 @@ func TestSameFile(t *testing.T) {
 		if got := sameFile(tc.rec, tc.want); got != tc.ok {
 			t.Errorf("sameFile(%q, %q) = %v", tc.rec, tc.want, got)
 		}
+	}
+}
+
+// analysis.whatif fits stored snapshots as the CLI fits files.
+func TestWhatIfThroughTheAPI(t *testing.T) {
+	_, cfg := testDaemon(t)
+	c := dial(t, cfg.Socket)
+	dir := filepath.Join("..", "examples", "snapshots", "whatif")
+	var snaps []api.WhatIfSnapshot
+	var pts []analyze.WhatIfPoint
+	for _, b := range []float64{2, 4, 8} {
+		path := filepath.Join(dir, fmt.Sprintf("whatif_bs%d.pickle", int(b)))
+		var r api.SnapshotResult
+		call(t, c, api.SnapshotImport, api.ImportParams{Path: path}, &r)
+		snaps = append(snaps, api.WhatIfSnapshot{ID: r.ID, Size: b})
+		res, err := analyze.Run(path, analyze.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pts = append(pts, analyze.WhatIfPointOf(res, b))
+	}
+	want, err := analyze.FitWhatIf(pts, analyze.WhatIfOptions{DeviceMemory: 80 << 30, Overhead: 1 << 30, Predict: []float64{12}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got analyze.WhatIf
+	call(t, c, api.AnalysisWhatIf, api.WhatIfParams{Snapshots: snaps, DeviceMemory: 80 << 30, Predict: []float64{12}}, &got)
+	if got.MaxSize != want.MaxSize || got.MaxSize <= 8 || len(got.Predictions) != 1 ||
+		got.Predictions[0].Allocated != want.Predictions[0].Allocated {
+		t.Errorf("daemon: max %d, predictions %+v; direct: max %d, %+v", got.MaxSize, got.Predictions, want.MaxSize, want.Predictions)
+	}
+	err = c.Call(context.Background(), api.AnalysisWhatIf, api.WhatIfParams{Snapshots: snaps[:1]}, nil)
+	if client.Code(err) != api.CodeInvalidParams {
+		t.Errorf("one snapshot: %v", err)
+	}
+	snaps[1].Size = snaps[0].Size
+	err = c.Call(context.Background(), api.AnalysisWhatIf, api.WhatIfParams{Snapshots: snaps}, nil)
+	if client.Code(err) != api.CodeInvalidParams || !strings.Contains(err.Error(), "same size") {
+		t.Errorf("two snapshots of one size: %v", err)
 	}
 }

@@ -65,6 +65,7 @@ func init() {
 		api.AnalysisTimeline: (*session).analysisTimeline,
 		api.AnalysisFindings: (*session).analysisFindings,
 		api.AnalysisDiff:     (*session).analysisDiff,
+		api.AnalysisWhatIf:   (*session).analysisWhatIf,
 		api.CountersDevices:  (*session).countersDevices,
 		api.CountersSeries:   (*session).countersSeries,
 		api.Subscribe:        (*session).subscribe,

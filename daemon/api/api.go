@@ -55,6 +55,7 @@ const (
 	AnalysisTimeline = "analysis.timeline"
 	AnalysisFindings = "analysis.findings"
 	AnalysisDiff     = "analysis.diff"
+	AnalysisWhatIf   = "analysis.whatif"
 	CountersDevices  = "counters.devices"
 	CountersSeries   = "counters.series"
 	Subscribe        = "events.subscribe"
@@ -219,6 +220,24 @@ type DiffParams struct {
 	B string `json:"b"`
 }
 
+// WhatIfParams fits the peaks of stored snapshots of one script, each at
+// its size (batch size or sequence length), and predicts the largest size
+// that fits. DeviceMemory 0: the total NVML reports for the first snapshot's
+// device, when NVML runs. Overhead nil: 1 GiB (CUDA context, libraries).
+type WhatIfParams struct {
+	Snapshots    []WhatIfSnapshot `json:"snapshots"`
+	Model        string           `json:"model,omitempty"` // auto (default), linear, quadratic
+	DeviceMemory int64            `json:"device_memory,omitempty"`
+	Overhead     *int64           `json:"overhead,omitempty"`
+	Predict      []float64        `json:"predict,omitempty"`
+}
+
+// WhatIfSnapshot is one stored snapshot and the size it was run at.
+type WhatIfSnapshot struct {
+	ID   string  `json:"id"`
+	Size float64 `json:"size"`
+}
+
 // SeriesParams asks for counters of one device (Device ≥ 0) or one process
 // (PID > 0) between two times (unix milliseconds; 0 = unbounded).
 type SeriesParams struct {
@@ -343,6 +362,7 @@ var Methods = []Method{
 	{AnalysisTimeline, ClientToDaemon, TimelineParams{}, "analyze.Timeline", "Allocated and reserved bytes over time for one device, with step and annotation markers."},
 	{AnalysisFindings, ClientToDaemon, IDParams{}, "[]analyze.Finding", "The findings (OOM, …) with evidence and fix."},
 	{AnalysisDiff, ClientToDaemon, DiffParams{}, "analyze.Diff (as vramscope diff --json)", "Per-line change from snapshot a to snapshot b."},
+	{AnalysisWhatIf, ClientToDaemon, WhatIfParams{}, "analyze.WhatIf (as vramscope whatif --json)", "Peak against size over several snapshots of one script: the fit, its leave-one-out error, the largest size that fits."},
 	{CountersDevices, ClientToDaemon, nil, DevicesResult{}, "GPUs NVML sees, the sampler's status and the latest sample of each."},
 	{CountersSeries, ClientToDaemon, SeriesParams{}, SeriesResult{}, "Counter samples of a device or a process over a time range, downsampled to max_points."},
 	{Subscribe, ClientToDaemon, SubscribeParams{}, Empty{}, "Sends this connection the event.* notifications of the topics asked for."},

@@ -166,7 +166,7 @@ func (b *byteSize) Set(s string) error {
 		}
 	}
 	v, err := strconv.ParseFloat(t, 64)
-	if err != nil || v <= 0 {
+	if err != nil || v < 0 {
 		return fmt.Errorf("want a size such as 80GiB, got %q", s)
 	}
 	*b = byteSize(v * mult)

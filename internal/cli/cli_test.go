@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -578,5 +579,62 @@ func TestAnalyzeMap(t *testing.T) {
 	text := mustRun(t, "analyze", snap, "--map", "/workspace/trainer="+local, "--root", local)
 	if strings.Contains(text.stdout, "/workspace/trainer/") {
 		t.Errorf("text report still shows the container path:\n%s", text.stdout)
+	}
+}
+
+// whatif: sizes from the file names or --sizes, the same fit either way, and
+// clear errors for what cannot be fitted.
+func TestWhatIf(t *testing.T) {
+	var files []string
+	for _, b := range []string{"2", "4", "8"} {
+		files = append(files, example(t, filepath.Join("whatif", "whatif_bs"+b)))
+	}
+	byName := mustRun(t, append([]string{"whatif", "--json", "--device-memory", "80GiB", "--predict", "12"}, files...)...)
+	bySizes := mustRun(t, append([]string{"whatif", "--sizes", "2,4,8", "--json", "--device-memory", "80GiB", "--predict", "12"}, files...)...)
+	if byName.stdout != bySizes.stdout {
+		t.Error("sizes from file names and from --sizes give different fits")
+	}
+	var w struct {
+		Model       string `json:"model"`
+		MaxSize     int64  `json:"max_size"`
+		MaxSizeSafe int64  `json:"max_size_safe"`
+		Points      []struct {
+			Size      float64 `json:"size"`
+			Allocated int64   `json:"peak_allocated"`
+		} `json:"points"`
+		Predictions []struct {
+			Size      float64 `json:"size"`
+			Allocated int64   `json:"peak_allocated"`
+			Fits      *bool   `json:"fits"`
+		} `json:"predictions"`
+	}
+	if err := json.Unmarshal([]byte(byName.stdout), &w); err != nil {
+		t.Fatal(err)
+	}
+	if len(w.Points) != 3 || w.Model != "linear" || w.MaxSize <= 16 || w.MaxSizeSafe > w.MaxSize {
+		t.Fatalf("%+v", w)
+	}
+	for i, f := range files {
+		if p, _ := peakOf(t, f); p != w.Points[i].Allocated {
+			t.Errorf("%s: point %d, analyze's peak %d", f, w.Points[i].Allocated, p)
+		}
+	}
+	if p := w.Predictions[0]; p.Allocated <= w.Points[2].Allocated || p.Fits == nil || !*p.Fits {
+		t.Errorf("prediction at 12: %+v", p)
+	}
+	text := mustRun(t, append([]string{"whatif", "--device-memory", "80GiB"}, files...)...)
+	if !strings.Contains(text.stdout, fmt.Sprintf("largest size that fits: %d", w.MaxSize)) || !strings.Contains(text.stdout, "activation +") {
+		t.Errorf("text report:\n%s", text.stdout)
+	}
+	for _, bad := range [][]string{
+		{"whatif", files[0]},
+		{"whatif", "--sizes", "2,4", files[0], files[1], files[2]},
+		{"whatif", files[0], files[0]},
+		{"whatif", "--model", "cubic", files[0], files[1]},
+		{"whatif", example(t, "example_train"), files[0], "--sizes", "x,2"},
+	} {
+		if o := run(bad...); o.code != 2 || o.stderr == "" {
+			t.Errorf("%v: %v", bad, o)
+		}
 	}
 }
