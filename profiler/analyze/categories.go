@@ -239,3 +239,83 @@ func catBytes(cats []Category, name string) int64 {
 	}
 	return 0
 }
+
+// categoryTimeline splits every timeline point by category: the level log
+// is replayed once, each allocation classified by its whole lifetime (as at
+// the peak), and a point takes the levels of the moment its allocated
+// maximum was reached, so its categories add up to its allocated bytes.
+// preLive is the pre-trace memory alive to the end (parameters); pre-trace
+// blocks freed during the trace are "other" until freed.
+func (lt *lifetimes) categoryTimeline(tl *Timeline, t *tracker, preLive int64) {
+	n, pts := t.log.len(), tl.Points
+	if n == 0 || len(pts) == 0 {
+		return
+	}
+	catIdx := make(map[string]int, len(categoryOrder))
+	for i, c := range categoryOrder {
+		catIdx[c] = i
+	}
+	level := make([]int64, len(categoryOrder))
+	level[catIdx[CatParameter]] = preLive
+	level[catIdx[CatOther]] = t.preFreed
+	// The category of every allocation, by its index (1 byte an entry), and
+	// the sizes of the rare allocations that also ended an older block.
+	cats := make([]uint8, n)
+	sizes := map[int]int64{}
+	best := make([]int64, len(pts))
+	// A point starts at the level its bucket opened with (the timeline
+	// counts it too), then keeps the highest moment inside it.
+	pts[0].Categories = append([]int64(nil), level...)
+	k := 0
+	var prev int64
+	sizeOf := func(i int) int64 {
+		if s, ok := sizes[i]; ok {
+			return s
+		}
+		if i == 0 {
+			return t.log.at(0).cur
+		}
+		return t.log.at(i).cur - t.log.at(i-1).cur
+	}
+	for i := 0; i < n; i++ {
+		e := t.log.at(i)
+		at := t.firstT + int64(e.t)
+		for k+1 < len(pts) && at >= pts[k+1].TimeUS {
+			k++
+			pts[k].Categories = append([]int64(nil), level...)
+			best[k] = prev
+		}
+		delta := e.cur - prev
+		prev = e.cur
+		link := t.log.endOf(i)
+		if e.stack != 0 {
+			if old, ok := t.replaced[int32(i)]; ok {
+				was := sizeOf(int(old))
+				level[cats[old]] -= was
+				delta += was
+				sizes[i] = delta
+			}
+			b := block{size: delta, seq: int64(i), t: at, origin: int32(e.stack - 1), li: int32(i)}
+			if link > 0 {
+				b.ft = max(t.firstT+int64(t.log.at(int(link)-1).t), 1)
+			}
+			c := catIdx[lt.classify(b, at, true)]
+			cats[i] = uint8(c)
+			level[c] += delta
+		} else if link > 0 {
+			level[cats[link-1]] += delta
+		} else {
+			level[catIdx[CatOther]] += delta // a block from before the trace
+		}
+		if e.cur >= best[k] {
+			copy(pts[k].Categories, level)
+			best[k] = e.cur
+		}
+	}
+	// Points after the last entry kept its level, unless the log stopped
+	// early (then their split is unknown).
+	for k++; k < len(pts) && !t.truncated; k++ {
+		pts[k].Categories = append([]int64(nil), level...)
+	}
+	tl.CategoryNames = categoryOrder
+}

@@ -139,6 +139,7 @@ func (a *analysis) diagnose(d *Device, t *tracker, snap *torchsnap.Snapshot, oom
 	blocks = append(blocks, t.freedSincePeak...)
 	sortBlocks(blocks)
 	d.Categories, dg.peak = dg.lt.tally(blocks, d.PreTraceBytes-t.preFreed, d.Peak.TimeUS, true)
+	dg.lt.categoryTimeline(&d.Timeline, t, d.PreTraceBytes-t.preFreed)
 	for _, cb := range dg.peak {
 		o := a.origins.at(cb.resolved())
 		if o.cats == nil {

@@ -11,6 +11,9 @@ type Point struct {
 	TimeUS    int64 `json:"time_us"`
 	Allocated int64 `json:"allocated"`
 	Reserved  int64 `json:"reserved"`
+	// Categories splits Allocated by Timeline.CategoryNames, at the moment
+	// the point's allocated level was reached; absent past a truncated log.
+	Categories []int64 `json:"categories,omitempty"`
 }
 
 // Marker is an annotation boundary or a training step on the timeline.
@@ -25,6 +28,8 @@ type Timeline struct {
 	Device  int      `json:"device"`
 	Points  []Point  `json:"points"`
 	Markers []Marker `json:"markers"`
+	// CategoryNames name the entries of each point's Categories.
+	CategoryNames []string `json:"category_names,omitempty"`
 }
 
 // timeline downsamples on the fly: buckets of a width that doubles (merging

@@ -151,3 +151,67 @@ func TestJSONArraysAreNeverNull(t *testing.T) {
 		})
 	}
 }
+
+// Every timeline point splits its allocated bytes by category, and the split
+// at the peak's point is the peak's own split.
+func TestTimelineCategories(t *testing.T) {
+	for _, in := range inputs(t) {
+		r, err := analyze.Run(in.path, analyze.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range r.Devices {
+			tl := d.Timeline
+			if len(tl.Points) == 0 {
+				continue
+			}
+			if len(tl.CategoryNames) != len(d.Categories) {
+				t.Errorf("%s: category names %v", in.name, tl.CategoryNames)
+				continue
+			}
+			with, off := 0, 0
+			var peakPt *analyze.Point
+			for i, p := range tl.Points {
+				if p.Categories == nil {
+					continue
+				}
+				with++
+				var sum int64
+				for _, c := range p.Categories {
+					sum += c
+					if c < 0 {
+						t.Errorf("%s: point %d has a negative category: %v", in.name, i, p.Categories)
+					}
+				}
+				if sum != p.Allocated {
+					off++
+				}
+				if p.Allocated == d.Peak.Bytes && peakPt == nil {
+					peakPt = &tl.Points[i]
+				}
+			}
+			if with < len(tl.Points)*99/100 || off > len(tl.Points)/100 {
+				t.Errorf("%s device %d: %d of %d points split, %d do not add up to their allocated bytes",
+					in.name, d.Device, with, len(tl.Points), off)
+			}
+			if peakPt == nil {
+				t.Errorf("%s: no point at the peak %d", in.name, d.Peak.Bytes)
+				continue
+			}
+			var diff int64
+			for i, c := range d.Categories {
+				diff += abs64(peakPt.Categories[i] - c.Bytes)
+			}
+			if float64(diff) > 0.01*float64(d.Peak.Bytes) {
+				t.Errorf("%s: the peak's point splits as %v, the peak as %+v", in.name, peakPt.Categories, d.Categories)
+			}
+		}
+	}
+}
+
+func abs64(v int64) int64 {
+	if v < 0 {
+		return -v
+	}
+	return v
+}

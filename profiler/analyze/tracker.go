@@ -15,6 +15,7 @@ type block struct {
 	seq    int64
 	t      int64 // allocation time; blocks from before the trace: math.MinInt64
 	ft     int64 // free time, once freed (blocks kept for the peak or an OOM); 0 while live
+	li     int32 // index of its allocation in the level log; -1: not logged
 }
 
 func (b *block) resolved() int32 {
@@ -60,8 +61,11 @@ type tracker struct {
 	// log is the allocated level after every alloc and free (the first
 	// maxLog of them): steps, their levels and lifetimes are read from it.
 	log       levelLog
-	truncated bool  // the log stopped at maxLog entries
-	afterOOM  int64 // allocs and frees replayed since the last OOM event
+	truncated bool // the log stopped at maxLog entries
+	// replaced maps an allocation logged over a live address (its free fell
+	// outside the ring) to the allocation it ended.
+	replaced map[int32]int32
+	afterOOM int64 // allocs and frees replayed since the last OOM event
 }
 
 // logEntry is one allocation or free in the level log. T is microseconds
@@ -80,9 +84,13 @@ type logEntry struct {
 type packedEntry struct {
 	t, stack uint32
 	q        int32
+	// end links an allocation and its free: for an allocation, 1 + the index
+	// of the entry that freed it, for a free 1 + the index of the allocation
+	// it freed; 0: not in the log.
+	end uint32
 }
 
-// maxLog bounds the level log: 12 MiB of entries, every alloc and free of
+// maxLog bounds the level log: 16 MiB of entries, every alloc and free of
 // a million-entry trace. Longer traces (or ones spanning more than 71
 // minutes) are read for steps up to there.
 const maxLog = 1 << 20
@@ -166,9 +174,21 @@ func (t *tracker) alloc(e *profiler.Event, user bool) {
 			t.freedSincePeak = append(t.freedSincePeak, old)
 		}
 	}
-	t.live[e.Addr] = b
 	t.cur += size
+	li := t.log.len()
 	t.logLevel(e.TimeUS, uint32(e.Stack)+1)
+	b.li = -1
+	if t.log.len() > li {
+		b.li = int32(li)
+		if old, ok := t.live[e.Addr]; ok && old.li >= 0 {
+			t.log.setEnd(old.li, li)
+			if t.replaced == nil {
+				t.replaced = map[int32]int32{}
+			}
+			t.replaced[int32(li)] = old.li
+		}
+	}
+	t.live[e.Addr] = b
 	if t.cur > t.peak {
 		t.peak, t.peakAt, t.peakT = t.cur, e.Seq, e.TimeUS
 		t.freedSincePeak = t.freedSincePeak[:0]
@@ -207,7 +227,7 @@ func (t *tracker) free(e *profiler.Event) {
 	if !ok {
 		// Allocated before the trace began: it was live all along until now.
 		// Its frames (context="all") are where it was freed, not where it was made.
-		b = block{size: blockSize(e.Size), seq: -1, origin: t.a.origins.preTrace(0), t: math.MinInt64}
+		b = block{size: blockSize(e.Size), seq: -1, origin: t.a.origins.preTrace(0), t: math.MinInt64, li: -1}
 		t.preFreed += b.size
 	} else {
 		delete(t.live, e.Addr)
@@ -217,7 +237,12 @@ func (t *tracker) free(e *profiler.Event) {
 		b.ft = e.TimeUS
 		t.freedSincePeak = append(t.freedSincePeak, b)
 	}
+	j := t.log.len()
 	t.logLevel(e.TimeUS, 0)
+	if t.log.len() > j && b.li >= 0 {
+		t.log.setEnd(b.li, j)
+		t.log.setEnd(int32(j), int(b.li))
+	}
 }
 
 func (t *tracker) logLevel(at int64, stack uint32) {
@@ -250,6 +275,16 @@ func (l *levelLog) len() int { return l.n }
 func (l *levelLog) at(i int) logEntry {
 	p := l.chunks[i/logChunk][i%logChunk]
 	return logEntry{t: p.t, stack: p.stack, cur: int64(p.q) * 512}
+}
+
+// endOf is entry i's link (see packedEntry.end).
+func (l *levelLog) endOf(i int) uint32 { return l.chunks[i/logChunk][i%logChunk].end }
+
+// setEnd links entry i to entry j (i < 0: not logged, nothing to link).
+func (l *levelLog) setEnd(i int32, j int) {
+	if i >= 0 {
+		l.chunks[i/logChunk][i%logChunk].end = uint32(j) + 1
+	}
 }
 
 func (l *levelLog) add(e packedEntry) {
