@@ -12,6 +12,10 @@ import "encoding/binary"
 // way is waiting in the same batch, so items reach the caller in order.
 
 // FlatFunc receives the pairs of one flat dict, in order. It must not keep vs.
+// A list among the values that no memo slot keeps may be the same *List in
+// several calls (equal items read from the same lasting memo slots): the
+// callee must not change it, except to cache in Mark what depends only on the
+// items.
 type FlatFunc func(list *List, keys []string, vs []Value) error
 
 const maxFlatPairs = 32
@@ -28,6 +32,10 @@ type flatPending struct {
 	items [maxFlatItems]Value
 	nitem int
 	store uint64
+	// The list's items as bytes (GET APPEND or MARK GET... APPENDS) when every
+	// item comes from a memo slot that is never dropped: the key of m.lists.
+	key []byte
+	hit bool // the list is a copy of m.lists[key]
 }
 
 const maxFlatItems = 256
@@ -36,7 +44,7 @@ const maxFlatItems = 256
 // returns the bytes consumed, or 0 (with nothing changed) to use the slow path.
 func (m *Machine) flat(list *List, b []byte) (int, error) {
 	p := &m.pend
-	p.n, p.nget, p.memos, p.list, p.nitem, p.store = 0, 0, 0, nil, 0, 0
+	p.n, p.nget, p.memos, p.list, p.nitem, p.store, p.key, p.hit = 0, 0, 0, nil, 0, 0, nil, false
 	pos := skipFrames(b, 1)
 	memoLen := m.memoLen
 	if pos < len(b) && b[pos] == opMemoize {
@@ -107,6 +115,12 @@ func (m *Machine) flat(list *List, b []byte) (int, error) {
 				return 0, err
 			}
 			p.list.Items = append(p.list.Items, p.items[:p.nitem]...)
+		}
+		m.remember(p.key, p.list)
+	}
+	if p.hit && len(p.list.Items) > 0 {
+		if err := m.hold(len(p.list.Items)); err != nil {
+			return 0, err
 		}
 	}
 	list.Count++
@@ -282,6 +296,23 @@ func (m *Machine) flatList(b []byte, memoLen uint64, out *Value) (int, int) {
 		}
 		n, memos = skipFrames(b, n+1), 1
 	}
+	if end := getRun(b, n); end > 0 {
+		if c, ok := m.lists[string(b[n:end])]; ok {
+			// The same lasting items as an earlier list: a copy of it, as
+			// OnAppend left it, with no item read again.
+			if p.store == 0 {
+				p.list = c // no memo slot keeps it: it can be shared (see FlatFunc)
+			} else {
+				l := *c
+				p.list = &l
+			}
+			p.hit = true
+			*out = Value{Kind: ListKind, Ref: p.list}
+			return end, memos
+		}
+		p.key = b[n:end]
+	}
+	nget := p.nget
 	switch {
 	case n < len(b) && b[n] == opMark:
 		n++
@@ -316,9 +347,60 @@ func (m *Machine) flatList(b []byte, memoLen uint64, out *Value) (int, int) {
 		*out = Value{Kind: ListKind, Ref: emptyList}
 		return n, memos
 	}
+	if p.nget != nget {
+		p.key = nil // an item read from a slot that will be dropped
+	}
 	p.list = &List{}
 	*out = Value{Kind: ListKind, Ref: p.list}
 	return n, memos
+}
+
+// getRun measures the items of an inline list at b[n:]: GET APPEND or MARK
+// GET... APPENDS, without FRAMEs. It returns their end, or 0.
+func getRun(b []byte, n int) int {
+	k, mark := n, false
+	if k < len(b) && b[k] == opMark {
+		k, mark = k+1, true
+	}
+	start := k
+	for k < len(b) {
+		switch b[k] {
+		case opBinGet:
+			k += 2
+			continue
+		case opLongBinGet:
+			k += 5
+			continue
+		case opAppends:
+			if mark && k > start {
+				return k + 1
+			}
+		case opAppend:
+			if !mark && k > start && (b[start] == opBinGet && k == start+2 || b[start] == opLongBinGet && k == start+5) {
+				return k + 1
+			}
+		}
+		return 0
+	}
+	return 0
+}
+
+// The list cache holds at most this many bytes of keys.
+const maxListCache = 4 << 20
+
+// remember keeps a snapshot of a list just filled from lasting items (key),
+// unless OnAppend claimed it (Tag) and so may need to see each one.
+func (m *Machine) remember(key []byte, l *List) {
+	if key == nil || l.Tag != nil || m.listBytes+len(key) > maxListCache {
+		return
+	}
+	if m.lists == nil {
+		m.lists = map[string]*List{}
+	}
+	c := *l
+	c.Items = c.Items[:len(c.Items):len(c.Items)] // a copy that appends never writes through
+	m.lists[string(key)] = &c
+	m.listBytes += len(key)
 }
 
 // skipFrames steps over FRAME opcodes at b[pos:]: protocol 4 starts a new

@@ -25,6 +25,10 @@ type Machine struct {
 	gets     [maxFlatPairs][4]flatGetCache
 	getsNext [maxFlatPairs]uint8
 	err      error // an error from OnFlatDict inside the fast path
+	// Inline lists of lasting items, by their bytes, as OnAppend left them
+	// (flat.go): a trace entry's stack recurs millions of times.
+	lists     map[string]*List
+	listBytes int
 
 	lim     Limits
 	plan    *Plan
@@ -260,6 +264,10 @@ func (m *Machine) scalar(b []byte) (v Value, n int) {
 		return Value{Kind: Int, Num: int64(int32(binary.LittleEndian.Uint32(b[1:5])))}, 5
 	case op == opBinFloat && len(b) >= 9:
 		return Value{Kind: Float, Num: int64(binary.BigEndian.Uint64(b[1:9]))}, 9
+	case op == opLong1 && len(b) >= 10 && b[1] <= 8:
+		// One 8-byte load, then drop the bytes past the integer and sign-extend.
+		shift := 64 - 8*uint(b[1])
+		return Value{Kind: Int, Num: int64(binary.LittleEndian.Uint64(b[2:10])<<shift) >> shift}, 2 + int(b[1])
 	case op == opLong1 && len(b) >= 2 && b[1] <= 8 && len(b) >= 2+int(b[1]):
 		return decodeLong(b[2 : 2+int(b[1])]), 2 + int(b[1])
 	case op == opShortBinUnicode && len(b) >= 2 && len(b) >= 2+int(b[1]):
@@ -591,8 +599,10 @@ func (m *Machine) put(id uint64) error {
 	if m.seen.add(id) {
 		m.memoLen++
 	} else {
-		m.keys = [maxFlatPairs]flatKeyCache{} // a slot is overwritten: forget cached keys and values
+		m.keys = [maxFlatPairs]flatKeyCache{} // a slot is overwritten: forget cached keys, values and lists
 		m.gets = [maxFlatPairs][4]flatGetCache{}
+		clear(m.lists)
+		m.listBytes = 0
 	}
 	if old, ok := m.memo.get(id); ok {
 		unpin(old)
