@@ -228,3 +228,114 @@ def test_auto_mode_registers_only_after_cuda_init(daemon, env, tmp):
         assert rc == 0 and err == ""  # auto mode prints nothing when all is well
     finally:
         c.kill()
+
+
+# --- sampled recording (vramscope/_schedule.py) ---------------------------------
+
+SAMPLED = OOM.replace("vramscope.attach()", "vramscope.attach(sample='every=5,window=2,warmup=1')") + \
+    "from torch.optim import optimizer as O\n"
+
+
+def records(calls):
+    return [(c[1]["enabled"], bool(c[1].get("clear_history"))) for c in calls if c[0] == "record"]
+
+
+def test_sampled_recording_windows(daemon, env, spawn):
+    c = spawn(faketorch_env(env), SAMPLED)
+    daemon.wait_register(pid=c.pid)
+    assert records(c(CALLS)) == [("all", False)]  # the warm-up window, from CUDA init
+    on = []
+    for _ in range(12):
+        c("O._fake_step()")
+        on.append(c("vramscope.status()['sampling']['recording_now']"))
+    # warm-up: 1 step; then 2 steps recorded out of every 5, each window from an empty history
+    assert on == [False, False, False, True, True, False, False, False, True, True, False, False]
+    assert records(c(CALLS)) == [("all", False), (None, False), ("all", True), (None, False), ("all", True),
+                                 (None, False)]
+    st = c("vramscope.status()['sampling']")
+    assert st == {"sampled": True, "recording_now": False, "steps": 12, "windows": 3, "recorded_steps": 5}
+    c("vramscope.detach()")
+    n = len(c(CALLS))
+    c("O._fake_step()")  # the hook is gone with the agent
+    assert records(c(CALLS)[n:]) == []
+
+
+def test_snapshot_between_windows_waits_for_the_next_window(daemon, env, spawn):
+    import threading
+
+    c = spawn(faketorch_env(env), SAMPLED)
+    daemon.wait_register(pid=c.pid)
+    assert c.wait("vramscope.status()['registered']")
+    c("O._fake_step()")  # warm-up over: recording off
+    assert not c("vramscope.status()['sampling']['recording_now']")
+    path = os.path.join(daemon.incoming_dir, "gap.part")
+    got = {}
+    t = threading.Thread(target=lambda: got.update(daemon.dump(c.pid, path, timeout=20)))
+    t.start()
+    time.sleep(0.5)
+    assert "_snapshot" not in names(c(CALLS))  # nothing is taken while recording is off
+    c("O._fake_step()")  # the next boundary opens a window at once (not after 3 more steps)
+    assert c("vramscope.status()['sampling']['recording_now']")
+    c("torch.cuda.memory._fake_alloc(4096)")
+    c("O._fake_step()")
+    time.sleep(0.3)
+    assert "_snapshot" not in names(c(CALLS))  # one step recorded of the two the window holds
+    c("torch.cuda.memory._fake_alloc(8192)")
+    c("O._fake_step()")
+    t.join(20)
+    assert "result" in got, got
+    calls = c(CALLS)
+    n = names(calls)
+    i = n.index("_snapshot")
+    assert records(calls[:i]) == [("all", False), (None, False), ("all", True)]  # on when taken
+    with open(path, "rb") as f:
+        snap = pickle.load(f)
+    sizes = [e["size"] for e in snap["device_traces"][0] if e["action"] == "alloc"]
+    assert sizes == [4096, 8192]  # the window's history: consistent with the segments
+    c("O._fake_step()")  # released: the overdue window closes
+    assert records(c(CALLS))[-1] == (None, False)
+
+
+def test_oom_between_windows_keeps_the_request_and_its_stack(daemon, env, spawn):
+    c = spawn(faketorch_env(env), SAMPLED)
+    daemon.wait_register(pid=c.pid)
+    assert c.wait("vramscope.status()['registered']")
+    c("torch.cuda.memory._fake_alloc(1024)")  # recorded in the warm-up window
+    c("O._fake_step()")
+    assert c("oom(777)") == "raised"
+    cap = daemon.wait_captured()
+    with open(cap["path"], "rb") as f:
+        snap = pickle.load(f)
+    trace = snap["device_traces"][0]
+    assert len(trace) == 1 and trace[0]["action"] == "oom" and trace[0]["size"] == 777
+    assert trace[0]["device_free"] == 77
+    assert "oom" in [fr["name"] for fr in trace[0]["frames"]]  # the program's function that asked
+    assert not any("vramscope" in fr["filename"] for fr in trace[0]["frames"])
+    assert snap["segments"][0]["allocated_size"] > 0  # the allocator's state is all there
+
+
+def test_no_step_hook_records_every_step(daemon, env, spawn):
+    c = spawn(faketorch_env(env, FAKE_TORCH_NO_STEP_HOOK="1"),
+              "import torch, vramscope\nvramscope.attach()\ntorch.cuda.init()")
+    daemon.wait_register(pid=c.pid)
+    st = c("vramscope.status()['sampling']")
+    assert st["sampled"] is False and st["recording_now"] is True
+
+
+def test_sample_off_and_bad_specs(env, spawn):
+    c = spawn(faketorch_env(env, VRAMSCOPE_SAMPLE="off"),
+              "import torch, vramscope\nvramscope.attach()\ntorch.cuda.init()\nfrom torch.optim import optimizer as O")
+    for _ in range(4):
+        c("O._fake_step()")
+    assert records(c(CALLS)) == [("all", False)]
+    assert c("vramscope.status()['sampling']['sampled']") is False
+    sys.path.insert(0, PKG_PARENT)
+    try:
+        from vramscope import _schedule
+    finally:
+        sys.path.remove(PKG_PARENT)
+    for bad in ("every=2,window=2", "window=0", "often=3", "every=x"):
+        with pytest.raises(ValueError):
+            _schedule.parse(bad)
+    assert _schedule.parse("every=10") == {"every": 10, "window": 2, "warmup": 3}
+    assert _schedule.parse("off") is None and _schedule.parse({"every": 8}) == {"every": 8, "window": 2, "warmup": 3}

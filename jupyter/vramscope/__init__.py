@@ -28,7 +28,8 @@ __version__ = "0.1.0"
 __all__ = ["attach", "detach", "status"]
 
 
-def attach(max_entries=100_000, stacks="python", record=True, socket=None, oom=True, annotate_backward=True):
+def attach(max_entries=100_000, stacks="python", record=True, socket=None, oom=True, annotate_backward=True,
+           sample=None):
     """Attach the agent to this process and return its status() at once.
 
     max_entries: the allocator's history ring (alloc/free events kept).
@@ -39,6 +40,11 @@ def attach(max_entries=100_000, stacks="python", record=True, socket=None, oom=T
     oom: take a snapshot when torch runs out of GPU memory and hand it to the daemon.
     annotate_backward: mark each loss.backward() call with its file:line so the
         daemon can attribute backward-pass memory to that line.
+    sample: which optimizer steps are recorded, so that recording costs the
+        training job nothing on most steps: None reads $VRAMSCOPE_SAMPLE, default
+        the first 3 steps, then 2 of every 25; "off" records every step; or a dict
+        / "every=N,window=K,warmup=W". A snapshot asked for between windows waits
+        for the next window (see vramscope/_schedule.py).
 
     Never blocks on the daemon: without one, the program runs on and the agent
     keeps retrying in the background. Without torch or CUDA it still registers
@@ -47,7 +53,7 @@ def attach(max_entries=100_000, stacks="python", record=True, socket=None, oom=T
     from . import _agent
 
     return _agent.attach(max_entries=max_entries, stacks=stacks, record=record, socket=socket,
-                         oom=oom, annotate_backward=annotate_backward)
+                         oom=oom, annotate_backward=annotate_backward, sample=sample)
 
 
 def detach():

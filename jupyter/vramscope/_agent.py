@@ -29,7 +29,7 @@ import sys
 import threading
 import time
 
-from . import _api, _paths, _torch
+from . import _api, _paths, _schedule, _torch
 from ._common import (
     QUEUE_MAX,
     _env_int,
@@ -76,6 +76,7 @@ class Agent(_Link, _Captures):
         self.torch_installed = None
         self.recording = "off"  # off | pending | on | failed
         self.recording_error = None
+        self.schedule = None  # _schedule.Schedule once recording started
         self.annotations = False
         self.started_recording = False
         self.cuda_hook = None  # "now" | "queued" | None
@@ -124,6 +125,8 @@ class Agent(_Link, _Captures):
         self.jobs.put(None)
         torch = _torch.imported()
         _torch.unwrap_backward()
+        if self.schedule is not None:
+            self.schedule.end()
         if torch is not None and self.started_recording and _torch.cuda_initialized(torch):
             _torch.stop_recording(torch)
             self.started_recording = False
@@ -174,11 +177,19 @@ class Agent(_Link, _Captures):
                 self.init_device = None
             if self.opts["record"]:
                 try:
-                    self.annotations = _torch.start_recording(torch, self.opts["max_entries"], self.opts["stacks"])
+                    def start(clear):
+                        self.annotations = _torch.start_recording(torch, self.opts["max_entries"],
+                                                                  self.opts["stacks"], clear=clear)
+
+                    sched = _schedule.Schedule(torch, start, lambda: _torch.stop_recording(torch), self.opts["sample"])
+                    sched.begin()
+                    self.schedule = sched
                     self.recording = "on"
                     self.started_recording = True
-                    log.info("vramscope: recording the allocator's history (max_entries=%d, stacks=%s)",
-                             self.opts["max_entries"], self.opts["stacks"])
+                    log.info("vramscope: recording the allocator's history (max_entries=%d, stacks=%s, %s)",
+                             self.opts["max_entries"], self.opts["stacks"],
+                             "every step" if not self.opts["sample"] else
+                             "steps sampled: %(warmup)d first, then %(window)d of every %(every)d" % self.opts["sample"])
                 except Exception as e:
                     self.recording = "failed"
                     self.recording_error = "recording could not start: %s" % (e,)
@@ -257,6 +268,7 @@ class Agent(_Link, _Captures):
             "recording": self.recording == "on",
             "recording_state": self.recording,
             "annotations": self.annotations,
+            "sampling": self.schedule.state() if self.schedule is not None else None,
             "oom_observer": self.oom_hooked,
             "note": self.note(),
             "dropped": self.dropped,
@@ -295,7 +307,7 @@ def _notify(method, params):
 
 
 def attach(max_entries=100_000, stacks="python", record=True, socket=None, oom=True, annotate_backward=True,
-           _auto=False):
+           sample=None, _auto=False):
     global _agent
     if stacks not in ("python", "all"):
         raise ValueError("stacks must be 'python' or 'all', not %r" % (stacks,))
@@ -307,8 +319,9 @@ def attach(max_entries=100_000, stacks="python", record=True, socket=None, oom=T
         raise ValueError("max_entries must be a positive integer, not %r" % (max_entries,))
     if _env_off("VRAMSCOPE_RECORD"):
         record = False
+    sample = _schedule.parse(sample)
     opts = {"max_entries": max_entries, "stacks": stacks, "record": bool(record), "socket": socket,
-            "oom": bool(oom), "annotate_backward": bool(annotate_backward)}
+            "oom": bool(oom), "annotate_backward": bool(annotate_backward), "sample": sample}
     with _lock:
         if _agent is not None and _agent.pid == os.getpid() and not _agent.stop.is_set():
             log.info("vramscope: already attached")

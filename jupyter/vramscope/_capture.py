@@ -7,7 +7,7 @@ import sys
 import threading
 import time
 
-from . import _api, _paths
+from . import _api, _paths, _torch
 from ._common import (
     AgentError,
     CAPTURED_TIMEOUT,
@@ -26,6 +26,35 @@ from ._snapfile import (
     _write_snapshot,
     _move,
 )
+
+
+# How long agent.dump waits for a sampled window (the daemon waits 2 minutes).
+DUMP_WAIT = 90.0
+
+
+def _oom_between_windows(snap, device, requested, device_free):
+    """An out-of-memory error while recording was off: the history (if torch kept
+    one) is from an earlier window and does not match the allocator's state, so
+    it goes; the failing request becomes the trace's one event, with the Python
+    stack that made it (or, on autograd's thread, the backward() call running)."""
+    frames = []
+    pkg = os.path.dirname(os.path.abspath(__file__)) + os.sep
+    f = sys._getframe(1)
+    while f is not None:
+        fn = f.f_code.co_filename
+        if not fn.startswith(pkg):
+            frames.append({"filename": fn, "line": f.f_lineno, "name": f.f_code.co_name})
+        f = f.f_back
+    if not frames:
+        site = _torch.backward_site[0]
+        if site is not None:
+            frames = [{"filename": site[0], "line": site[1], "name": "backward"}]
+    traces = snap.get("device_traces") or []
+    n = max(len(traces), int(device) + 1)
+    new = [[] for _ in range(n)]
+    new[int(device)] = [{"action": "oom", "addr": 0, "size": int(requested), "stream": 0,
+                         "time_us": int(time.time() * 1e6), "device_free": int(device_free), "frames": frames}]
+    snap["device_traces"] = new
 
 
 class _Captures:
@@ -85,8 +114,18 @@ class _Captures:
             self.respond(gen, rid, error=(CODE_INVALID_PARAMS, "agent.dump refused: " + bad))
             return
         t0 = time.perf_counter()
+        sched = self.schedule
+        if sched is not None:
+            why = sched.wait_recorded(DUMP_WAIT)
+            if why:
+                self.respond(gen, rid, error=(CODE_AGENT_FAILED, "agent.dump failed: " + why))
+                return
         try:
-            snap = _take_snapshot()
+            try:
+                snap = _take_snapshot()
+            finally:
+                if sched is not None:
+                    sched.release()
             size, entries = _write_snapshot(path, snap)
         except AgentError as e:
             self.respond(gen, rid, error=(e.code, "agent.dump failed: %s" % e))
@@ -112,10 +151,14 @@ class _Captures:
         queued = False
         try:
             t0 = time.perf_counter()
+            sched = self.schedule
+            between = sched is not None and not sched.recording()
             snap = _take_snapshot()
             if isinstance(snap, _FileSnapshot):  # test hook: read it now, like torch's snapshot
                 with open(snap.path, "rb") as f:
                     snap = f.read()
+            if between and isinstance(snap, dict):
+                _oom_between_windows(snap, device, requested, device_free)
             took = (time.perf_counter() - t0) * 1000.0
             allocated = _allocated_from_segments(snap, device) if isinstance(snap, dict) else -1
             oom = {"device": int(device), "requested": int(requested), "device_free": int(device_free),

@@ -101,9 +101,10 @@ def _off(name):
     return os.environ.get(name, "").strip().lower() in ("0", "false", "no", "off")
 
 
-def start_recording(torch, max_entries, stacks):
-    """Start the allocator's history. Returns whether record_function annotations
-    are recorded too (global_record_annotations; older torch lacks it)."""
+def start_recording(torch, max_entries, stacks, clear=False):
+    """Start the allocator's history (clear: with an empty one). Returns whether
+    record_function annotations are recorded too (global_record_annotations;
+    older torch lacks it)."""
     mem = torch.cuda.memory
     # VRAMSCOPE_CONTEXT: which trace entries carry a stack. "alloc" (frees
     # without one: the engine attributes by the allocation's stack) or "all".
@@ -112,6 +113,8 @@ def start_recording(torch, max_entries, stacks):
         context = "all"
     annotations = not _off("VRAMSCOPE_ANNOTATIONS")
     kw = dict(enabled="all", context=context, stacks=stacks, max_entries=max_entries)
+    if clear:
+        kw["clear_history"] = True
     if not annotations:
         mem._record_memory_history(**kw)
         return False
@@ -128,6 +131,20 @@ def stop_recording(torch):
         torch.cuda.memory._record_memory_history(enabled=None)
     except Exception:
         log.debug("could not stop recording", exc_info=True)
+
+
+def register_step_hook(torch, fn):
+    """torch.optim's global post-hook of every optimizer's step (torch >= 2.0);
+    returns its handle, or None where torch has none."""
+    try:
+        from torch.optim.optimizer import register_optimizer_step_post_hook
+    except Exception:
+        return None
+    try:
+        return register_optimizer_step_post_hook(fn)
+    except Exception:
+        log.debug("could not hook optimizer steps", exc_info=True)
+        return None
 
 
 _oom_attached = False
@@ -174,6 +191,7 @@ def torch_index(torch, local_rank, init_device):
 _tls = threading.local()
 _wrapped = []  # (owner, attribute, wrapper)
 _annotating = [False]
+backward_site = [None]  # (file, line) of the backward() call running now, for any thread to read
 
 
 def wrap_backward(torch):
@@ -226,10 +244,16 @@ def _backward_wrapper(orig, torch):
         except Exception:
             cm = None
         _tls.active = True
+        site = backward_site[0]
+        try:
+            backward_site[0] = (f.f_code.co_filename, f.f_lineno)
+        except Exception:
+            pass
         try:
             return orig(*args, **kwargs)
         finally:
             _tls.active = False
+            backward_site[0] = site
             if cm is not None:
                 try:
                     cm.__exit__(None, None, None)

@@ -14,13 +14,16 @@ def _record_memory_history(enabled="all", context="all", stacks="all", max_entri
         raise TypeError("_record_memory_history() got an unexpected keyword argument")
     if enabled is not None and not _allocator_ready:
         raise RuntimeError("fake torch: recording before the allocator exists records nothing")
-    _log("record", dict(enabled=enabled, context=context, stacks=stacks, max_entries=max_entries,
-                        global_record_annotations=global_record_annotations), is_initialized())
+    rec = dict(enabled=enabled, context=context, stacks=stacks, max_entries=max_entries,
+               global_record_annotations=global_record_annotations)
+    if clear_history:
+        rec["clear_history"] = True
+    _log("record", rec, is_initialized())
     global _history
     if enabled is None:
         _history = None
     else:
-        if _history is None:
+        if _history is None or clear_history:
             del _trace[:]  # a new recording starts an empty history
         _history = dict(context=context, stacks=stacks, max_entries=max_entries)
 

@@ -1,0 +1,160 @@
+"""When the agent records the allocator's history: sampled training steps.
+
+PyTorch's history recording costs every allocation a Python stack walk: 4-12%
+of a GPT-2 step on an H200 (docs/gpu-e2e.md). The agent must not slow the
+training job, so by default it records the first `warmup` optimizer steps
+(where a configuration's out-of-memory error happens, and where the optimizer
+state is made), then `window` steps out of every `every`, and nothing in
+between. Steps are counted by torch.optim's global step post-hook; a program
+that never steps an optimizer is recorded all along, as before.
+
+A window starts with an empty history (clear_history), so each recorded
+window is consistent with the allocator's state while it is open: a snapshot
+is taken only while recording is on. A snapshot asked for between windows
+opens the next window at once (at the next step boundary) and is taken once
+that window has recorded `window` whole steps; the window stays open until
+the snapshot is taken. An out-of-memory error between windows is captured
+without a trace (the allocator's segments, plus the failing request and the
+Python stack that made it).
+
+VRAMSCOPE_SAMPLE: "off" records every step; else "every=N,window=K,warmup=W"
+(any subset; defaults 25, 2, 3).
+"""
+import os
+import threading
+import time
+
+from . import _torch
+from ._common import log
+
+DEFAULTS = {"every": 25, "window": 2, "warmup": 3}
+
+
+def parse(spec):
+    """None (record every step) or a dict with every/window/warmup."""
+    if spec is None:
+        spec = os.environ.get("VRAMSCOPE_SAMPLE", "")
+    if isinstance(spec, dict):
+        out = dict(DEFAULTS, **spec)
+    else:
+        s = str(spec).strip().lower()
+        if s in ("off", "0", "no", "false", "none", "continuous"):
+            return None
+        out = dict(DEFAULTS)
+        for part in filter(None, (p.strip() for p in s.split(","))):
+            k, _, v = part.partition("=")
+            if k not in DEFAULTS:
+                raise ValueError("VRAMSCOPE_SAMPLE: unknown key %r (every, window, warmup)" % k)
+            out[k] = int(v)
+    if out["every"] <= 0 or out["window"] <= 0 or out["warmup"] < 0 or out["window"] >= out["every"]:
+        raise ValueError("sampling wants every > window > 0 and warmup >= 0, not %r" % (out,))
+    return out
+
+
+class Schedule:
+    """Turns the recording on and off at optimizer-step boundaries. on_step runs
+    on the training thread (inside optimizer.step's post-hook); wait_recorded runs
+    on the agent's worker thread."""
+
+    def __init__(self, torch, start, stop, sample):
+        self.torch = torch
+        self._start = start  # start(clear) -> starts recording (clear: empty history)
+        self._stop = stop
+        self.sample = sample
+        self.cond = threading.Condition()
+        self.on = False
+        self.step = 0
+        self.left = 0  # steps still to record in this window
+        self.since_start = 0  # whole steps recorded since the window opened
+        self.want = 0  # snapshots waiting for a window
+        self.hold = 0  # snapshots being taken: keep the window open
+        self.windows = 0
+        self.recorded_steps = 0
+        self.hook = None
+        self.last_start = 0
+
+    def begin(self):
+        """Start recording (the warm-up window) and hook optimizer steps."""
+        self._start(False)
+        with self.cond:
+            self.on = True
+            self.left = self.sample["warmup"] if self.sample else 0
+            self.since_start = 0
+            self.windows = 1
+        if self.sample:
+            self.hook = _torch.register_step_hook(self.torch, self.on_step)
+            if self.hook is None:
+                log.info("vramscope: no optimizer step hook in this torch: recording every step")
+
+    def end(self):
+        h, self.hook = self.hook, None
+        if h is not None:
+            try:
+                h.remove()
+            except Exception:
+                pass
+        with self.cond:
+            self.on = False
+            self.cond.notify_all()
+
+    def state(self):
+        with self.cond:
+            return {"sampled": bool(self.sample and self.hook is not None), "recording_now": self.on,
+                    "steps": self.step, "windows": self.windows, "recorded_steps": self.recorded_steps}
+
+    def on_step(self, *_args, **_kw):
+        """After every optimizer step: close a finished window, or open one when
+        due or asked for. Must not raise (torch would raise into the program)."""
+        try:
+            with self.cond:
+                self.step += 1
+                if self.on:
+                    self.recorded_steps += 1
+                    self.since_start += 1
+                    self.left -= 1
+                    if self.left <= 0 and not self.hold and not self.want:
+                        self._stop()
+                        self.on = False
+                        self.last_start = self.step
+                else:
+                    due = self.step - self.last_start >= self.sample["every"] - self.sample["window"]
+                    if due or self.want:
+                        self._start(True)
+                        self.on, self.left, self.since_start = True, self.sample["window"], 0
+                        self.windows += 1
+                self.cond.notify_all()
+        except Exception:
+            log.warning("vramscope: step hook failed", exc_info=True)
+
+    def wait_recorded(self, timeout):
+        """For a snapshot: block (the worker thread) until recording is on — at
+        once when it is (the history is consistent with the allocator whenever
+        recording is on), else until the window opened for it has recorded its
+        steps — and keep it on until release(). Returns None, or why no
+        consistent snapshot can be taken (then release() is not needed)."""
+        deadline = time.monotonic() + timeout
+        with self.cond:
+            if self.hook is None or self.on:
+                self.hold += 1
+                return None
+            self.want += 1
+            try:
+                while not (self.on and (self.since_start >= self.sample["window"] or self.left <= 0)):
+                    rest = deadline - time.monotonic()
+                    if rest <= 0 or self.hook is None:
+                        return ("no recorded training step within %.0f s: the agent records %d of every %d optimizer "
+                                "steps (VRAMSCOPE_SAMPLE=off records every step)" % (timeout, self.sample["window"],
+                                                                                    self.sample["every"]))
+                    self.cond.wait(rest)
+                self.hold += 1
+                return None
+            finally:
+                self.want -= 1
+
+    def release(self):
+        with self.cond:
+            self.hold = max(0, self.hold - 1)
+
+    def recording(self):
+        with self.cond:
+            return self.on
