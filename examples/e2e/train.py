@@ -33,12 +33,15 @@ def step(model, opt, ids):
 
 
 def switch(mode):
-    """Detach the agent, or (re)attach it recording with the given context."""
+    """Detach the agent, or (re)attach it: "sampled" (its default: the first 3
+    steps, then 2 of every 25), "continuous" (every step, context alloc), or a
+    context name (all, alloc) recorded every step."""
     import vramscope
     vramscope.detach()
     if mode != "off":
-        os.environ["VRAMSCOPE_CONTEXT"] = mode
-        vramscope.attach(max_entries=100000, socket=os.environ.get("VRAMSCOPE_SOCKET"))
+        os.environ["VRAMSCOPE_CONTEXT"] = "alloc" if mode in ("sampled", "continuous") else mode
+        vramscope.attach(max_entries=100000, socket=os.environ.get("VRAMSCOPE_SOCKET"),
+                         sample=None if mode == "sampled" else "off")
 
 
 def main():
@@ -50,7 +53,7 @@ def main():
     ap.add_argument("--ready", default="")
     ap.add_argument("--go", default="")
     ap.add_argument("--time-snapshot", action="store_true")
-    ap.add_argument("--cycle", default="", help="same-run A/B: modes (off, alloc, all) cycled every --block steps via vramscope.detach()/attach()")
+    ap.add_argument("--cycle", default="", help="same-run A/B: modes (off, sampled, continuous, alloc, all) cycled every --block steps via vramscope.detach()/attach()")
     ap.add_argument("--block", type=int, default=10)
     ap.add_argument("--record", default="", help="record in-process: CONTEXT[,noann] e.g. all, alloc, alloc,noann")
     a = ap.parse_args()
@@ -90,7 +93,8 @@ def main():
                 extra["entries"] = sum(len(tr) for tr in snap["device_traces"])
                 del snap
     if modes:
-        extra["cycle"] = {m: {"steps": len(v), "median_step_ms": 1000 * statistics.median(v)} for m, v in by_mode.items() if v}
+        extra["cycle"] = {m: {"steps": len(v), "median_step_ms": 1000 * statistics.median(v),
+                              "mean_step_ms": 1000 * statistics.fmean(v)} for m, v in by_mode.items() if v}
     warm = times[5:] if len(times) > 10 else times
     print(json.dumps({"pid": os.getpid(), "steps": len(times), "median_step_ms": 1000 * statistics.median(warm),
                       "step_ms": [round(1000 * x, 3) for x in times], "max_allocated": torch.cuda.max_memory_allocated(),

@@ -339,3 +339,20 @@ def test_sample_off_and_bad_specs(env, spawn):
             _schedule.parse(bad)
     assert _schedule.parse("every=10") == {"every": 10, "window": 2, "warmup": 3}
     assert _schedule.parse("off") is None and _schedule.parse({"every": 8}) == {"every": 8, "window": 2, "warmup": 3}
+
+
+def test_snapshot_when_training_pauses_between_windows(daemon, env, spawn):
+    c = spawn(faketorch_env(env, VRAMSCOPE_STALL_S="0.5"), SAMPLED)
+    daemon.wait_register(pid=c.pid)
+    assert c.wait("vramscope.status()['registered']")
+    c("torch.cuda.memory._fake_alloc(4096)")
+    c("O._fake_step()")  # warm-up over, and then no more steps
+    t = time.monotonic()
+    resp = daemon.dump(c.pid, os.path.join(daemon.incoming_dir, "paused.part"), timeout=10)
+    assert "result" in resp, resp
+    assert 0.4 < time.monotonic() - t < 5
+    with open(resp["result"]["path"], "rb") as f:
+        snap = pickle.load(f)
+    assert snap["device_traces"] == [[]]  # no stale history: the allocator's state only
+    assert snap["segments"][0]["allocated_size"] == 4096
+    assert records(c(CALLS)) == [("all", False), (None, False)]  # no window was opened for it

@@ -7,7 +7,7 @@ import sys
 import threading
 import time
 
-from . import _api, _paths, _torch
+from . import _api, _paths, _schedule, _torch
 from ._common import (
     AgentError,
     CAPTURED_TIMEOUT,
@@ -115,17 +115,20 @@ class _Captures:
             return
         t0 = time.perf_counter()
         sched = self.schedule
-        if sched is not None:
-            why = sched.wait_recorded(DUMP_WAIT)
-            if why:
-                self.respond(gen, rid, error=(CODE_AGENT_FAILED, "agent.dump failed: " + why))
-                return
+        why = sched.wait_recorded(DUMP_WAIT) if sched is not None else None
+        if why and why != _schedule.STALLED:
+            self.respond(gen, rid, error=(CODE_AGENT_FAILED, "agent.dump failed: " + why))
+            return
         try:
             try:
                 snap = _take_snapshot()
             finally:
-                if sched is not None:
+                if sched is not None and not why:
                     sched.release()
+            if why == _schedule.STALLED and isinstance(snap, dict):
+                # Recording is off and the program makes no steps: the history
+                # (if any) is an old window's; keep the allocator's state only.
+                snap["device_traces"] = [[] for _ in snap.get("device_traces") or [()]]
             size, entries = _write_snapshot(path, snap)
         except AgentError as e:
             self.respond(gen, rid, error=(e.code, "agent.dump failed: %s" % e))

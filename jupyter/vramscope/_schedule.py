@@ -13,7 +13,8 @@ window is consistent with the allocator's state while it is open: a snapshot
 is taken only while recording is on. A snapshot asked for between windows
 opens the next window at once (at the next step boundary) and is taken once
 that window has recorded `window` whole steps; the window stays open until
-the snapshot is taken. An out-of-memory error between windows is captured
+the snapshot is taken. If the program makes no optimizer step for a while
+(paused, evaluating), the snapshot is the allocator's state without a history. An out-of-memory error between windows is captured
 without a trace (the allocator's segments, plus the failing request and the
 Python stack that made it).
 
@@ -28,6 +29,16 @@ from . import _torch
 from ._common import log
 
 DEFAULTS = {"every": 25, "window": 2, "warmup": 3}
+STALLED = "stalled"  # wait_recorded: no step came; take the allocator's state only
+
+
+def stall_seconds():
+    """How long a snapshot waits for the program's next step before it takes the
+    allocator's state alone (VRAMSCOPE_STALL_S, default 5)."""
+    try:
+        return max(0.0, float(os.environ.get("VRAMSCOPE_STALL_S", "5")))
+    except ValueError:
+        return 5.0
 
 
 def parse(spec):
@@ -130,18 +141,24 @@ class Schedule:
         """For a snapshot: block (the worker thread) until recording is on — at
         once when it is (the history is consistent with the allocator whenever
         recording is on), else until the window opened for it has recorded its
-        steps — and keep it on until release(). Returns None, or why no
-        consistent snapshot can be taken (then release() is not needed)."""
-        deadline = time.monotonic() + timeout
+        steps — and keep it on until release(). Returns None; STALLED when the
+        program made no step for stall_seconds() (take the allocator's state
+        alone); or why no snapshot can be taken. release() only after None."""
+        now = time.monotonic()
+        deadline, stall = now + timeout, now + stall_seconds()
         with self.cond:
             if self.hook is None or self.on:
                 self.hold += 1
                 return None
             self.want += 1
+            first = self.step
             try:
                 while not (self.on and (self.since_start >= self.sample["window"] or self.left <= 0)):
-                    rest = deadline - time.monotonic()
-                    if rest <= 0 or self.hook is None:
+                    now = time.monotonic()
+                    if self.step == first and now >= stall:
+                        return STALLED
+                    rest = min(deadline, stall if self.step == first else deadline) - now
+                    if now >= deadline or self.hook is None:
                         return ("no recorded training step within %.0f s: the agent records %d of every %d optimizer "
                                 "steps (VRAMSCOPE_SAMPLE=off records every step)" % (timeout, self.sample["window"],
                                                                                     self.sample["every"]))
