@@ -199,9 +199,36 @@ func (d *decoder) flatEvent(l *pickle.List, keys []string, vals []pickle.Value) 
 	}
 	seq := d.traces[tag]
 	d.ev = profiler.Event{Seq: seq}
+	e := &d.ev
 	haveAction := false
 	for i, k := range keys {
-		isAction, err := d.fieldAt(i, k, vals[i])
+		v := &vals[i]
+		// The common kinds inline; set handles the rest and every error.
+		switch d.fieldOf(i, k) {
+		case fAddr:
+			if v.Kind == pickle.Int && v.Num >= 0 {
+				e.Addr = uint64(v.Num)
+				continue
+			}
+		case fSize:
+			if v.Kind == pickle.Int && v.Num >= 0 {
+				e.Size = uint64(v.Num)
+				continue
+			}
+		case fTime:
+			if v.Kind == pickle.Int {
+				e.TimeUS = v.Num
+				continue
+			}
+		case fStream:
+			if v.Kind == pickle.Int {
+				e.Stream = v.Num
+				continue
+			}
+		case fOther:
+			continue
+		}
+		isAction, err := d.set(d.fieldOf(i, k), k, *v)
 		if err != nil {
 			return fmt.Errorf("device trace %d, entry %d: %w", tag, seq, err)
 		}
@@ -217,17 +244,17 @@ func (d *decoder) flatEvent(l *pickle.List, keys []string, vals []pickle.Value) 
 	return nil
 }
 
-// fieldAt is field for the key at position i of a flat entry: entries repeat
-// the same key strings in the same order, so position i remembers its field.
-func (d *decoder) fieldAt(i int, k string, v pickle.Value) (bool, error) {
+// fieldOf is the field of the key at position i of a flat entry: entries
+// repeat the same key strings in the same order, so position i remembers it.
+func (d *decoder) fieldOf(i int, k string) int {
 	if i < len(d.byPos) {
 		c := &d.byPos[i]
 		if len(c.s) != len(k) || unsafe.StringData(c.s) != unsafe.StringData(k) {
 			c.s, c.f = k, d.keys.lookup(k, fieldByName)
 		}
-		return d.set(c.f, k, v)
+		return c.f
 	}
-	return d.field(k, v)
+	return d.keys.lookup(k, fieldByName)
 }
 
 // field sets one entry field of d.ev; it reports whether it was the action.
