@@ -139,8 +139,15 @@ func (m *Machine) newDict() *Dict {
 func (m *Machine) Run() (Value, error) {
 	r := m.r
 	for {
+		if r.end-r.pos < lowWater && r.err == nil {
+			_ = r.fill(min(lowWater, len(r.buf))) // errors are the slow path's to report
+		}
 		if r.end-r.pos >= 16 {
-			n := m.fast(r.buf[r.pos:r.end])
+			keep := 16
+			if r.err == nil {
+				keep = min(lowWater, len(r.buf)) // stop early: the refill above comes first
+			}
+			n := m.fast(r.buf[r.pos:r.end], keep)
 			if m.err != nil {
 				r.opAt = r.base + int64(r.pos+n)
 				return Value{}, &Error{Offset: r.opAt, Msg: m.err.Error()}
@@ -149,8 +156,6 @@ func (m *Machine) Run() (Value, error) {
 				r.pos += n
 				continue
 			}
-		} else if r.err == nil {
-			_ = r.fill(16) // short reads near the end are left to the slow path
 		}
 		op, err := m.r.op()
 		if err != nil {
@@ -169,17 +174,23 @@ func (m *Machine) Run() (Value, error) {
 	}
 }
 
+// lowWater is how much of the input the fast path leaves in the buffer before
+// a refill: more than a trace entry, so that entries near the end of one read
+// still take the flat path (one built the slow way holds up the rest of its
+// batch of a thousand).
+const lowWater = 4096
+
 // fast decodes a run of the commonest opcodes straight from the buffer, as
-// long as at least 16 bytes remain, and returns how many bytes it consumed.
-// It stops at anything unusual, which step then handles with every check.
-// The stack lives in a local variable for the length of the run.
-func (m *Machine) fast(b []byte) int {
+// long as at least keep (>= 16) bytes remain, and returns how many bytes it
+// consumed. It stops at anything unusual, which step then handles with every
+// check. The stack lives in a local variable for the length of the run.
+func (m *Machine) fast(b []byte, keep int) int {
 	stack := m.stack
 	reads, low, lowUsed := m.plan.reads, m.memo.low, m.memo.lowUsed
 	maxStack := m.lim.MaxStack
 	pos := 0
 loop:
-	for len(b)-pos >= 16 && len(stack) < maxStack {
+	for len(b)-pos >= keep && len(stack) < maxStack {
 		var v Value
 		n := 1
 		switch b[pos] {
