@@ -60,31 +60,90 @@ func (m *Machine) flat(list *List, b []byte) (int, error) {
 	}
 	pos++
 	for {
-		if pos = skipFrames(b, pos); pos >= len(b) {
+		if pos >= len(b) {
 			return 0, nil
 		}
-		if b[pos] == opSetItems {
+		switch b[pos] {
+		case opSetItems:
 			pos++
-			break
+			goto commit
+		case opFrame:
+			if pos = skipFrames(b, pos); pos >= len(b) {
+				return 0, nil
+			}
+			continue
 		}
-		if p.n == maxFlatPairs {
+		i := p.n
+		if i == maxFlatPairs {
 			return 0, nil
 		}
-		k, n := m.flatKey(p.n, b[pos:])
+		// The key: a remembered GET (one compare of up to 8 bytes), else read.
+		if c := &m.keys[i]; c.n > 0 && len(b)-pos >= 8 && binary.LittleEndian.Uint64(b[pos:])&c.mask == c.bits {
+			p.keys[i] = c.v.Text
+			pos += c.n
+		} else {
+			k, n := m.flatKey(i, b[pos:])
+			if n == 0 {
+				return 0, nil
+			}
+			p.keys[i] = k
+			pos += n
+		}
+		if pos < len(b) && b[pos] == opFrame {
+			pos = skipFrames(b, pos)
+		}
+		// The value: the common numbers and remembered GETs inline.
+		out := &p.vals[i]
+		n := 0
+		if len(b)-pos >= 10 {
+			switch b[pos] {
+			case opBinInt1:
+				*out, n = Value{Kind: Int, Num: int64(b[pos+1])}, 2
+			case opBinInt:
+				*out, n = Value{Kind: Int, Num: int64(int32(binary.LittleEndian.Uint32(b[pos+1:])))}, 5
+			case opLong1:
+				if l := b[pos+1]; l <= 8 {
+					shift := 64 - 8*uint(l)
+					*out, n = Value{Kind: Int, Num: int64(binary.LittleEndian.Uint64(b[pos+2:])<<shift) >> shift}, 2+int(l)
+				}
+			case opBinGet, opLongBinGet:
+				w := binary.LittleEndian.Uint64(b[pos:])
+				for j := range m.gets[i] {
+					if c := &m.gets[i][j]; c.n > 0 && w&c.mask == c.bits {
+						*out = c.v
+						pos += c.n
+						p.n++
+						goto next // a read object is not memoised again
+					}
+				}
+			}
+		}
 		if n == 0 {
-			return 0, nil
+			k, memos := m.flatValue(i, b[pos:], memoLen, out)
+			if k == 0 {
+				return 0, nil
+			}
+			memoLen += uint64(memos)
+			p.memos += memos
+			pos += k
+			p.n++
+			continue
 		}
-		pos = skipFrames(b, pos+n)
-		n, memos := m.flatValue(p.n, b[pos:], memoLen, &p.vals[p.n])
-		if n == 0 {
-			return 0, nil
-		}
-		memoLen += uint64(memos)
-		p.memos += memos
 		pos += n
-		p.keys[p.n] = k
+		if pos < len(b) && (b[pos] == opMemoize || b[pos] == opFrame) {
+			if k := skipFrames(b, pos); k < len(b) && b[k] == opMemoize {
+				if !m.unwanted(memoLen) {
+					return 0, nil
+				}
+				memoLen++
+				p.memos++
+				pos = k + 1
+			}
+		}
 		p.n++
+	next:
 	}
+commit:
 	// Commit: the memo bookkeeping the slow path would have done.
 	for i := 0; i < p.memos; i++ {
 		if p.store == m.memoLen+1 {
@@ -141,39 +200,34 @@ func (m *Machine) unwanted(id uint64) bool {
 // the key at position i is remembered by its GET bytes while its slot is one
 // that is never dropped (and no explicit PUT overwrites slots: see put).
 func (m *Machine) flatKey(i int, b []byte) (string, int) {
-	c := &m.keys[i]
-	if c.n > 0 && len(b) >= c.n && b[0] == c.op && b[1] == c.arg[0] && (c.n == 2 || b[2] == c.arg[1] && b[3] == c.arg[2] && b[4] == c.arg[3]) {
-		return c.s, c.n
-	}
 	v, n, ok := m.flatGet(b)
 	if !ok || v.Kind != Str {
 		return "", 0
 	}
-	c.n = 0
+	m.keys[i] = flatGetCache{}
 	if id := memoIndex(b); id < uint64(len(m.plan.reads)) && m.plan.reads[id] == 255 {
-		*c = flatKeyCache{s: v.Text, n: n, op: b[0]}
-		copy(c.arg[:], b[1:n])
+		m.keys[i] = rememberGet(b[:n], v)
 	}
 	return v.Text, n
 }
 
+// flatGetCache remembers a GET of a slot that is never dropped by its bytes
+// (bits, under mask: 2 or 5 bytes, little-endian) and the value it read.
 type flatGetCache struct {
-	v   Value
-	n   int
-	op  byte
-	arg [4]byte
+	bits, mask uint64
+	n          int // bytes of the GET; 0: nothing cached
+	v          Value
+}
+
+func rememberGet(get []byte, v Value) flatGetCache {
+	var w [8]byte
+	copy(w[:], get)
+	return flatGetCache{bits: binary.LittleEndian.Uint64(w[:]), mask: 1<<(8*len(get)) - 1, n: len(get), v: v}
 }
 
 type flatValCache struct {
 	s   string
 	set bool
-}
-
-type flatKeyCache struct {
-	s   string
-	n   int // bytes of the GET; 0: nothing cached
-	op  byte
-	arg [4]byte
 }
 
 func memoIndex(b []byte) uint64 {
@@ -227,22 +281,20 @@ func (m *Machine) flatValue(i int, b []byte, memoLen uint64, out *Value) (int, i
 		// Like keys, values read from never-dropped slots (action names, '')
 		// recur at the same position with the same GET bytes.
 		// A few ways per position: the action alternates between alloc and frees.
+		// (flat tries the remembered ones first, where 8 bytes remain.)
 		ways := &m.gets[i]
-		for w := range ways {
-			if c := &ways[w]; c.n > 0 && len(b) >= c.n && b[0] == c.op && b[1] == c.arg[0] && (c.n == 2 || b[2] == c.arg[1] && b[3] == c.arg[2] && b[4] == c.arg[3]) {
-				*out = c.v
-				return c.n, 0
-			}
-		}
 		var ok bool
 		if *out, n, ok = m.flatGet(b); !ok {
 			return 0, 0
 		}
 		if id := memoIndex(b); id < uint64(len(m.plan.reads)) && m.plan.reads[id] == 255 {
-			c := &ways[m.getsNext[i]%uint8(len(ways))]
+			for w := range ways {
+				if ways[w].n == n && ways[w].bits == rememberGet(b[:n], Value{}).bits {
+					return n, 0 // remembered already (near the end of the input)
+				}
+			}
+			ways[m.getsNext[i]%uint8(len(ways))] = rememberGet(b[:n], *out)
 			m.getsNext[i]++
-			*c = flatGetCache{v: *out, n: n, op: b[0]}
-			copy(c.arg[:], b[1:n])
 		}
 		return n, 0 // a read object is not memoised again
 	case opEmptyList:

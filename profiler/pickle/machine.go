@@ -20,7 +20,7 @@ type Machine struct {
 	OnFlatDict FlatFunc
 
 	pend     flatPending
-	keys     [maxFlatPairs]flatKeyCache
+	keys     [maxFlatPairs]flatGetCache
 	vals     [maxFlatPairs]flatValCache
 	gets     [maxFlatPairs][4]flatGetCache
 	getsNext [maxFlatPairs]uint8
@@ -610,7 +610,7 @@ func (m *Machine) put(id uint64) error {
 	if m.seen.add(id) {
 		m.memoLen++
 	} else {
-		m.keys = [maxFlatPairs]flatKeyCache{} // a slot is overwritten: forget cached keys, values and lists
+		m.keys = [maxFlatPairs]flatGetCache{} // a slot is overwritten: forget cached keys, values and lists
 		m.gets = [maxFlatPairs][4]flatGetCache{}
 		clear(m.lists)
 		m.listBytes = 0
