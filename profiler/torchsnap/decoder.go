@@ -23,7 +23,7 @@ type decoder struct {
 	ev      profiler.Event
 	ids     []profiler.FrameID
 	keys    strCache // entry key -> field
-	byPos   [16]struct {
+	byPos   [32]struct {
 		s string
 		f int
 	}
@@ -203,8 +203,20 @@ func (d *decoder) flatEvent(l *pickle.List, keys []string, vals []pickle.Value) 
 	haveAction := false
 	for i, k := range keys {
 		v := &vals[i]
+		f := fOther
+		if c := &d.byPos[i%len(d.byPos)]; len(c.s) == len(k) && unsafe.StringData(c.s) == unsafe.StringData(k) {
+			f = c.f
+		} else {
+			f = d.fieldOf(i, k)
+		}
 		// The common kinds inline; set handles the rest and every error.
-		switch d.fieldOf(i, k) {
+		switch f {
+		case fAction:
+			if v.Kind == pickle.Str {
+				e.Action = profiler.Action(d.actions.lookup(v.Text, actionOf))
+				haveAction = true
+				continue
+			}
 		case fAddr:
 			if v.Kind == pickle.Int && v.Num >= 0 {
 				e.Addr = uint64(v.Num)
@@ -225,10 +237,20 @@ func (d *decoder) flatEvent(l *pickle.List, keys []string, vals []pickle.Value) 
 				e.Stream = v.Num
 				continue
 			}
+		case fUserMeta:
+			if v.Kind == pickle.Str {
+				e.UserMeta = v.Text
+				continue
+			}
+		case fFrames:
+			if l, ok := v.Ref.(*pickle.List); ok && v.Kind == pickle.ListKind && l.Mark > 0 {
+				e.Stack = profiler.StackID(l.Mark - 1)
+				continue
+			}
 		case fOther:
 			continue
 		}
-		isAction, err := d.set(d.fieldOf(i, k), k, *v)
+		isAction, err := d.set(f, k, *v)
 		if err != nil {
 			return fmt.Errorf("device trace %d, entry %d: %w", tag, seq, err)
 		}
@@ -245,16 +267,12 @@ func (d *decoder) flatEvent(l *pickle.List, keys []string, vals []pickle.Value) 
 }
 
 // fieldOf is the field of the key at position i of a flat entry: entries
-// repeat the same key strings in the same order, so position i remembers it.
+// repeat the same key strings in the same order, so position i remembers it
+// (flatEvent compares first).
 func (d *decoder) fieldOf(i int, k string) int {
-	if i < len(d.byPos) {
-		c := &d.byPos[i]
-		if len(c.s) != len(k) || unsafe.StringData(c.s) != unsafe.StringData(k) {
-			c.s, c.f = k, d.keys.lookup(k, fieldByName)
-		}
-		return c.f
-	}
-	return d.keys.lookup(k, fieldByName)
+	c := &d.byPos[i%len(d.byPos)]
+	c.s, c.f = k, d.keys.lookup(k, fieldByName)
+	return c.f
 }
 
 // field sets one entry field of d.ev; it reports whether it was the action.
