@@ -595,10 +595,10 @@ func TestWhatIf(t *testing.T) {
 		t.Error("sizes from file names and from --sizes give different fits")
 	}
 	var w struct {
-		Model       string `json:"model"`
-		MaxSize     int64  `json:"max_size"`
-		MaxSizeSafe int64  `json:"max_size_safe"`
-		Points      []struct {
+		Model      string `json:"model"`
+		MaxSize    int64  `json:"max_size"`
+		MaxSizeFit int64  `json:"max_size_fit"`
+		Points     []struct {
 			Size      float64 `json:"size"`
 			Allocated int64   `json:"peak_allocated"`
 		} `json:"points"`
@@ -611,7 +611,7 @@ func TestWhatIf(t *testing.T) {
 	if err := json.Unmarshal([]byte(byName.stdout), &w); err != nil {
 		t.Fatal(err)
 	}
-	if len(w.Points) != 3 || w.Model != "linear" || w.MaxSize <= 16 || w.MaxSizeSafe > w.MaxSize {
+	if len(w.Points) != 3 || w.Model != "linear" || w.MaxSize <= 16 || w.MaxSize > w.MaxSizeFit {
 		t.Fatalf("%+v", w)
 	}
 	for i, f := range files {

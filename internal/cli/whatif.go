@@ -152,8 +152,8 @@ func writeWhatIf(w io.Writer, r *analyze.WhatIf, fromNames bool) {
 			fmt.Fprintln(w, "not even size 1 fits")
 		default:
 			fmt.Fprintf(w, "largest size that fits: %d", r.MaxSize)
-			if r.MaxSizeSafe != r.MaxSize {
-				fmt.Fprintf(w, " (%d allowing for the fit's error)", r.MaxSizeSafe)
+			if r.MaxSizeFit != r.MaxSize {
+				fmt.Fprintf(w, " (%d by the fitted line alone, with no margin for its error)", r.MaxSizeFit)
 			}
 			fmt.Fprintln(w)
 		}

@@ -76,12 +76,14 @@ type WhatIf struct {
 	// snapshot does not see) bound what the reserved peak may reach.
 	DeviceMemory int64 `json:"device_memory,omitempty"`
 	Overhead     int64 `json:"overhead"`
-	// MaxSize is the largest whole size whose predicted reserved peak plus
-	// the overhead fits DeviceMemory; MaxSizeSafe the same after adding the
-	// fit's leave-one-out error to the prediction. 0: not even size 1 fits,
+	// MaxSize is the largest whole size whose predicted reserved peak, plus
+	// the fit's leave-one-out error and the overhead, fits DeviceMemory: the
+	// answer. MaxSizeFit is the same by the fitted curve alone, with no margin
+	// (on the H200 the size there ran out of memory, the answer ran: see
+	// examples/snapshots/whatif/whatif_check.json). 0: not even size 1 fits,
 	// or no device memory was given; -1: the peak does not grow with size.
 	MaxSize     int64        `json:"max_size"`
-	MaxSizeSafe int64        `json:"max_size_safe"`
+	MaxSizeFit  int64        `json:"max_size_fit"`
 	Predictions []Prediction `json:"predictions,omitempty"`
 	Notes       []string     `json:"notes,omitempty"`
 }
@@ -182,7 +184,7 @@ func FitWhatIf(points []WhatIfPoint, opt WhatIfOptions) (*WhatIf, error) {
 	for _, x := range opt.Predict {
 		w.Predictions = append(w.Predictions, w.predict(x))
 	}
-	w.MaxSize, w.MaxSizeSafe = 0, 0
+	w.MaxSize, w.MaxSizeFit = 0, 0
 	if opt.DeviceMemory > 0 {
 		budget := float64(opt.DeviceMemory - opt.Overhead)
 		last := xs[len(xs)-1]
@@ -191,12 +193,15 @@ func FitWhatIf(points []WhatIfPoint, opt WhatIfOptions) (*WhatIf, error) {
 			slope += 2 * w.Reserved.Coef[2] * last
 		}
 		if slope <= 0 {
-			w.MaxSize, w.MaxSizeSafe = -1, -1
+			w.MaxSize, w.MaxSizeFit = -1, -1
 			w.Notes = append(w.Notes, "the reserved peak does not grow with the size here: no largest size can be predicted")
 		} else {
 			errR := max(w.Reserved.LOOError, 0)
-			w.MaxSize = largestFitting(func(x float64) float64 { return w.Reserved.At(x) }, budget)
-			w.MaxSizeSafe = largestFitting(func(x float64) float64 { return w.Reserved.At(x) * (1 + errR) }, budget)
+			w.MaxSizeFit = largestFitting(func(x float64) float64 { return w.Reserved.At(x) }, budget)
+			w.MaxSize = largestFitting(func(x float64) float64 { return w.Reserved.At(x) * (1 + errR) }, budget)
+			if w.Reserved.LOOError < 0 {
+				w.Notes = append(w.Notes, "the fit's error is unknown: the largest size has no margin for it")
+			}
 			if float64(w.MaxSize) > 4*last {
 				w.Notes = append(w.Notes, fmt.Sprintf("the largest size is more than 4× the largest recorded (%v): record a size nearer to it to confirm", last))
 			}
