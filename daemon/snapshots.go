@@ -63,12 +63,27 @@ func (d *Daemon) commit(part string, meta store.Meta) (store.Meta, error) {
 	if !inDir(part, d.store.IncomingDir()) {
 		return store.Meta{}, rpcErr(api.CodeInvalidParams, "%s is not in the incoming directory %s", part, d.store.IncomingDir())
 	}
+	// Sync and hash the file while the engine reads it: both read it whole.
+	type prepared struct {
+		p   store.Prepared
+		err error
+	}
+	prep := make(chan prepared, 1)
+	go func() {
+		p, err := d.store.Prepare(part)
+		prep <- prepared{p, err}
+	}()
 	res, err := d.analyses.compute(part)
+	pr := <-prep
 	if err != nil {
+		d.store.Discard(pr.p)
 		os.Remove(part)
 		return store.Meta{}, rpcErr(api.CodeBadSnapshot, "%v", err)
 	}
-	m, err := d.store.Commit(part, meta)
+	if pr.err != nil {
+		return store.Meta{}, rpcErr(api.CodeStoreFailed, "%v", pr.err)
+	}
+	m, err := d.store.CommitPrepared(pr.p, meta)
 	if err != nil {
 		os.Remove(part)
 		return store.Meta{}, rpcErr(api.CodeStoreFailed, "%v", err)

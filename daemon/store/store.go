@@ -226,27 +226,62 @@ func (s *Store) Get(id string) (Meta, bool) {
 // Commit wrote, and nothing is listed. After a successful commit the oldest
 // snapshots are removed as the Limits require.
 func (s *Store) Commit(part string, m Meta) (Meta, error) {
-	if err := s.checkOpen(); err != nil {
-		return Meta{}, err
-	}
-	abs, err := s.checkPart(part)
+	p, err := s.Prepare(part)
 	if err != nil {
 		return Meta{}, err
 	}
+	return s.CommitPrepared(p, m)
+}
+
+// Prepared is a finished incoming file, synced and hashed, ready to commit.
+type Prepared struct {
+	abs  string
+	size int64
+	sum  string
+}
+
+// Prepare checks, syncs and hashes part (the slow half of Commit), so that a
+// caller can do it while it reads the file for something else. On failure part
+// is removed. A Prepared must be passed to CommitPrepared or Discard.
+func (s *Store) Prepare(part string) (Prepared, error) {
+	if err := s.checkOpen(); err != nil {
+		return Prepared{}, err
+	}
+	abs, err := s.checkPart(part)
+	if err != nil {
+		return Prepared{}, err
+	}
+	size, sum, err := hashPart(abs)
+	if err == nil {
+		if herr := hook("hashed", abs); herr != nil {
+			err = wrap("hashing", abs, herr)
+		}
+	}
+	if err != nil {
+		os.Remove(abs)
+		return Prepared{}, err
+	}
+	return Prepared{abs: abs, size: size, sum: sum}, nil
+}
+
+// Discard removes a prepared file that will not be committed.
+func (s *Store) Discard(p Prepared) {
+	if p.abs != "" {
+		os.Remove(p.abs)
+	}
+}
+
+// CommitPrepared is the rest of Commit for a file Prepare synced and hashed.
+func (s *Store) CommitPrepared(p Prepared, m Meta) (Meta, error) {
+	abs, size, sum := p.abs, p.size, p.sum
 	removePart := true
 	defer func() {
 		if removePart {
 			os.Remove(abs)
 		}
 	}()
-
-	// Hash and sync outside the lock: this is the slow part.
-	size, sum, err := hashPart(abs)
-	if err != nil {
+	if err := s.checkOpen(); err != nil {
 		return Meta{}, err
-	}
-	if err := hook("hashed", abs); err != nil {
-		return Meta{}, wrap("hashing", abs, err)
 	}
 
 	now := time.Now().UTC()
