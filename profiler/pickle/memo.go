@@ -1,15 +1,28 @@
 package pickle
 
 // memoTable holds the memo slots still to be read. Low slots (where a pickler
-// puts dict keys and other early, much-read objects) live in an array; the rest
-// in a map that Plan-driven deletion keeps small.
+// puts dict keys and other early, much-read objects) live in an array. Higher
+// slots go to a ring indexed by the slot number, where most are read back and
+// dropped soon after they are written (a trace entry's stack, read again by
+// the entry that frees the block); a slot still held when a later one needs
+// its place moves to a map, which Plan-driven deletion keeps small.
 type memoTable struct {
 	low     []Value
 	lowUsed []bool
+	ring    []ringSlot
 	high    map[uint64]Value
 }
 
-const memoLow = 1 << 16
+// ringSlot is one place in the ring: slot id+1 (0: empty) and its value.
+type ringSlot struct {
+	id uint64
+	v  Value
+}
+
+const (
+	memoLow  = 1 << 16
+	memoRing = 1 << 14 // a power of two
+)
 
 func newMemoTable() memoTable {
 	return memoTable{high: map[uint64]Value{}}
@@ -22,10 +35,20 @@ func (t *memoTable) get(id uint64) (Value, bool) {
 	if id < memoLow {
 		return Value{}, false
 	}
+	if t.ring != nil {
+		if r := &t.ring[id&(memoRing-1)]; r.id == id+1 {
+			return r.v, true
+		}
+	}
+	if len(t.high) == 0 {
+		return Value{}, false
+	}
 	v, ok := t.high[id]
 	return v, ok
 }
 
+// set stores a slot that is not stored yet (put deletes a slot before
+// writing it again).
 func (t *memoTable) set(id uint64, v Value) {
 	if id < memoLow {
 		for uint64(len(t.low)) <= id {
@@ -36,7 +59,14 @@ func (t *memoTable) set(id uint64, v Value) {
 		t.low[id], t.lowUsed[id] = v, true
 		return
 	}
-	t.high[id] = v
+	if t.ring == nil {
+		t.ring = make([]ringSlot, memoRing)
+	}
+	r := &t.ring[id&(memoRing-1)]
+	if r.id != 0 {
+		t.high[r.id-1] = r.v // still to be read: make room
+	}
+	*r = ringSlot{id: id + 1, v: v}
 }
 
 func (t *memoTable) del(id uint64) {
@@ -46,5 +76,13 @@ func (t *memoTable) del(id uint64) {
 		}
 		return
 	}
-	delete(t.high, id)
+	if t.ring != nil {
+		if r := &t.ring[id&(memoRing-1)]; r.id == id+1 {
+			*r = ringSlot{}
+			return
+		}
+	}
+	if len(t.high) > 0 {
+		delete(t.high, id)
+	}
 }
