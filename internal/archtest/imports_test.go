@@ -20,7 +20,8 @@ var allowed = []struct {
 }{
 	{"profiler", nil, "the model: standard library only"},
 	{"profiler/pickle", nil, "the safe pickle reader: standard library only"},
-	{"profiler/torchsnap", []string{"profiler", "profiler/pickle"}, ""},
+	{"profiler/marshal", []string{"profiler/pickle"}, "marshal and VSM1 streams -> pickle values, and VSM1 -> pickle"},
+	{"profiler/torchsnap", []string{"profiler", "profiler/pickle", "profiler/marshal"}, ""},
 	{"profiler/flame", []string{"profiler"}, "one flame-graph core, no analysis"},
 	{"profiler/flame/...", []string{"profiler", "profiler/flame"}, ""},
 	{"profiler/analyze", []string{"profiler", "profiler/pickle", "profiler/torchsnap", "profiler/flame"}, ""},
