@@ -1,5 +1,6 @@
 // Package torchsnap turns PyTorch CUDA memory snapshots — the pickles written by
-// torch.cuda.memory._dump_snapshot() — into the profiler model. Trace events are
+// torch.cuda.memory._dump_snapshot(), or the VSM1 marshal streams the agent
+// sends (profiler/marshal) — into the profiler model. Trace events are
 // streamed to a callback as they are decoded and then dropped, so a snapshot of
 // any length is read in memory proportional to its distinct stacks, not its
 // events. Frames and stacks are interned in a shared profiler.Frames table.
@@ -16,6 +17,7 @@ import (
 	"sync/atomic"
 
 	"github.com/vramscope/vramscope/profiler"
+	"github.com/vramscope/vramscope/profiler/marshal"
 	"github.com/vramscope/vramscope/profiler/pickle"
 )
 
@@ -43,7 +45,8 @@ type Options struct {
 	Progress func(done, total int64) // bytes processed over both passes, called often
 }
 
-// ReadFile decodes the snapshot at path. Every error names the file.
+// ReadFile decodes the snapshot at path, a pickle or a VSM1 stream (told
+// apart by the first bytes). Every error names the file.
 func ReadFile(path string, frames *profiler.Frames, onEvent EventFunc, opt Options) (*Snapshot, error) {
 	s, err := readFile(path, frames, onEvent, opt)
 	if err != nil {
@@ -74,10 +77,18 @@ func readFile(path string, frames *profiler.Frames, onEvent EventFunc, opt Optio
 	}
 	head := make([]byte, 4)
 	n, _ := io.ReadFull(f, head)
-	if err := pickle.Sniff(head[:n]); err != nil {
+	if err := sniff(head[:n]); err != nil {
 		return nil, err
 	}
 	size := st.Size()
+	if marshal.IsVSM(head[:n]) {
+		snap, err := readVSMFile(f, size, frames, onEvent, opt)
+		if err != nil {
+			return nil, err
+		}
+		snap.Path = path
+		return snap, nil
+	}
 	prog := &progressReader{total: 2 * size, fn: opt.Progress}
 	prog.r = io.NewSectionReader(f, 0, size)
 	plan, err := pickle.ScanAt(progressAt{f, prog}, size, opt.Limits, runtime.GOMAXPROCS(0))
@@ -115,10 +126,14 @@ func decode(src io.Reader, size int64, plan *pickle.Plan, lim pickle.Limits, fra
 	return snap, nil
 }
 
-// Decode reads a snapshot held in memory (tests, fuzzing, small inputs).
+// Decode reads a snapshot held in memory, a pickle or a VSM1 stream (tests,
+// fuzzing, small inputs).
 func Decode(b []byte, frames *profiler.Frames, onEvent EventFunc) (*Snapshot, error) {
-	if err := pickle.Sniff(b[:min(len(b), 4)]); err != nil {
+	if err := sniff(b[:min(len(b), 4)]); err != nil {
 		return nil, err
+	}
+	if marshal.IsVSM(b) {
+		return readVSM(byteReader(b), frames, onEvent)
 	}
 	lim := pickle.DefaultLimits
 	plan, err := pickle.Scan(byteReader(b), int64(len(b)), lim)
