@@ -293,3 +293,20 @@ func TestMemoIndexPastDenseRange(t *testing.T) {
 		t.Fatal(d)
 	}
 }
+
+// TestPutNotPlanned decodes a pickle with an explicit PUT using the plan of one
+// without: the decoder skips its record of written slots when the plan saw
+// every slot written once, in order, so it must refuse a PUT the plan did not
+// see (an input changed between the passes) instead of trusting the plan.
+func TestPutNotPlanned(t *testing.T) {
+	planned := []byte{opProto, 4, opEmptyList, opMemoize, opStop}
+	actual := []byte{opProto, 4, opEmptyList, opBinPut, 7, opStop}
+	_, err := NewMachine(bytes.NewReader(actual), int64(len(actual)), planOf(t, planned), DefaultLimits).Run()
+	if err == nil || !strings.Contains(err.Error(), "out of order") {
+		t.Fatalf("decoding a PUT the plan did not see: %v", err)
+	}
+	// The same PUT planned from its own bytes decodes.
+	if _, err := NewMachine(bytes.NewReader(actual), int64(len(actual)), planOf(t, actual), DefaultLimits).Run(); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -59,78 +59,84 @@ func (m *Machine) flat(list *List, b []byte) (int, error) {
 		return 0, nil
 	}
 	pos++
+	// The pairs. Each is at most 16 bytes (a LONG_BINGET key, a LONG1 of 8
+	// bytes and a MEMOIZE), so with 16 bytes left every argument is in b; a
+	// dict cut off closer to the end of the input is left to the slow path.
+	n := 0 // pairs so far (p.n is set at the end)
 	for {
-		if pos >= len(b) {
+		if len(b)-pos < 16 {
 			return 0, nil
 		}
-		switch b[pos] {
+		w := binary.LittleEndian.Uint64(b[pos:])
+		switch byte(w) {
 		case opSetItems:
 			pos++
 			goto commit
 		case opFrame:
-			if pos = skipFrames(b, pos); pos >= len(b) {
-				return 0, nil
-			}
+			pos = skipFrames(b, pos)
 			continue
 		}
-		i := p.n
-		if i == maxFlatPairs {
+		if n == maxFlatPairs {
 			return 0, nil
 		}
-		// The key: a remembered GET (one compare of up to 8 bytes), else read.
-		if c := &m.keys[i]; c.n > 0 && len(b)-pos >= 8 && binary.LittleEndian.Uint64(b[pos:])&c.mask == c.bits {
-			p.keys[i] = c.v.Text
+		// The key: a remembered GET (one compare under a mask), else read.
+		if c := &m.keys[n&(maxFlatPairs-1)]; c.n > 0 && w&c.mask == c.bits {
+			p.keys[n&(maxFlatPairs-1)] = c.v.Text
 			pos += c.n
 		} else {
-			k, n := m.flatKey(i, b[pos:])
-			if n == 0 {
+			k, kn := m.flatKey(n, b[pos:])
+			if kn == 0 {
 				return 0, nil
 			}
-			p.keys[i] = k
-			pos += n
+			p.keys[n&(maxFlatPairs-1)] = k
+			pos += kn
 		}
-		if pos < len(b) && b[pos] == opFrame {
-			pos = skipFrames(b, pos)
-		}
-		// The value: the common numbers and remembered GETs inline.
-		out := &p.vals[i]
-		n := 0
-		if len(b)-pos >= 10 {
-			switch b[pos] {
-			case opBinInt1:
-				*out, n = Value{Kind: Int, Num: int64(b[pos+1])}, 2
-			case opBinInt:
-				*out, n = Value{Kind: Int, Num: int64(int32(binary.LittleEndian.Uint32(b[pos+1:])))}, 5
-			case opLong1:
-				if l := b[pos+1]; l <= 8 {
-					shift := 64 - 8*uint(l)
-					*out, n = Value{Kind: Int, Num: int64(binary.LittleEndian.Uint64(b[pos+2:])<<shift) >> shift}, 2+int(l)
-				}
-			case opBinGet, opLongBinGet:
-				w := binary.LittleEndian.Uint64(b[pos:])
-				for j := range m.gets[i] {
-					if c := &m.gets[i][j]; c.n > 0 && w&c.mask == c.bits {
-						*out = c.v
-						pos += c.n
-						p.n++
-						goto next // a read object is not memoised again
-					}
-				}
+		if b[pos] == opFrame {
+			if pos = skipFrames(b, pos); len(b)-pos < 16 {
+				return 0, nil
 			}
 		}
-		if n == 0 {
-			k, memos := m.flatValue(i, b[pos:], memoLen, out)
+		// The value: the common numbers and remembered GETs inline.
+		out := &p.vals[n&(maxFlatPairs-1)]
+		w = binary.LittleEndian.Uint64(b[pos:])
+		switch byte(w) {
+		case opBinInt1:
+			*out = Value{Kind: Int, Num: int64(byte(w >> 8))}
+			pos += 2
+		case opBinInt:
+			*out = Value{Kind: Int, Num: int64(int32(uint32(w >> 8)))}
+			pos += 5
+		case opLong1:
+			l := byte(w >> 8)
+			if l > 8 {
+				return 0, nil // not an int64: the slow path makes a big.Int
+			}
+			shift := 64 - 8*uint(l)
+			*out = Value{Kind: Int, Num: int64(binary.LittleEndian.Uint64(b[pos+2:])<<shift) >> shift}
+			pos += 2 + int(l)
+		case opBinGet, opLongBinGet:
+			ways := &m.gets[n&(maxFlatPairs-1)]
+			for j := range ways {
+				if c := &ways[j]; c.n > 0 && w&c.mask == c.bits {
+					*out = c.v
+					pos += c.n
+					n++
+					goto next // a read object is not memoised again
+				}
+			}
+			fallthrough
+		default:
+			k, memos := m.flatValue(n, b[pos:], memoLen, out)
 			if k == 0 {
 				return 0, nil
 			}
 			memoLen += uint64(memos)
 			p.memos += memos
 			pos += k
-			p.n++
+			n++
 			continue
 		}
-		pos += n
-		if pos < len(b) && (b[pos] == opMemoize || b[pos] == opFrame) {
+		if b[pos] == opMemoize || b[pos] == opFrame {
 			if k := skipFrames(b, pos); k < len(b) && b[k] == opMemoize {
 				if !m.unwanted(memoLen) {
 					return 0, nil
@@ -140,16 +146,19 @@ func (m *Machine) flat(list *List, b []byte) (int, error) {
 				pos = k + 1
 			}
 		}
-		p.n++
+		n++
 	next:
 	}
 commit:
+	p.n = n
 	// Commit: the memo bookkeeping the slow path would have done.
 	for i := 0; i < p.memos; i++ {
 		if p.store == m.memoLen+1 {
 			m.memo.set(m.memoLen, Value{Kind: ListKind, Ref: p.list})
 		}
-		m.seen.add(m.memoLen)
+		if !m.once {
+			m.seen.add(m.memoLen)
+		}
 		m.memoLen++
 	}
 	for i := 0; i < p.nget; i++ {
@@ -192,7 +201,7 @@ commit:
 // unwanted reports whether a memo slot about to be written is never read back
 // and was never written before (so writing it needs no storing).
 func (m *Machine) unwanted(id uint64) bool {
-	return id < uint64(len(m.plan.reads)) && m.plan.reads[id] == 0 && !m.seen.has(id)
+	return id < uint64(len(m.plan.reads)) && m.plan.reads[id] == 0 && (m.once || !m.seen.has(id))
 }
 
 // flatKey reads a memoised string key.
@@ -340,7 +349,7 @@ func (m *Machine) flatList(b []byte, memoLen uint64, out *Value) (int, int) {
 	}
 	n, memos := skipFrames(b, 1), 0
 	if n < len(b) && b[n] == opMemoize {
-		if memoLen >= uint64(len(m.plan.reads)) || m.seen.has(memoLen) {
+		if memoLen >= uint64(len(m.plan.reads)) || !m.once && m.seen.has(memoLen) {
 			return 0, 0
 		}
 		if m.plan.reads[memoLen] != 0 {

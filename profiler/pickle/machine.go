@@ -37,15 +37,16 @@ type Machine struct {
 	marks   []int
 	memo    memoTable
 	memoLen uint64
-	seen    bitset
-	held    int64 // values stored in containers
+	seen    bitset // slots written, kept only when a slot may be written twice
+	once    bool   // the plan saw every slot written once, in order: seen is not needed
+	held    int64  // values stored in containers
 	intern  map[string]string
 	free    []*Dict
 }
 
 // NewMachine prepares a decoding pass; plan must come from Scan of the same bytes.
 func NewMachine(src io.Reader, size int64, plan *Plan, lim Limits) *Machine {
-	return &Machine{lim: lim, plan: plan, r: newReader(src, size), memo: newMemoTable(),
+	return &Machine{lim: lim, plan: plan, r: newReader(src, size), memo: newMemoTable(), once: !plan.puts,
 		intern: map[string]string{}, stack: make([]Value, 0, 4096)}
 }
 
@@ -209,10 +210,12 @@ loop:
 			// A slot never read back and never written before needs no storing.
 			id := m.memoLen
 			if len(stack) == 0 || (len(m.marks) > 0 && m.marks[len(m.marks)-1] == len(stack)) ||
-				id >= uint64(len(reads)) || reads[id] != 0 || m.seen.has(id) {
+				id >= uint64(len(reads)) || reads[id] != 0 || !m.once && m.seen.has(id) {
 				break loop
 			}
-			m.seen.add(id)
+			if !m.once {
+				m.seen.add(id)
+			}
 			m.memoLen++
 			pos++
 			continue
@@ -607,7 +610,12 @@ func (m *Machine) put(id uint64) error {
 	if err != nil {
 		return m.fail("memo put with an empty stack")
 	}
-	if m.seen.add(id) {
+	if m.once {
+		if id != m.memoLen {
+			return m.fail("memo slot %d written out of order, unlike in the planning pass (did the input change?)", id)
+		}
+		m.memoLen++
+	} else if m.seen.add(id) {
 		m.memoLen++
 	} else {
 		m.keys = [maxFlatPairs]flatGetCache{} // a slot is overwritten: forget cached keys, values and lists

@@ -13,6 +13,7 @@ type Plan struct {
 	reads   []uint8           // reads per slot, saturating at 255 (then never dropped)
 	written bitset            // slots written at least once
 	sparse  map[uint64]uint32 // reads of slots far beyond the dense range (explicit PUT indices)
+	puts    bool              // explicit PUTs: a slot may be written more than once
 	Ops     int64             // opcodes in the pickle
 	Proto   int               // protocol from the PROTO opcode, 0 if absent
 	Slots   int64             // memo slots written
@@ -70,6 +71,9 @@ func Scan(src io.Reader, size int64, lim Limits) (*Plan, error) {
 	p := &Plan{}
 	memoLen := uint64(0) // len(memo) as CPython's unpickler sees it
 	putAt := func(id uint64) error {
+		if id != memoLen {
+			p.puts = true // (MEMOIZE writes slot memoLen; so may an explicit PUT)
+		}
 		if int64(id) > lim.MaxMemoIndex || id > 1<<40 {
 			return &Error{Offset: r.opAt, Msg: fmt.Sprintf("memo index %d is absurdly large", id)}
 		}
