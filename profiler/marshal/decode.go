@@ -186,57 +186,74 @@ func (d *Decoder) count(at int, short bool, what string) (int, error) {
 
 // value decodes the next object.
 func (d *Decoder) value() (pickle.Value, error) {
+	var v pickle.Value
+	err := d.read(&v)
+	return v, err
+}
+
+// read decodes the next object into *dst, which must not be in the stack (a
+// container read may move the stack).
+func (d *Decoder) read(dst *pickle.Value) error {
 	at := d.pos
 	if s := d.refAt(at); s != nil {
-		return s.v, nil // the commonest code: every repeated key, stack and frame
+		*dst = s.v // the commonest code: every repeated key, stack and frame
+		return nil
 	}
 	if at >= len(d.buf) {
-		return pickle.Value{}, d.fail(at, "the payload ends where a value should start")
+		return d.fail(at, "the payload ends where a value should start")
 	}
 	code := d.buf[at]
 	d.pos++
-	flag := code&flagRef != 0
+	var err error
 	switch code &^ flagRef {
 	case 'N':
-		return pickle.Value{Kind: pickle.None}, nil
+		*dst = pickle.Value{Kind: pickle.None}
+		return nil
 	case 'T', 'F':
 		// CPython ignores FLAG_REF on the singletons: they take no slot.
-		return pickle.Value{Kind: pickle.Bool, Num: int64(b2i(code&^flagRef == 'T'))}, nil
+		*dst = pickle.Value{Kind: pickle.Bool, Num: int64(b2i(code&^flagRef == 'T'))}
+		return nil
 	case 'r':
-		return d.ref(at)
+		*dst, err = d.ref(at)
+		return err
 	case '0':
-		return pickle.Value{}, d.fail(at, "a NULL ('0') outside a dict")
+		return d.fail(at, "a NULL ('0') outside a dict")
 	case 'i':
-		n, err := d.i32(at, "int")
-		return d.scalar(flag, pickle.Value{Kind: pickle.Int, Num: int64(n)}, err)
+		var n int32
+		n, err = d.i32(at, "int")
+		*dst = pickle.Value{Kind: pickle.Int, Num: int64(n)}
 	case 'I':
-		if err := d.need(at, 8, "int64"); err != nil {
-			return pickle.Value{}, err
-		}
-		d.pos += 8
-		return d.scalar(flag, pickle.Value{Kind: pickle.Int, Num: int64(binary.LittleEndian.Uint64(d.buf[d.pos-8:]))}, nil)
+		err = d.fixed(at, "int64", pickle.Int, dst)
 	case 'l':
-		v, err := d.long(at)
-		return d.scalar(flag, v, err)
+		err = d.long(at, dst)
 	case 'g':
-		if err := d.need(at, 8, "float"); err != nil {
-			return pickle.Value{}, err
-		}
-		d.pos += 8
-		return d.scalar(flag, pickle.Value{Kind: pickle.Float, Num: int64(binary.LittleEndian.Uint64(d.buf[d.pos-8:]))}, nil)
+		err = d.fixed(at, "float", pickle.Float, dst)
 	case 'f':
-		v, err := d.textFloat(at)
-		return d.scalar(flag, v, err)
+		err = d.textFloat(at, dst)
 	case 's':
-		v, err := d.bytes(at)
-		return d.scalar(flag, v, err)
+		err = d.bytes(at, dst)
 	case 'u', 't', 'a', 'A', 'z', 'Z':
-		v, err := d.str(at, code&^flagRef)
-		return d.scalar(flag, v, err)
+		err = d.str(at, code&^flagRef, dst)
 	case '(', ')', '[', '{', '<', '>':
-		return d.container(at, code&^flagRef, flag)
+		*dst, err = d.container(at, code&^flagRef, code&flagRef != 0)
+		return err
+	default:
+		return d.fail(at, "%s", refusal(code&^flagRef))
 	}
-	return pickle.Value{}, d.fail(at, "%s", refusal(code&^flagRef))
+	if err == nil && code&flagRef != 0 {
+		d.refs = append(d.refs, slot{v: *dst, done: true})
+	}
+	return err
+}
+
+// fixed reads 8 bytes, little-endian, as an int64 or a float's bits.
+func (d *Decoder) fixed(at int, what string, kind pickle.Kind, dst *pickle.Value) error {
+	if err := d.need(at, 8, what); err != nil {
+		return err
+	}
+	d.pos += 8
+	*dst = pickle.Value{Kind: kind, Num: int64(binary.LittleEndian.Uint64(d.buf[d.pos-8:]))}
+	return nil
 }
 
 func refusal(c byte) string {
@@ -260,17 +277,6 @@ func b2i(b bool) int {
 		return 1
 	}
 	return 0
-}
-
-// scalar registers a FLAG_REF number or string in the reference table.
-func (d *Decoder) scalar(flag bool, v pickle.Value, err error) (pickle.Value, error) {
-	if err != nil {
-		return pickle.Value{}, err
-	}
-	if flag {
-		d.refs = append(d.refs, slot{v: v, done: true})
-	}
-	return v, nil
 }
 
 func (d *Decoder) ref(at int) (pickle.Value, error) {
@@ -298,27 +304,27 @@ func (d *Decoder) ref(at int) (pickle.Value, error) {
 
 // long reads a PyLong: a signed digit count, then 15-bit digits, least
 // significant first.
-func (d *Decoder) long(at int) (pickle.Value, error) {
+func (d *Decoder) long(at int, dst *pickle.Value) error {
 	m, err := d.i32(at, "long")
 	if err != nil {
-		return pickle.Value{}, err
+		return err
 	}
 	n := int(m)
 	if n < 0 {
 		n = -n
 	}
 	if n > (len(d.buf)-d.pos)/2 {
-		return pickle.Value{}, d.fail(at, "long of %d digits, only %d bytes left in the payload", n, len(d.buf)-d.pos)
+		return d.fail(at, "long of %d digits, only %d bytes left in the payload", n, len(d.buf)-d.pos)
 	}
 	digits := d.buf[d.pos : d.pos+2*n]
 	d.pos += 2 * n
 	for i := 0; i < n; i++ {
 		if binary.LittleEndian.Uint16(digits[2*i:]) >= 1<<15 {
-			return pickle.Value{}, d.fail(at, "long digit %d out of range", i)
+			return d.fail(at, "long digit %d out of range", i)
 		}
 	}
 	if n > 0 && binary.LittleEndian.Uint16(digits[2*n-2:]) == 0 {
-		return pickle.Value{}, d.fail(at, "unnormalized long (its top digit is 0)")
+		return d.fail(at, "unnormalized long (its top digit is 0)")
 	}
 	if n <= 4 { // up to 60 bits
 		var u int64
@@ -328,7 +334,8 @@ func (d *Decoder) long(at int) (pickle.Value, error) {
 		if m < 0 {
 			u = -u
 		}
-		return pickle.Value{Kind: pickle.Int, Num: u}, nil
+		*dst = pickle.Value{Kind: pickle.Int, Num: u}
+		return nil
 	}
 	x := new(big.Int)
 	for i := n - 1; i >= 0; i-- {
@@ -339,28 +346,31 @@ func (d *Decoder) long(at int) (pickle.Value, error) {
 		x.Neg(x)
 	}
 	if x.IsInt64() {
-		return pickle.Value{Kind: pickle.Int, Num: x.Int64()}, nil
+		*dst = pickle.Value{Kind: pickle.Int, Num: x.Int64()}
+	} else {
+		*dst = pickle.Value{Kind: pickle.BigInt, Ref: x}
 	}
-	return pickle.Value{Kind: pickle.BigInt, Ref: x}, nil
+	return nil
 }
 
 // textFloat reads a float written as text (marshal versions 0 and 1), as
 // PyOS_string_to_double would: no hex, no underscores.
-func (d *Decoder) textFloat(at int) (pickle.Value, error) {
+func (d *Decoder) textFloat(at int, dst *pickle.Value) error {
 	n, err := d.u8(at, "float text size")
 	if err == nil {
 		err = d.need(at, n, "float text")
 	}
 	if err != nil {
-		return pickle.Value{}, err
+		return err
 	}
 	s := string(d.buf[d.pos : d.pos+n])
 	d.pos += n
 	f, perr := strconv.ParseFloat(s, 64)
 	if strings.ContainsAny(s, "xX_") || (perr != nil && !isRange(perr)) {
-		return pickle.Value{}, d.fail(at, "float text %q", s)
+		return d.fail(at, "float text %q", s)
 	}
-	return pickle.Value{Kind: pickle.Float, Num: int64(math.Float64bits(f))}, nil
+	*dst = pickle.Value{Kind: pickle.Float, Num: int64(math.Float64bits(f))}
+	return nil
 }
 
 // isRange: Python reads "1e999" as inf, as ParseFloat does with ErrRange.
@@ -369,35 +379,38 @@ func isRange(err error) bool {
 	return ok && ne.Err == strconv.ErrRange
 }
 
-func (d *Decoder) bytes(at int) (pickle.Value, error) {
+func (d *Decoder) bytes(at int, dst *pickle.Value) error {
 	n, err := d.count(at, false, "bytes")
 	if err != nil {
-		return pickle.Value{}, err
+		return err
 	}
 	d.pos += n
-	return pickle.Value{Kind: pickle.Bytes, Text: string(d.buf[d.pos-n : d.pos])}, nil
+	*dst = pickle.Value{Kind: pickle.Bytes, Text: string(d.buf[d.pos-n : d.pos])}
+	return nil
 }
 
 // str reads a str: 'u' and 't' are UTF-8 (surrogates allowed, as CPython's
 // "surrogatepass"), the ASCII codes Latin-1 as CPython reads them.
-func (d *Decoder) str(at int, code byte) (pickle.Value, error) {
+func (d *Decoder) str(at int, code byte, dst *pickle.Value) error {
 	n, err := d.count(at, code == 'z' || code == 'Z', "str")
 	if err != nil {
-		return pickle.Value{}, err
+		return err
 	}
 	b := d.buf[d.pos : d.pos+n]
 	d.pos += n
 	switch code {
 	case 'u', 't':
 		if !utf8.Valid(b) && !validSurrogatePass(b) {
-			return pickle.Value{}, d.fail(at, "str is not UTF-8")
+			return d.fail(at, "str is not UTF-8")
 		}
 	default:
 		if s, ok := latin1(b); ok {
-			return pickle.Value{Kind: pickle.Str, Text: s}, nil
+			*dst = pickle.Value{Kind: pickle.Str, Text: s}
+			return nil
 		}
 	}
-	return pickle.Value{Kind: pickle.Str, Text: d.intern(b)}, nil
+	*dst = pickle.Value{Kind: pickle.Str, Text: d.intern(b)}
+	return nil
 }
 
 func (d *Decoder) intern(b []byte) string {

@@ -198,10 +198,7 @@ func (d *Decoder) entryPairs(at int, items []pickle.Value) ([]pickle.Value, erro
 			return items, d.fail(d.pos, "a dict key with no value")
 		}
 		items = append(items, k, pickle.Value{})
-		v := &items[len(items)-1]
-		if s := d.refAt(d.pos); s != nil {
-			*v = s.v
-		} else if *v, err = d.value(); err != nil {
+		if err := d.read(&items[len(items)-1]); err != nil {
 			return items, err
 		}
 	}

@@ -20,7 +20,7 @@ const maxKeys = 4096
 // at the end frame. Frozensets are refused (the writer has no FROZENSET).
 func Transcode(src io.Reader, dst io.Writer) error {
 	r := NewReader(src, DefaultLimits)
-	t := &transcoder{w: pickle.NewWriter(dst), keys: map[string]bool{}}
+	t := &transcoder{w: pickle.NewWriter(dst), keys: map[string]bool{}, keyAt: map[*byte]strMemo{}}
 	for {
 		f, err := r.Next()
 		if err == io.EOF {
@@ -40,10 +40,24 @@ func Transcode(src io.Reader, dst io.Writer) error {
 }
 
 type transcoder struct {
-	w      *pickle.Writer
-	keys   map[string]bool // keys written with Key
+	w    *pickle.Writer
+	keys map[string]bool // keys written with Key
+	// keyAt finds a key's memo by its bytes' address: the decoder gives every
+	// short string one copy for the whole stream, so this is the common case
+	// and needs no hashing of the string.
+	keyAt map[*byte]strMemo
+	// The frame's shared objects: lists and dicts are marked in their Mark
+	// (-1: not written yet, else memo+1); strings and the rest are here.
+	strs   map[*byte]strMemo
 	shared map[ident]pickle.Memo
 	traces bool // the device_traces list is open
+}
+
+// strMemo is the memo of a string written before, and its length (two
+// strings at one address are the same string only if their lengths agree).
+type strMemo struct {
+	n int
+	m pickle.Memo
 }
 
 // ident is an object's identity: a container's pointer, a tuple's first
@@ -76,12 +90,25 @@ func identity(v pickle.Value) (ident, bool) {
 // share starts a frame: its shared objects are written once each.
 func (t *transcoder) share(objs []pickle.Value) {
 	clear(t.shared)
+	clear(t.strs)
 	for _, v := range objs {
-		if id, ok := identity(v); ok {
-			if t.shared == nil {
-				t.shared = map[ident]pickle.Memo{}
+		switch v.Kind {
+		case pickle.ListKind:
+			v.Ref.(*pickle.List).Mark = -1
+		case pickle.DictKind:
+			v.Ref.(*pickle.Dict).Mark = -1
+		case pickle.Str, pickle.Bytes:
+			if t.strs == nil {
+				t.strs = map[*byte]strMemo{}
 			}
-			t.shared[id] = noMemo
+			t.strs[unsafe.StringData(v.Text)] = strMemo{len(v.Text), noMemo}
+		default:
+			if id, ok := identity(v); ok {
+				if t.shared == nil {
+					t.shared = map[ident]pickle.Memo{}
+				}
+				t.shared[id] = noMemo
+			}
 		}
 	}
 }
@@ -122,45 +149,103 @@ func (t *transcoder) frame(f Frame) error {
 
 func (t *transcoder) pairs(items []pickle.Value) error {
 	for i, it := range items {
-		var err error
-		if k := it.Text; i%2 == 0 && it.Kind == pickle.Str && (t.keys[k] || len(t.keys) < maxKeys) {
-			t.keys[k] = true
-			t.w.Key(k)
-		} else {
-			err = t.value(it)
+		if i%2 == 0 && it.Kind == pickle.Str && t.key(it.Text) {
+			continue
 		}
-		if err != nil {
+		if err := t.value(it); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
+// key writes a dict key once for the whole pickle and as a GET after, for
+// the first maxKeys distinct keys; it reports false for the others.
+func (t *transcoder) key(k string) bool {
+	p := unsafe.StringData(k)
+	if c, ok := t.keyAt[p]; ok && c.n == len(k) && t.w.CanGet(c.m) {
+		t.w.Get(c.m)
+		return true
+	}
+	if !t.keys[k] && len(t.keys) >= maxKeys {
+		return false
+	}
+	t.keys[k] = true
+	if len(t.keyAt) >= maxKeys {
+		clear(t.keyAt)
+	}
+	t.keyAt[p] = strMemo{len(k), t.w.Key(k)}
+	return true
+}
+
 // value writes v; a shared object the second time is a GET.
 func (t *transcoder) value(v pickle.Value) error {
-	id, ok := identity(v)
-	if !ok {
-		if v.Kind == pickle.Tuple { // ()
-			t.w.BeginTuple()
+	switch v.Kind {
+	case pickle.ListKind:
+		l := v.Ref.(*pickle.List)
+		return t.marked(&l.Mark, v)
+	case pickle.DictKind:
+		m := v.Ref.(*pickle.Dict)
+		return t.marked(&m.Mark, v)
+	case pickle.Str, pickle.Bytes:
+		if len(t.strs) == 0 || len(v.Text) == 0 {
+			break
+		}
+		p := unsafe.StringData(v.Text)
+		c, ok := t.strs[p]
+		if !ok || c.n != len(v.Text) {
+			break
+		}
+		if c.m != noMemo {
+			return t.get(c.m)
+		}
+		m, err := t.write(v)
+		t.strs[p] = strMemo{c.n, m}
+		return err
+	case pickle.Tuple, pickle.SetKind:
+		id, ok := identity(v)
+		if !ok {
+			t.w.BeginTuple() // ()
 			t.w.EndTuple()
 			return nil
 		}
-		t.w.Value(v) // a number, None, or an empty string
-		return nil
-	}
-	m, shared := t.shared[id]
-	if shared && m != noMemo {
-		if !t.w.CanGet(m) {
-			return fmt.Errorf("more than 2^32 objects in the pickle: past LONG_BINGET's reach")
+		m, shared := t.shared[id]
+		if shared && m != noMemo {
+			return t.get(m)
 		}
-		t.w.Get(m)
+		m, err := t.write(v)
+		if shared {
+			t.shared[id] = m
+		}
+		return err
+	default:
+		t.w.Value(v) // a number or None
 		return nil
 	}
+	_, err := t.write(v) // a string written once
+	return err
+}
+
+// marked writes a list or dict whose Mark says whether it is shared (-1),
+// written before (memo+1) or neither (0).
+func (t *transcoder) marked(mark *int64, v pickle.Value) error {
+	if *mark > 0 {
+		return t.get(pickle.Memo(*mark - 1))
+	}
+	shared := *mark < 0
 	m, err := t.write(v)
 	if shared {
-		t.shared[id] = m
+		*mark = int64(m) + 1
 	}
 	return err
+}
+
+func (t *transcoder) get(m pickle.Memo) error {
+	if !t.w.CanGet(m) {
+		return fmt.Errorf("more than 2^32 objects in the pickle: past LONG_BINGET's reach")
+	}
+	t.w.Get(m)
+	return nil
 }
 
 func (t *transcoder) write(v pickle.Value) (pickle.Memo, error) {
