@@ -4,7 +4,7 @@ package pickle
 // puts dict keys and other early, much-read objects) live in an array. Higher
 // slots go to a ring indexed by the slot number, where most are read back and
 // dropped soon after they are written (a trace entry's stack, read again by
-// the entry that frees the block); a slot still held when a later one needs
+// the next entry, three slots on); a slot still held when a later one needs
 // its place moves to a map, which Plan-driven deletion keeps small.
 type memoTable struct {
 	low     []Value
@@ -21,7 +21,7 @@ type ringSlot struct {
 
 const (
 	memoLow  = 1 << 16
-	memoRing = 1 << 14 // a power of two
+	memoRing = 1 << 10 // a power of two; small enough to stay in cache
 )
 
 func newMemoTable() memoTable {
