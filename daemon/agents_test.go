@@ -14,6 +14,7 @@ import (
 	"github.com/sourcegraph/jsonrpc2"
 	"github.com/vramscope/vramscope/daemon/api"
 	"github.com/vramscope/vramscope/daemon/client"
+	"github.com/vramscope/vramscope/profiler/analyze"
 )
 
 // fakeAgent registers as process pid over the real socket and answers
@@ -237,4 +238,73 @@ func mustAbs(p string) string {
 		panic(err)
 	}
 	return a
+}
+
+// A Python agent with a snapshot dict (the test torch hands over a fixture's
+// contents) streams it as VSM1 through the FIFO: the daemon stores it and its
+// analysis is the pickle's.
+func TestPythonAgentStreams(t *testing.T) {
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("no python3")
+	}
+	d, cfg := testDaemon(t)
+	script := filepath.Join(t.TempDir(), "train.py")
+	os.WriteFile(script, []byte("import time, torch, vramscope\nvramscope.attach()\ntorch.cuda.init()\n"+
+		"for _ in range(600):\n    time.sleep(0.05)\n"), 0o644)
+	cmd := exec.Command(py, script)
+	pkg, _ := filepath.Abs("../jupyter")
+	fake, _ := filepath.Abs("../jupyter/tests/faketorch")
+	fixture := mustAbs(fixtures + "gpt2_train.pickle")
+	cmd.Env = append(os.Environ(), "PYTHONPATH="+pkg+string(os.PathListSeparator)+fake, "VRAMSCOPE_SOCKET="+cfg.Socket,
+		"FAKE_TORCH_SNAPSHOT="+fixture)
+	out := &strings.Builder{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait(); t.Logf("agent output:\n%s", out) }()
+	pid := cmd.Process.Pid
+	deadline := time.Now().Add(20 * time.Second)
+	for d.agents.get(pid) == nil || d.agents.get(pid).process().Device < 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the Python agent did not register with CUDA up")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	c := dial(t, cfg.Socket)
+	var snap api.SnapshotResult
+	call(t, c, api.SnapshotTake, api.TakeParams{PID: pid, Analyze: true}, &snap)
+	if snap.Format != "vsm1" || snap.Entries <= 0 || !d.analyses.cached(snap.ID) {
+		t.Fatalf("snapshot %+v", snap)
+	}
+	head := make([]byte, 4)
+	if f, err := os.Open(snap.Path); err != nil {
+		t.Fatal(err)
+	} else {
+		f.Read(head)
+		f.Close()
+	}
+	if string(head) != "VSM1" {
+		t.Errorf("stored file starts %q", head)
+	}
+	direct, err := analyze.Run(fixture, analyze.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum analyze.Result
+	call(t, c, api.AnalysisSummary, api.IDParams{ID: snap.ID}, &sum)
+	if sum.Peak != direct.Peak || len(sum.Sites) != len(direct.Sites) || sum.Events != direct.Events {
+		t.Errorf("streamed analysis: peak %+v, %d sites, %d events; the pickle's: %+v, %d, %d",
+			sum.Peak, len(sum.Sites), sum.Events, direct.Peak, len(direct.Sites), direct.Events)
+	}
+	// The stored file reads back to the same analysis, and the store verifies it.
+	again, err := analyze.Run(snap.Path, analyze.Options{})
+	if err != nil || again.Peak != direct.Peak {
+		t.Errorf("stored VSM1 file: %v, peak %+v", err, again)
+	}
+	left, _ := os.ReadDir(d.store.IncomingDir())
+	for _, e := range left {
+		t.Errorf("left in incoming: %s", e.Name())
+	}
 }

@@ -36,10 +36,18 @@ func (s *session) snapshotTake(ctx context.Context, raw json.RawMessage) (any, e
 	var nv store.Meta
 	d.nvmlAt(&nv, p.PID, proc0.Device)
 	part := d.store.NewIncoming(fmt.Sprintf("%d", p.PID))
+	params := api.DumpParams{Path: part}
+	st := openStream(part)
+	if st != nil {
+		params.Stream = st.fifo
+	}
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var res api.DumpResult
-	if err := a.s.rpc().Call(cctx, api.AgentDump, api.DumpParams{Path: part}, &res); err != nil {
+	if err := a.s.rpc().Call(cctx, api.AgentDump, params, &res); err != nil {
+		if st != nil {
+			st.close()
+		}
 		os.Remove(part)
 		if errors.Is(err, context.DeadlineExceeded) {
 			return nil, rpcErr(api.CodeAgentFailed, "process %d did not dump its snapshot within %s", p.PID, timeout)
@@ -50,11 +58,43 @@ func (s *session) snapshotTake(ctx context.Context, raw json.RawMessage) (any, e
 	meta := store.Meta{Reason: "request", Source: firstArg(proc.Argv), PID: proc.PID, Host: proc.Host,
 		Rank: proc.Rank, Device: res.Device, Entries: res.Entries, TookMS: res.TookMS, Label: p.Label,
 		GPUBytes: nv.GPUBytes, OtherGPUBytes: nv.OtherGPUBytes, OtherPIDs: nv.OtherPIDs}
+	if st != nil && res.Streamed {
+		m, err := d.commitStreamed(part, <-st.done, meta)
+		if err != nil {
+			return nil, err
+		}
+		return d.snapshotResult(m), nil
+	}
+	if st != nil {
+		st.close()
+	}
 	m, err := d.commit(part, meta)
 	if err != nil {
 		return nil, err
 	}
 	return d.snapshotResult(m), nil
+}
+
+// commitStreamed stores a snapshot the agent streamed: the reader already
+// wrote, hashed and analysed it.
+func (d *Daemon) commitStreamed(part string, sr streamed, meta store.Meta) (store.Meta, error) {
+	if sr.err != nil {
+		os.Remove(part)
+		return store.Meta{}, rpcErr(api.CodeBadSnapshot, "the streamed snapshot: %v", sr.err)
+	}
+	meta.Format = "vsm1"
+	pr, err := d.store.PrepareHashed(part, sr.size, sr.sum)
+	if err != nil {
+		return store.Meta{}, rpcErr(api.CodeStoreFailed, "%v", err)
+	}
+	m, err := d.store.CommitPrepared(pr, meta)
+	if err != nil {
+		return store.Meta{}, rpcErr(api.CodeStoreFailed, "%v", err)
+	}
+	d.analyses.runs.Add(1)
+	d.analyses.put(m.ID, sr.res)
+	d.events.publish(api.EventSnapshotStored, d.snapshotResult(m))
+	return m, nil
 }
 
 // commit analyses an incoming file (which also proves it is a snapshot),

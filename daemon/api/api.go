@@ -298,15 +298,21 @@ type RegisterResult struct {
 // DumpParams asks an agent to write a snapshot to Path (in the incoming dir).
 type DumpParams struct {
 	Path string `json:"path"`
+	// Stream, when set, is a FIFO beside Path: an agent that can writes the
+	// snapshot there as VSM1 (marshal chunks, profiler/marshal) while the
+	// daemon analyses it and copies it to Path; one that cannot writes a
+	// pickle to Path as before.
+	Stream string `json:"stream,omitempty"`
 }
 
 // DumpResult is what the agent wrote.
 type DumpResult struct {
-	Path    string  `json:"path"`
-	Bytes   int64   `json:"bytes"`
-	Entries int64   `json:"entries"`
-	TookMS  float64 `json:"took_ms"`
-	Device  int     `json:"device"`
+	Path     string  `json:"path"`
+	Bytes    int64   `json:"bytes"`
+	Entries  int64   `json:"entries"`
+	TookMS   float64 `json:"took_ms"`
+	Device   int     `json:"device"`
+	Streamed bool    `json:"streamed,omitempty"` // written to DumpParams.Stream as VSM1, not to Path
 }
 
 // CapturedParams hands over a snapshot the agent took on its own (on OOM).

@@ -17,6 +17,7 @@ type Meta struct {
 	Rank    int       `json:"rank"`              // torch.distributed rank, 0 when not distributed
 	Device  int       `json:"device"`            // CUDA device index of the process
 	Entries int64     `json:"entries,omitempty"` // trace entries, when the agent counted them
+	Format  string    `json:"format,omitempty"`  // "vsm1" for a snapshot streamed as marshal chunks; "" a pickle
 	TookMS  float64   `json:"took_ms,omitempty"` // how long the agent took to dump it
 	Label   string    `json:"label,omitempty"`   // free text from the caller
 	// What NVML saw on the process's GPU when the snapshot was taken (0: no

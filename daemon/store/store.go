@@ -264,6 +264,39 @@ func (s *Store) Prepare(part string) (Prepared, error) {
 	return Prepared{abs: abs, size: size, sum: sum}, nil
 }
 
+// PrepareHashed is Prepare for a file whose writer hashed it on the way in
+// (the daemon tees a streamed snapshot into part): it checks part, syncs it
+// and checks its size, without reading it again.
+func (s *Store) PrepareHashed(part string, size int64, sum string) (Prepared, error) {
+	if err := s.checkOpen(); err != nil {
+		return Prepared{}, err
+	}
+	abs, err := s.checkPart(part)
+	if err != nil {
+		return Prepared{}, err
+	}
+	fail := func(err error) (Prepared, error) {
+		os.Remove(abs)
+		return Prepared{}, err
+	}
+	f, err := os.OpenFile(abs, os.O_RDONLY|oNoFollow, 0)
+	if err != nil {
+		return fail(wrap("opening", abs, err))
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return fail(wrap("opening", abs, err))
+	}
+	if !fi.Mode().IsRegular() || fi.Size() != size {
+		return fail(fmt.Errorf("store: committing %s: %d bytes on disk, %d written", abs, fi.Size(), size))
+	}
+	if err := f.Sync(); err != nil {
+		return fail(wrap("syncing", abs, err))
+	}
+	return Prepared{abs: abs, size: size, sum: sum}, nil
+}
+
 // Discard removes a prepared file that will not be committed.
 func (s *Store) Discard(p Prepared) {
 	if p.abs != "" {

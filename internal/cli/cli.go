@@ -30,6 +30,7 @@ var commands = []command{
 	{"flame", "flame FILE [-o OUT] [--weight peak|alloc|current] [--format html|json|collapsed|pprof]  flame graph", runFlame},
 	{"diff", "diff A B [--json]  per-line change between two snapshots", runDiff},
 	{"whatif", "whatif A B ... [--sizes N,N,...] [--device-memory 80GiB] [--predict N]  fit peak memory against batch size or length; the largest size that fits", runWhatIf},
+	{"convert", "convert FILE.vsm [-o OUT.pickle]  write a streamed (VSM1) snapshot as PyTorch's pickle", runConvert},
 	{"serve", "serve [--socket S] [--data-dir D] [--tcp 127.0.0.1:PORT]  run the per-user daemon", runServe},
 	{"run", "run [--max-entries N] -- COMMAND ARGS...  run a training command with the agent in every Python process", runRun},
 	{"attach", "attach PID  attach the agent to a running Python >= 3.14 process", runAttach},

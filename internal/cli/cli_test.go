@@ -638,3 +638,38 @@ func TestWhatIf(t *testing.T) {
 		}
 	}
 }
+
+// convert: a VSM1 stream (as the agent writes) becomes PyTorch's pickle, which
+// analyses as the stream does; what is not VSM1 is an input error.
+func TestConvert(t *testing.T) {
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("no python3")
+	}
+	dir := t.TempDir()
+	src := example(t, "example_train")
+	vsm := filepath.Join(dir, "ex.vsm")
+	pkg := abs(t, filepath.Join("..", "..", "jupyter"))
+	cmd := exec.Command(py, "-c", "import sys, pickle; sys.path.insert(0, sys.argv[1]); from vramscope._vsm import write_vsm; "+
+		"write_vsm(pickle.load(open(sys.argv[2], 'rb')), open(sys.argv[3], 'wb'), chunk_entries=700)", pkg, src, vsm)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	o := mustRun(t, "convert", vsm)
+	back := filepath.Join(dir, "ex.pickle")
+	if strings.TrimSpace(o.stdout) != back {
+		t.Fatalf("convert printed %q", o.stdout)
+	}
+	same := exec.Command(py, "-c", "import pickle, sys; sys.exit(pickle.load(open(sys.argv[1], 'rb')) != pickle.load(open(sys.argv[2], 'rb')))", src, back)
+	if out, err := same.CombinedOutput(); err != nil {
+		t.Errorf("the converted pickle differs from the original: %v %s", err, out)
+	}
+	a, _ := peakOf(t, vsm)
+	b, _ := peakOf(t, back)
+	if a != b || a == 0 {
+		t.Errorf("peak of the stream %d, of the pickle %d", a, b)
+	}
+	if o := run("convert", src, "-o", filepath.Join(dir, "x.pickle")); o.code != 2 || !strings.Contains(o.stderr, "not a VSM1 stream") {
+		t.Errorf("convert of a pickle: %v", o)
+	}
+}

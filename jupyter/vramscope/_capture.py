@@ -2,6 +2,7 @@
 captures, and the spool of captures made while no daemon was connected."""
 import json
 import os
+import stat
 import socket as _socket
 import sys
 import threading
@@ -21,6 +22,7 @@ from ._common import (
 )
 from ._snapfile import (
     _FileSnapshot,
+    _stream_snapshot,
     _take_snapshot,
     _allocated_from_segments,
     _write_snapshot,
@@ -129,7 +131,12 @@ class _Captures:
                 # Recording is off and the program makes no steps: the history
                 # (if any) is an old window's; keep the allocator's state only.
                 snap["device_traces"] = [[] for _ in snap.get("device_traces") or [()]]
-            size, entries = _write_snapshot(path, snap)
+            stream = params.get("stream")
+            streamed = isinstance(snap, dict) and self._stream_ok(stream, path)
+            if streamed:
+                size, entries = _stream_snapshot(stream, snap)
+            else:
+                size, entries = _write_snapshot(path, snap)
         except AgentError as e:
             self.respond(gen, rid, error=(e.code, "agent.dump failed: %s" % e))
             return
@@ -139,7 +146,17 @@ class _Captures:
             return
         took = (time.perf_counter() - t0) * 1000.0
         self.respond(gen, rid, result={"path": path, "bytes": size, "entries": entries,
-                                       "took_ms": round(took, 3), "device": self.device()})
+                                       "took_ms": round(took, 3), "device": self.device(), "streamed": streamed})
+
+    def _stream_ok(self, stream, path):
+        """Whether the daemon's stream is a FIFO beside the dump path (else the
+        pickle goes to path, as for a daemon that offers no stream)."""
+        if not isinstance(stream, str) or stream != path + ".fifo":
+            return False
+        try:
+            return stat.S_ISFIFO(os.lstat(stream).st_mode)
+        except OSError:
+            return False
 
     def on_oom(self, device, requested, device_total, device_free):
         """The OOM observer's work inside torch's callback: take the snapshot now,

@@ -5,6 +5,8 @@
 package analyze
 
 import (
+	"fmt"
+	"io"
 	"sort"
 
 	"github.com/vramscope/vramscope/profiler"
@@ -95,6 +97,21 @@ func Run(path string, opt Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	return a.finish(snap, opt), nil
+}
+
+// RunStream analyses a VSM1 stream (a FIFO or socket the snapshot is still
+// being written to) as it arrives; name is what the result calls the file.
+func RunStream(name string, r io.Reader, opt Options) (*Result, error) {
+	frames := profiler.NewFrames()
+	a := &analysis{frames: frames, origins: newOrigins(frames)}
+	p := a.pipe()
+	snap, err := torchsnap.ReadVSM(r, frames, p.event, torchsnap.Options{})
+	p.close()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	snap.Path = name
 	return a.finish(snap, opt), nil
 }
 
