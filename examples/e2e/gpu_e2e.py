@@ -164,9 +164,9 @@ def e2e(e, c, results):
           f"{snap['id']}: {snap['bytes']} bytes, {snap.get('entries')} entries, peak {summary['peak']['bytes']}")
     check("the training script's line is the top user site", top.get("file", "").endswith("train.py"),
           f"{top.get('file')}:{top.get('line')} ({top.get('function')}) {top.get('peak_bytes')} bytes")
-    shutil.copy(snap["path"], os.path.join(OUT, "agent_gpt2.pickle"))
-    with open(snap["path"], "rb") as f:  # our own file, just written: trusted
-        raw = pickle.load(f)
+    check("the snapshot was streamed to the daemon as VSM1", snap.get("format") == "vsm1", snap.get("format"))
+    shutil.copy(snap["path"], os.path.join(OUT, "agent_gpt2.vsm" if snap.get("format") == "vsm1" else "agent_gpt2.pickle"))
+    raw = load_snapshot(snap["path"])
     names = [a.get("name", "") for a in raw.get("external_annotations", [])]
     bw = sorted({n for n in names if n.startswith("vramscope.backward@")})
     results["backward_annotations"] = bw
@@ -230,6 +230,18 @@ def child_pids(pid):
         return []
 
 
+def load_snapshot(path):
+    """Our own file, just written: trusted. VSM1 (streamed) or a pickle."""
+    with open(path, "rb") as f:
+        if f.read(4) == b"VSM1":
+            f.seek(0)
+            sys.path.insert(0, os.path.join(ROOT, "jupyter"))
+            from vramscope._vsm import read_vsm
+            return read_vsm(f)
+        f.seek(0)
+        return pickle.load(f)
+
+
 def line_of(script, text):
     with open(os.path.join(HERE, script)) as f:
         for i, line in enumerate(f, 1):
@@ -246,28 +258,29 @@ def bench_capture(e, c, results, per_step):
         t = r["train"]
         row = {"ring": n, "entries": t.get("entries"), "capture_s": round(r["capture_s"], 3),
                "agent_dump_ms": r["snapshot"].get("took_ms"), "torch_snapshot_s": round(t.get("torch_snapshot_s", 0), 3),
-               "snapshot_bytes": r["snapshot"]["bytes"]}
+               "snapshot_bytes": r["snapshot"]["bytes"], "format": r["snapshot"].get("format") or "pickle"}
         row["ratio"] = round(row["capture_s"] / row["torch_snapshot_s"], 3) if row["torch_snapshot_s"] else None
         out.append(row)
         print("capture", json.dumps(row), flush=True)
     results["capture"] = out
 
 
-def bench_overhead(e, results, seqs=(512, 1024), steps=450, block=50):
+def bench_overhead(e, results, seqs=(512, 1024), steps=900, block=50):
     """Same-run A/B: one training process under the agent detaches and
     re-attaches it every `block` steps (vramscope.detach()/attach()), so "off"
     and "on" steps share the process, the GPU clocks and the data. "sampled"
     is the agent's default; "continuous" records every step."""
     out = {}
     for seq in seqs:
-        p = e.run("train.py", "--seq", seq, "--steps", steps, "--cycle", "off,sampled,continuous", "--block", block)
+        p = e.run("train.py", "--seq", seq, "--steps", steps, "--cycle", "off,sampled,norecord,off,sampled,continuous",
+                  "--block", block)
         o, err = p.communicate(timeout=600)
         r = last_json(o) or {}
         cyc = r.get("cycle") or {}
         if "off" in cyc and "sampled" in cyc:
             off = cyc["off"]
             row = {"off": off["median_step_ms"], "off_mean": off["mean_step_ms"], "steps_each": off["steps"]}
-            for m in ("sampled", "continuous"):
+            for m in ("sampled", "norecord", "continuous"):
                 if m in cyc:
                     row[m] = cyc[m]["median_step_ms"]
                     row[m + "_mean"] = cyc[m]["mean_step_ms"]
@@ -276,8 +289,8 @@ def bench_overhead(e, results, seqs=(512, 1024), steps=450, block=50):
             out[str(seq)] = row
         else:
             print(err[-2000:], file=sys.stderr)
-    results["overhead"] = {"config": f"GPT-2 124M, bs 8, bf16 autocast, AdamW, {steps} steps, agent off / sampled / continuous "
-                                     f"every {block} steps in one process", "by_seq": out}
+    results["overhead"] = {"config": f"GPT-2 124M, bs 8, bf16 autocast, AdamW, {steps} steps, agent off / sampled / "
+                                     f"attached without recording / continuous, switched every {block} steps in one process", "by_seq": out}
     print("overhead", json.dumps(results["overhead"]), flush=True)
 
 
@@ -329,7 +342,8 @@ def markdown(r):
         out += ["", "## Benchmarks", "", f"- Daemon idle with NVML at 10 Hz: {i['cpu_seconds']:.2f} CPU-seconds over {i['seconds']} s = "
                 f"**{100 * i['share_of_one_core']:.3f}% of one core** (goal ≤ 0.5%)."]
     for c in r.get("capture", []):
-        out.append(f"- One-click capture at a {c['ring']:,}-entry ring ({c['entries']:,} entries, {fmt_bytes(c['snapshot_bytes'])}): "
+        out.append(f"- One-click capture at a {c['ring']:,}-entry ring ({c['entries']:,} entries, {fmt_bytes(c['snapshot_bytes'])} "
+                   f"{c.get('format', 'pickle')}): "
                    f"API call → stored → analysed {c['capture_s']:.2f} s (agent dump {c['agent_dump_ms'] / 1000:.2f} s) vs torch's own "
                    f"`_snapshot()` {c['torch_snapshot_s']:.2f} s: **{c['ratio']:.2f}×** (goal ≤ 1.5×).")
     if "overhead" in r:
@@ -337,7 +351,8 @@ def markdown(r):
         for seq, x in o.get("by_seq", {}).items():
             out.append(f"- Agent attached vs not, same run ({o['config']}, seq {seq}): default (sampled) median step "
                        f"{x['sampled']:.2f} ms vs {x['off']:.2f} ms = **{100 * x['sampled_slowdown']:+.2f}%** (goal ≤ 1%); "
-                       f"mean {100 * x['sampled_mean_slowdown']:+.2f}%. Recording every step: median "
+                       f"mean {100 * x['sampled_mean_slowdown']:+.2f}%. Attached, not recording: median "
+                       f"{100 * x.get('norecord_slowdown', 0):+.2f}%. Recording every step: median "
                        f"{100 * x.get('continuous_slowdown', 0):+.2f}%, mean {100 * x.get('continuous_mean_slowdown', 0):+.2f}%.")
     ls = r.get("live_snapshot")
     if ls:

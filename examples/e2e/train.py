@@ -38,7 +38,9 @@ def switch(mode):
     context name (all, alloc) recorded every step."""
     import vramscope
     vramscope.detach()
-    if mode != "off":
+    if mode == "norecord":  # the agent's threads and hooks, no recording at all
+        vramscope.attach(socket=os.environ.get("VRAMSCOPE_SOCKET"), record=False)
+    elif mode != "off":
         os.environ["VRAMSCOPE_CONTEXT"] = "alloc" if mode in ("sampled", "continuous") else mode
         vramscope.attach(max_entries=100000, socket=os.environ.get("VRAMSCOPE_SOCKET"),
                          sample=None if mode == "sampled" else "off")
