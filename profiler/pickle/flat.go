@@ -12,10 +12,9 @@ import "encoding/binary"
 // way is waiting in the same batch, so items reach the caller in order.
 
 // FlatFunc receives the pairs of one flat dict, in order. It must not keep vs.
-// A list among the values that no memo slot keeps may be the same *List in
-// several calls (equal items read from the same lasting memo slots): the
-// callee must not change it, except to cache in Mark what depends only on the
-// items.
+// A list among the values may be the same *List in several calls (empty, or
+// equal items read from the same lasting memo slots): the callee must not
+// change it, except to cache in Mark what depends only on the items.
 type FlatFunc func(list *List, keys []string, vs []Value) error
 
 const maxFlatPairs = 32
@@ -336,9 +335,10 @@ func (m *Machine) flatValue(i int, b []byte, memoLen uint64, out *Value) (int, i
 	return n, 0
 }
 
-// emptyList stands for every empty list that no memo slot keeps: nothing can
-// add to it or tell it apart from another empty list, so one will do.
-var emptyList = &List{}
+// emptyList stands for every empty list of a flat dict: the callee cannot
+// tell it apart from another empty list, and a memo slot that keeps it hands
+// the slow path a copy (see List.shared).
+var emptyList = &List{shared: true}
 
 // flatList reads an inline list of memoised objects: EMPTY_LIST, an optional
 // MEMOIZE, then nothing, GET APPEND, or MARK GET... APPENDS.
@@ -359,14 +359,10 @@ func (m *Machine) flatList(b []byte, memoLen uint64, out *Value) (int, int) {
 	}
 	if end := getRun(b, n); end > 0 {
 		if c, ok := m.lists[string(b[n:end])]; ok {
-			// The same lasting items as an earlier list: a copy of it, as
-			// OnAppend left it, with no item read again.
-			if p.store == 0 {
-				p.list = c // no memo slot keeps it: it can be shared (see FlatFunc)
-			} else {
-				l := *c
-				p.list = &l
-			}
+			// The same lasting items as an earlier list: that list, as
+			// OnAppend left it, with no item read again. A memo slot may
+			// keep it too: the slow path reads a copy (see List.shared).
+			p.list = c
 			p.hit = true
 			*out = Value{Kind: ListKind, Ref: p.list}
 			return end, memos
@@ -404,7 +400,10 @@ func (m *Machine) flatList(b []byte, memoLen uint64, out *Value) (int, int) {
 		p.items[0], p.nitem = v, 1
 		n = k + 1
 	}
-	if p.nitem == 0 && p.store == 0 {
+	if p.nitem == 0 {
+		if p.store != 0 {
+			p.list = emptyList // stored, and so the one inline list of this dict
+		}
 		*out = Value{Kind: ListKind, Ref: emptyList}
 		return n, memos
 	}
@@ -460,6 +459,7 @@ func (m *Machine) remember(key []byte, l *List) {
 	}
 	c := *l
 	c.Items = c.Items[:len(c.Items):len(c.Items)] // a copy that appends never writes through
+	c.shared = true
 	m.lists[string(key)] = &c
 	m.listBytes += len(key)
 }

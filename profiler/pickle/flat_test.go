@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -81,3 +82,56 @@ func countEntries(root Value) int {
 }
 
 func bytesReader(b []byte) *bytes.Reader { return bytes.NewReader(b) }
+
+// TestFlatSharedListStaysUnchanged: the flat path hands out one list for every
+// empty frames list, memo slots included. A pickle that reads such a slot
+// back outside a flat dict and appends to it must change its own copy, never
+// the shared list that later entries get.
+func TestFlatSharedListStaysUnchanged(t *testing.T) {
+	entry := func(memoFrames bool) string { // a trace entry: keys and 'alloc' read from slots 3, 4, 5
+		s := "}\x94(h\x03h\x04h\x05]"
+		if memoFrames {
+			s += "\x94"
+		}
+		return s + "u"
+	}
+	b := []byte("\x80\x04]\x94(" + // root list, slot 0; MARK
+		"]\x94(}\x94(\x8c\x06action\x94\x8c\x05alloc\x94\x8c\x06frames\x94]\x94ue" + // trace (slot 1): one entry, built the slow way
+		"(" + entry(true) + entry(false) + "e" + // flat: frames in slot 8, read back below; then an unstored []
+		"h\x08K\x05a" + // slot 8's list on the stack, 5 appended to it
+		"h\x01(" + entry(false) + "e" + // the trace again: one more flat entry with []
+		"\x8c\x14" + strings.Repeat("x", 20) + "e.")
+	plan, err := Scan(bytesReader(b), int64(len(b)), DefaultLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := NewMachine(bytesReader(b), int64(len(b)), plan, DefaultLimits)
+	m.OnAppend = func(l *List, items []Value) (bool, error) {
+		if len(items) > 0 && items[0].Kind == DictKind {
+			l.Tag = "trace"
+		}
+		return false, nil
+	}
+	var frames []any
+	m.OnFlatDict = func(l *List, keys []string, vals []Value) error {
+		frames = append(frames, vals[1].Plain()) // as it is now: a callee keeps no list
+		return nil
+	}
+	root, err := m.Run()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := plainDiff("", frames, []any{[]any{}, []any{}, []any{}}); d != "" {
+		t.Errorf("frames of the flat entries: %s", d)
+	}
+	items, _ := root.Items()
+	if len(items) != 4 {
+		t.Fatalf("root has %d items", len(items))
+	}
+	if d := plainDiff("", items[1].Plain(), []any{int64(5)}); d != "" {
+		t.Errorf("the list appended to: %s", d)
+	}
+	if len(emptyList.Items) != 0 || emptyList.Count != 0 {
+		t.Errorf("the shared empty list changed: %+v", *emptyList)
+	}
+}

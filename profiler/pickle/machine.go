@@ -205,7 +205,9 @@ loop:
 			if id >= uint64(len(low)) || !lowUsed[id] || reads[id] != 255 {
 				break loop
 			}
-			v = low[id]
+			if v = low[id]; v.Kind == ListKind && v.Ref.(*List).shared {
+				break loop // get makes the slot's own copy
+			}
 		case opMemoize:
 			// A slot never read back and never written before needs no storing.
 			id := m.memoLen
@@ -647,7 +649,18 @@ func (m *Machine) get(id uint64) error {
 	if !ok {
 		return m.fail("memo slot %d is read before it is written (or read more often than planned)", id)
 	}
-	if m.plan.consume(id) {
+	last := m.plan.consume(id)
+	if l, ok := v.Ref.(*List); ok && l.shared {
+		// A list the flat path shares: this slot's own copy from now on.
+		c := *l
+		c.shared = false
+		v.Ref = &c
+		if !last {
+			m.memo.del(id)
+			m.memo.set(id, v)
+		}
+	}
+	if last {
 		unpin(v)
 		m.memo.del(id)
 	}

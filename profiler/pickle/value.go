@@ -43,6 +43,10 @@ type List struct {
 	// Count is the number of items appended, including any a caller consumed
 	// through Machine.OnAppend instead of keeping.
 	Count int64
+	// shared: the flat path hands out this one list for many equal ones
+	// (flat.go), memo slots included; a memo read outside the flat path
+	// copies it first, so that nothing appends to it.
+	shared bool
 }
 
 // Dict is a Python dict, kept as alternating keys and values in insertion order
