@@ -14,7 +14,9 @@ import "encoding/binary"
 // FlatFunc receives the pairs of one flat dict, in order. It must not keep vs.
 // A list among the values may be the same *List in several calls (empty, or
 // equal items read from the same lasting memo slots): the callee must not
-// change it, except to cache in Mark what depends only on the items.
+// change it, except to cache in Mark what depends only on the items, and it
+// shows the list as it is now (should the pickle append to that list later,
+// after reading it back from the memo, a copy takes the items).
 type FlatFunc func(list *List, keys []string, vs []Value) error
 
 const maxFlatPairs = 32
