@@ -243,9 +243,15 @@ func (d *decoder) flatEvent(l *pickle.List, keys []string, vals []pickle.Value) 
 				continue
 			}
 		case fFrames:
-			if l, ok := v.Ref.(*pickle.List); ok && v.Kind == pickle.ListKind && l.Mark > 0 {
-				e.Stack = profiler.StackID(l.Mark - 1)
-				continue
+			if l, ok := v.Ref.(*pickle.List); ok && v.Kind == pickle.ListKind {
+				switch {
+				case l.Mark > 0: // interned already
+					e.Stack = profiler.StackID(l.Mark - 1)
+					continue
+				case len(l.Items) == 0:
+					e.Stack = 0 // the empty stack
+					continue
+				}
 			}
 		case fOther:
 			continue
