@@ -231,15 +231,23 @@ loop:
 		case opEmptyDict:
 			if m.OnFlatDict != nil && len(m.marks) > 0 && m.marks[len(m.marks)-1] == len(stack) && len(stack) > 0 {
 				// The next item of a batch, none waiting: a claimed list may take it raw.
-				if c := stack[len(stack)-1]; c.Kind == ListKind && c.Ref.(*List).Tag != nil {
+				if l, ok := stack[len(stack)-1].Ref.(*List); ok && l.Tag != nil {
+					// Flat dicts come in runs: a batch of entries. Nothing
+					// on the stack changes between them.
 					m.stack = stack
-					k, err := m.flat(c.Ref.(*List), b[pos:])
-					if err != nil {
-						m.err = err
-						break loop
-					}
-					if k > 0 {
+					start := pos
+					for {
+						k, err := m.flat(l, b[pos:])
+						if err != nil {
+							m.err = err
+							break loop
+						}
 						pos += k
+						if k == 0 || len(b)-pos < keep || b[pos] != opEmptyDict {
+							break
+						}
+					}
+					if pos > start {
 						continue
 					}
 				}
