@@ -31,6 +31,8 @@ type analyses struct {
 	// fresh analysis, before anyone sees it.
 	augment func(id string, r *analyze.Result)
 
+	pending sync.WaitGroup // summary caches being written
+
 	mu      sync.Mutex
 	entries map[string]*list.Element // of *analysisEntry
 	lru     *list.List
@@ -64,7 +66,12 @@ func (c *analyses) put(id string, r *analyze.Result) {
 	c.mu.Lock()
 	c.insert(e)
 	c.mu.Unlock()
-	c.writeSummary(id, r)
+	// A cache for the next start, off the capture's path (it syncs a file).
+	c.pending.Add(1)
+	go func() {
+		defer c.pending.Done()
+		c.writeSummary(id, r)
+	}()
 }
 
 func (c *analyses) writeSummary(id string, r *analyze.Result) {

@@ -172,6 +172,7 @@ func (d *Daemon) Close() error {
 		if len(ls) > 0 {
 			os.Remove(d.cfg.Socket)
 		}
+		d.analyses.pending.Wait()
 		d.closeErr = d.store.Close()
 	})
 	return d.closeErr

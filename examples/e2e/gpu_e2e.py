@@ -366,6 +366,7 @@ def main():
     ap.add_argument("--bin", default=os.path.join(ROOT, "bin", "vramscope"))
     ap.add_argument("--out", required=True)
     ap.add_argument("--skip-bench", action="store_true")
+    ap.add_argument("--only-capture", action="store_true", help="only the capture benchmark (to capture.json)")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     global OUT
@@ -376,6 +377,15 @@ def main():
                "python": platform.python_version()}
     e = Env(a)
     c = e.serve()
+    if a.only_capture:
+        try:
+            bench_capture(e, c, results, 4500)
+        finally:
+            with open(os.path.join(a.out, "capture.json"), "w") as f:
+                json.dump(results, f, indent=1, default=str)
+            e.daemon.terminate()
+            e.daemon.wait(timeout=10)
+        return
     try:
         r = e2e(e, c, results)
         if not a.skip_bench:

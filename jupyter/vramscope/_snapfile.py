@@ -114,4 +114,6 @@ def _stream_snapshot(fifo, snap):
 
     fd = os.open(fifo, os.O_WRONLY | getattr(os, "O_CLOEXEC", 0))
     with os.fdopen(fd, "wb", buffering=1 << 20) as f:
-        return write_vsm(snap, f)
+        # Small chunks: the daemon decodes each while the next is marshalled,
+        # and what is left to decode after the last one is short.
+        return write_vsm(snap, f, chunk_entries=8192)
