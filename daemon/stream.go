@@ -73,6 +73,7 @@ func readStream(fifo, part string) streamed {
 		return streamed{err: err}
 	}
 	defer f.Close()
+	growPipe(f)
 	var first [4]byte
 	n, err := io.ReadFull(f, first[:])
 	if n == 0 {

@@ -1,0 +1,7 @@
+//go:build !linux
+
+package daemon
+
+import "os"
+
+func growPipe(*os.File) {}
