@@ -6,7 +6,7 @@ BIN     := bin/vramscope
 EXAMPLE := examples/snapshots/example_train.pickle
 SHARED  ?= ../shared
 
-.PHONY: all build demo test setup test-go test-web test-py test-fixtures test-vscode bench bench-lsp fuzz gpu-e2e clean
+.PHONY: all build demo test setup test-go test-web test-py test-fixtures test-vscode bench bench-lsp bench-widget fuzz gpu-e2e clean
 
 all: build
 
@@ -65,6 +65,10 @@ bench:
 # Language-server latency on the 1M-entry snapshot (make bench runs it too, after decompressing the snapshot); writes docs/lsp-bench.md.
 bench-lsp: build
 	go run ./bench/lspbench
+
+# The notebook widget's 100k-node render in JupyterLab + chromium (make setup first); writes docs/widget-bench.md.
+bench-widget: build
+	VRAMSCOPE_WIDGET_BENCH=docs/widget-bench.md .venv/bin/python -m pytest -q -s jupyter/tests/test_lab.py -k jupyterlab
 
 # On a machine with an NVIDIA GPU and PyTorch (the device machine has no Go:
 # build bin/vramscope here and carry it): daemon + agent + capture + OOM, and

@@ -190,6 +190,9 @@ func main() {
 	if lsp, err := os.ReadFile(filepath.Join("docs", "lsp-bench.md")); err == nil {
 		b.WriteString("\n" + string(lsp))
 	}
+	if w, err := os.ReadFile(filepath.Join("docs", "widget-bench.md")); err == nil {
+		b.WriteString("\n" + string(w)) // make bench-widget: needs JupyterLab and chromium
+	}
 	b.WriteString(gpuSection())
 	fmt.Print("\n" + b.String())
 	if err := os.WriteFile(*out, []byte(b.String()), 0o644); err != nil {

@@ -134,6 +134,44 @@ def test_widget_in_jupyterlab(lab, capsys):
     for name in ("notebook-widget-hover.png", "notebook-widget-selected.png", "notebook-widget-100k.png"):
         assert os.path.getsize(os.path.join(ARTIFACTS, name)) > 10_000
     assert os.path.exists(EXAMPLE)
+    if os.environ.get("VRAMSCOPE_WIDGET_BENCH"):
+        write_widget_bench(os.environ["VRAMSCOPE_WIDGET_BENCH"], r.stdout)
+
+
+def write_widget_bench(path, out):
+    """make bench-widget: the 100k-node render figure of this run, with the
+    machine and the time, and the GPU notebook's timings (what %%vramscope
+    added to a training cell on the H200, jupyter/examples/gpu_cell.json)."""
+    import datetime
+    import json
+    import platform
+
+    line = [ln for ln in out.splitlines() if ln.startswith("vramscope widget:")]
+    cpu = ""
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next((ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")), "")
+    except OSError:
+        pass
+    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    md = ["## Notebook widget (`make bench-widget`)", "",
+          "JupyterLab on loopback, Debian's chromium through playwright-core (jupyter/tests/lab_browser.mjs); "
+          "the widget's first render of a 100,000-node flame graph, from performance marks. "
+          "Run %s on %s (%d cores, %s; load average %s)." % (now, platform.node(), os.cpu_count() or 0, cpu or "?",
+                                                               " ".join("%.2f" % x for x in os.getloadavg())), ""]
+    md += ["- " + (line[0] if line else "no figure printed")]
+    gpu = os.path.join(ROOT, "jupyter", "examples", "gpu_cell.json")
+    if os.path.exists(gpu):
+        with open(gpu) as f:
+            g = json.load(f)
+        t = (g.get("results") or {}).get("train") or {}
+        if t:
+            md += ["- `%%%%vramscope` around a training cell on the H200 (%s, jupyter/examples/gpu_cell.ipynb, %s trace events): "
+                   "the magic added %.3f s (snapshot %.3f, write %.3f, engine %.3f, display %.3f; goal <= 1 s)."
+                   % (g.get("when"), t.get("events"), t["total_s"], t["snapshot_s"], t["write_s"], t["engine_s"],
+                      t["display_s"])]
+    with open(path, "w") as f:
+        f.write("\n".join(md) + "\n")
 
 
 def test_html_fallback_in_nbconvert(tmp_path, capsys):
