@@ -36,7 +36,7 @@ type flatPending struct {
 	// The list's items as bytes (GET APPEND or MARK GET... APPENDS) when every
 	// item comes from a memo slot that is never dropped: the key of m.lists.
 	key []byte
-	hit bool // the list is a copy of m.lists[key]
+	hit bool // the list is m.lists[key]
 }
 
 const maxFlatItems = 256
@@ -205,7 +205,7 @@ func (m *Machine) unwanted(id uint64) bool {
 	return id < uint64(len(m.plan.reads)) && m.plan.reads[id] == 0 && (m.once || !m.seen.has(id))
 }
 
-// flatKey reads a memoised string key.
+// flatKey reads a memoised string key that flat did not find remembered.
 // Keys come in the same order, from the same memo slots, entry after entry:
 // the key at position i is remembered by its GET bytes while its slot is one
 // that is never dropped (and no explicit PUT overwrites slots: see put).
@@ -289,20 +289,15 @@ func (m *Machine) flatValue(i int, b []byte, memoLen uint64, out *Value) (int, i
 	switch b[0] {
 	case opBinGet, opLongBinGet:
 		// Like keys, values read from never-dropped slots (action names, '')
-		// recur at the same position with the same GET bytes.
-		// A few ways per position: the action alternates between alloc and frees.
-		// (flat tries the remembered ones first, where 8 bytes remain.)
-		ways := &m.gets[i]
+		// recur at the same position with the same GET bytes: flat tries
+		// the remembered ones first, and a miss remembers this one. A few
+		// ways per position: the action alternates between alloc and frees.
 		var ok bool
 		if *out, n, ok = m.flatGet(b); !ok {
 			return 0, 0
 		}
 		if id := memoIndex(b); id < uint64(len(m.plan.reads)) && m.plan.reads[id] == 255 {
-			for w := range ways {
-				if ways[w].n == n && ways[w].bits == rememberGet(b[:n], Value{}).bits {
-					return n, 0 // remembered already (near the end of the input)
-				}
-			}
+			ways := &m.gets[i]
 			ways[m.getsNext[i]%uint8(len(ways))] = rememberGet(b[:n], *out)
 			m.getsNext[i]++
 		}
