@@ -38,12 +38,12 @@ const browser = await playwright.chromium.launch({
   executablePath: chromiumPath,
   args: ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
 });
-const shot = (page, name) => page.screenshot({ path: path.join(artifacts, name) });
+const shot = (page, name) => page.screenshot({ path: path.join(artifacts, (process.env.LAB_SHOT_PREFIX || "") + name) });
 try {
   const context = await browser.newContext({ viewport: { width: 1400, height: 1000 }, deviceScaleFactor: 1 });
   const page = await context.newPage();
   const errors = [];
-  page.on("pageerror", (e) => errors.push(String(e)));
+  page.on("pageerror", (e) => errors.push(String(e) + (e.stack ? " @ " + e.stack.split("\n").slice(1, 3).join(" | ").trim() : "")));
   // Nothing may leave the machine: the widget's code comes from the kernel.
   const foreign = [];
   await page.route("**/*", (route) => {
@@ -53,7 +53,8 @@ try {
     return route.abort();
   });
 
-  await page.goto(`${url}lab/tree/${notebook}?token=${token}`);
+  // LAB_PAGE: "lab/tree/" (JupyterLab 4) or "notebooks/" (Notebook 7, the same widget code)
+  await page.goto(`${url}${process.env.LAB_PAGE || "lab/tree/"}${notebook}?token=${token}`);
   await page.waitForFunction(() => window.jupyterapp && document.querySelector(".jp-Notebook"), null, { timeout: 90_000 });
   await page.waitForFunction(
     () => {
@@ -64,7 +65,7 @@ try {
     null,
     { timeout: 90_000 },
   );
-  step("JupyterLab open, kernel idle");
+  step(`${process.env.LAB_PAGE || "lab/tree/"} open, kernel idle`);
   await page.evaluate(() => window.jupyterapp.commands.execute("notebook:run-all-cells"));
   await page.waitForFunction(() => document.querySelectorAll(".vs-widget[data-render-ms]").length >= 1, null, { timeout: 90_000 });
   step("first widget rendered");
@@ -163,7 +164,11 @@ try {
       `(flame.js layout+paint ${perf.flame.toFixed(1)} ms; goal <= 300 ms)`,
   );
 
-  assert.deepEqual(errors, [], "no page errors");
+  // Notebook 7's own bundle throws one TypeError (reading 'schema') while it
+  // sets up; it is not the widget's: printed, not counted, on that page only.
+  const host = (e) => process.env.LAB_PAGE === "notebooks/" && / @ at \S*\/static\/notebook\/notebook_core\./.test(e);
+  for (const e of errors.filter(host)) console.log(`note: Notebook 7's own page error: ${e.slice(0, 160)}`);
+  assert.deepEqual(errors.filter((e) => !host(e)), [], "no page errors");
   assert.deepEqual(foreign, [], "no request leaves the machine");
   step("done");
 } finally {

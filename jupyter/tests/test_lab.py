@@ -1,4 +1,4 @@
-"""The widget in a real JupyterLab 4 driven by a real browser.
+"""The widget in a real JupyterLab 4 and a real Notebook 7, driven by a real browser.
 
 Starts JupyterLab on loopback (a free port, a random token, private config and
 runtime directories) with a notebook that runs `%vramscope open
@@ -67,8 +67,15 @@ def write_notebook(path, tree_path):
     nbformat.write(nb, path)
 
 
-@pytest.fixture
-def lab(tmp_path):
+UIS = {
+    # name: (module, app class for expose_app_in_browser, page path)
+    "lab": ("jupyterlab", "LabApp", "lab/tree/"),
+    "notebook7": ("notebook", "JupyterNotebookApp", "notebooks/"),
+}
+
+
+@pytest.fixture(params=sorted(UIS))
+def lab(tmp_path, request):
     for tool, hint in (("node", "install Node.js"), ("go", "install Go")):
         assert shutil.which(tool), "%s not found: %s, or set VRAMSCOPE_SKIP_BROWSER=1" % (tool, hint)
     assert os.path.exists(CHROMIUM), "chromium not found at %s: apt-get install chromium, or set " \
@@ -93,9 +100,10 @@ def lab(tmp_path):
                JUPYTERLAB_WORKSPACES_DIR=str(tmp_path / "workspaces"),
                JUPYTERLAB_SETTINGS_DIR=str(tmp_path / "settings"), PYTHONPATH=os.path.dirname(HERE))
     env.pop("VRAMSCOPE_SOCKET", None)
-    args = [sys.executable, "-m", "jupyterlab", "--no-browser", "--ServerApp.ip=127.0.0.1",
+    module, app, _ = UIS[request.param]
+    args = [sys.executable, "-m", module, "--no-browser", "--ServerApp.ip=127.0.0.1",
             "--ServerApp.port=%d" % port, "--ServerApp.port_retries=0", "--IdentityProvider.token=%s" % token,
-            "--ServerApp.root_dir=%s" % root, "--LabApp.expose_app_in_browser=True"]
+            "--ServerApp.root_dir=%s" % root, "--%s.expose_app_in_browser=True" % app]
     if os.geteuid() == 0:
         args.append("--allow-root")
     log = open(tmp_path / "lab.log", "w")
@@ -111,7 +119,7 @@ def lab(tmp_path):
             except OSError:
                 assert time.time() < deadline, "JupyterLab did not start in 60 s"
                 time.sleep(0.3)
-        yield url, token, tmp_path
+        yield url, token, tmp_path, request.param
     finally:
         p.terminate()
         try:
@@ -123,18 +131,20 @@ def lab(tmp_path):
 
 
 def test_widget_in_jupyterlab(lab, capsys):
-    url, token, tmp = lab
+    """JupyterLab 4 and Notebook 7 (the same widget code, another page)."""
+    url, token, tmp, ui = lab
     env = dict(os.environ, LAB_URL=url, LAB_TOKEN=token, LAB_NOTEBOOK="widget.ipynb", VRAMSCOPE_ARTIFACTS=ARTIFACTS,
-               LAB_SOURCE=os.path.join(ROOT, "examples", "record", "record_examples.py"))
+               LAB_SOURCE=os.path.join(ROOT, "examples", "record", "record_examples.py"), LAB_PAGE=UIS[ui][2],
+               LAB_SHOT_PREFIX="" if ui == "lab" else ui + "-")
     r = subprocess.run(["node", SCRIPT], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                        text=True, timeout=240)
     with capsys.disabled():
         sys.stdout.write("\n" + "\n".join("  lab: " + ln for ln in r.stdout.strip().splitlines()) + "\n")
     assert r.returncode == 0, r.stdout[-4000:] + "\n--- lab log ---\n" + (tmp / "lab.log").read_text()[-3000:]
     for name in ("notebook-widget-hover.png", "notebook-widget-selected.png", "notebook-widget-100k.png"):
-        assert os.path.getsize(os.path.join(ARTIFACTS, name)) > 10_000
+        assert os.path.getsize(os.path.join(ARTIFACTS, env["LAB_SHOT_PREFIX"] + name)) > 10_000
     assert os.path.exists(EXAMPLE)
-    if os.environ.get("VRAMSCOPE_WIDGET_BENCH"):
+    if os.environ.get("VRAMSCOPE_WIDGET_BENCH") and ui == "lab":
         write_widget_bench(os.environ["VRAMSCOPE_WIDGET_BENCH"], r.stdout)
 
 
