@@ -28,13 +28,15 @@ func (s *Store) recover() error {
 		return true
 	}
 
-	// incoming/: every .part is an upload that never got committed.
+	// incoming/: every .part is an upload that never got committed, every
+	// .part.fifo the stream of a capture the daemon was reading.
 	ents, err := os.ReadDir(s.incoming)
 	if err != nil {
 		return wrap("reading", s.incoming, err)
 	}
 	for _, e := range ents {
-		if name := e.Name(); strings.HasSuffix(name, partExt) || strings.HasPrefix(name, tmpPrefix) {
+		if name := e.Name(); strings.HasSuffix(name, partExt) || strings.HasSuffix(name, partExt+".fifo") ||
+			strings.HasPrefix(name, tmpPrefix) {
 			remove(filepath.Join(s.incoming, name), "unfinished upload (never committed)")
 		}
 	}

@@ -339,6 +339,12 @@ func TestRecoverAfterCrash(t *testing.T) {
 		t.Fatal(err)
 	}
 	junk[filepath.Join(dir, "cache", "20261129T110203.123Z-0007")] = "cache of a missing snapshot"
+	// The FIFO of a streamed capture the daemon was reading when it died.
+	fifo := filepath.Join(dir, "incoming", "agent-124.part.fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	junk[fifo] = "capture stream"
 	// Not ours: left alone.
 	keep := write(filepath.Join(snap, "README"), "hello")
 
