@@ -185,31 +185,12 @@ func TestCapturedOOM(t *testing.T) {
 // analysed snapshot through it (the snapshot is the test hook's file: this
 // machine has no GPU; the GPU run is make gpu-e2e).
 func TestPythonAgent(t *testing.T) {
-	py, err := exec.LookPath("python3")
-	if err != nil {
-		t.Skip("no python3")
-	}
 	d, cfg := testDaemon(t)
-	script := filepath.Join(t.TempDir(), "train.py")
-	os.WriteFile(script, []byte("import time, vramscope\nvramscope.attach()\nfor _ in range(600):\n    time.sleep(0.05)\n"), 0o644)
-	cmd := exec.Command(py, script)
-	abs, _ := filepath.Abs("../jupyter")
-	cmd.Env = append(os.Environ(), "PYTHONPATH="+abs, "VRAMSCOPE_SOCKET="+cfg.Socket,
-		"VRAMSCOPE_TEST_SNAPSHOT="+mustAbs(fixtures+"gpt2_train.pickle"), "RANK=1", "LOCAL_RANK=1", "WORLD_SIZE=2")
-	out := &strings.Builder{}
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { cmd.Process.Kill(); cmd.Wait(); t.Logf("agent output:\n%s", out) }()
+	cmd := startPython(t, "import time, vramscope\nvramscope.attach()\nfor _ in range(600):\n    time.sleep(0.05)\n",
+		[]string{"PYTHONPATH=" + mustAbs("../jupyter"), "VRAMSCOPE_SOCKET=" + cfg.Socket,
+			"VRAMSCOPE_TEST_SNAPSHOT=" + mustAbs(fixtures+"gpt2_train.pickle"), "RANK=1", "LOCAL_RANK=1", "WORLD_SIZE=2"})
 	pid := cmd.Process.Pid
-	deadline := time.Now().Add(20 * time.Second)
-	for d.agents.get(pid) == nil {
-		if time.Now().After(deadline) {
-			t.Fatal("the Python agent did not register")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitAgent(t, d, pid, false)
 	p := d.agents.get(pid).process()
 	if p.Rank != 1 || p.WorldSize != 2 || p.LocalRank != 1 || !strings.Contains(strings.Join(p.Argv, " "), "train.py") || p.Note == "" {
 		t.Errorf("registered as %+v", p)
@@ -223,10 +204,47 @@ func TestPythonAgent(t *testing.T) {
 	// The agent goes away with its process.
 	cmd.Process.Kill()
 	cmd.Wait()
-	deadline = time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(5 * time.Second)
 	for d.agents.get(pid) != nil {
 		if time.Now().After(deadline) {
 			t.Fatal("a killed agent stays registered")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// startPython runs script with python3 (the test is skipped without one) and
+// the extra environment; the process is killed, and its output logged, when
+// the test ends.
+func startPython(t *testing.T, script string, env []string) *exec.Cmd {
+	t.Helper()
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("no python3")
+	}
+	path := filepath.Join(t.TempDir(), "train.py")
+	if err := os.WriteFile(path, []byte(script), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(py, path)
+	cmd.Env = append(os.Environ(), env...)
+	out := &strings.Builder{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait(); t.Logf("agent output:\n%s", out) })
+	return cmd
+}
+
+// waitAgent waits until pid's agent registered (with its CUDA device known,
+// when cuda).
+func waitAgent(t *testing.T, d *Daemon, pid int, cuda bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for a := d.agents.get(pid); a == nil || (cuda && a.process().Device < 0); a = d.agents.get(pid) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the Python agent %d did not register (cuda %v)", pid, cuda)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -244,34 +262,13 @@ func mustAbs(p string) string {
 // contents) streams it as VSM1 through the FIFO: the daemon stores it and its
 // analysis is the pickle's.
 func TestPythonAgentStreams(t *testing.T) {
-	py, err := exec.LookPath("python3")
-	if err != nil {
-		t.Skip("no python3")
-	}
 	d, cfg := testDaemon(t)
-	script := filepath.Join(t.TempDir(), "train.py")
-	os.WriteFile(script, []byte("import time, torch, vramscope\nvramscope.attach()\ntorch.cuda.init()\n"+
-		"for _ in range(600):\n    time.sleep(0.05)\n"), 0o644)
-	cmd := exec.Command(py, script)
-	pkg, _ := filepath.Abs("../jupyter")
-	fake, _ := filepath.Abs("../jupyter/tests/faketorch")
 	fixture := mustAbs(fixtures + "gpt2_train.pickle")
-	cmd.Env = append(os.Environ(), "PYTHONPATH="+pkg+string(os.PathListSeparator)+fake, "VRAMSCOPE_SOCKET="+cfg.Socket,
-		"FAKE_TORCH_SNAPSHOT="+fixture)
-	out := &strings.Builder{}
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { cmd.Process.Kill(); cmd.Wait(); t.Logf("agent output:\n%s", out) }()
+	cmd := startPython(t, "import time, torch, vramscope\nvramscope.attach()\ntorch.cuda.init()\nfor _ in range(600):\n    time.sleep(0.05)\n",
+		[]string{"PYTHONPATH=" + mustAbs("../jupyter") + string(os.PathListSeparator) + mustAbs("../jupyter/tests/faketorch"),
+			"VRAMSCOPE_SOCKET=" + cfg.Socket, "FAKE_TORCH_SNAPSHOT=" + fixture})
 	pid := cmd.Process.Pid
-	deadline := time.Now().Add(20 * time.Second)
-	for d.agents.get(pid) == nil || d.agents.get(pid).process().Device < 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the Python agent did not register with CUDA up")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitAgent(t, d, pid, true)
 	c := dial(t, cfg.Socket)
 	var snap api.SnapshotResult
 	call(t, c, api.SnapshotTake, api.TakeParams{PID: pid, Analyze: true}, &snap)
