@@ -118,3 +118,30 @@ def test_speed_against_pickle(capsys):
     with capsys.disabled():
         print("\n%s: write_vsm %.1f ms, pickle.dump %.1f ms" % (
             os.path.basename(path), best["write_vsm"] * 1e3, best["pickle.dump(protocol=4)"] * 1e3))
+
+
+def test_stream_to_a_fifo_nobody_reads_gives_up(tmp_path):
+    """The agent's stream into the daemon's FIFO: with no reader it gives up
+    (the caller writes the pickle instead) rather than block every later capture."""
+    import threading
+
+    from vramscope._snapfile import _stream_snapshot
+
+    fifo = str(tmp_path / "x.part.fifo")
+    os.mkfifo(fifo)
+    snap = load(os.path.join(ROOT, "examples", "snapshots", "cuda_graph.pickle"))
+    t = time.monotonic()
+    assert _stream_snapshot(fifo, snap) is None
+    assert 1.5 < time.monotonic() - t < 10
+    # With a reader, the stream is the snapshot.
+    got = {}
+
+    def read():
+        with open(fifo, "rb") as f:
+            got["snap"] = read_vsm(f)
+
+    r = threading.Thread(target=read)
+    r.start()
+    size, entries = _stream_snapshot(fifo, snap)
+    r.join(10)
+    assert got["snap"] == snap and entries == sum(len(x) for x in snap["device_traces"]) and size > 0

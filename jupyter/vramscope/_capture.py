@@ -132,9 +132,11 @@ class _Captures:
                 # (if any) is an old window's; keep the allocator's state only.
                 snap["device_traces"] = [[] for _ in snap.get("device_traces") or [()]]
             stream = params.get("stream")
-            streamed = isinstance(snap, dict) and self._stream_ok(stream, path)
-            if streamed:
-                size, entries = _stream_snapshot(stream, snap)
+            streamed = None
+            if isinstance(snap, dict) and self._stream_ok(stream, path):
+                streamed = _stream_snapshot(stream, snap)
+            if streamed is not None:
+                size, entries = streamed
             else:
                 size, entries = _write_snapshot(path, snap)
         except AgentError as e:
@@ -146,7 +148,8 @@ class _Captures:
             return
         took = (time.perf_counter() - t0) * 1000.0
         self.respond(gen, rid, result={"path": path, "bytes": size, "entries": entries,
-                                       "took_ms": round(took, 3), "device": self.device(), "streamed": streamed})
+                                       "took_ms": round(took, 3), "device": self.device(),
+                                       "streamed": streamed is not None})
 
     def _stream_ok(self, stream, path):
         """Whether the daemon's stream is a FIFO beside the dump path (else the

@@ -106,13 +106,35 @@ def _move(src, dst):
     os.unlink(src)
 
 
+def _open_stream(fifo, wait=2.0):
+    """Open the daemon's FIFO for writing, or None when no reader holds it open
+    within `wait` seconds (the daemon gave up, or died): a blocking open would
+    then wait forever, and with it every later capture."""
+    import time
+
+    flags = os.O_WRONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            fd = os.open(fifo, flags)
+        except OSError as e:
+            if e.errno != errno.ENXIO or time.monotonic() >= deadline:
+                return None
+            time.sleep(0.01)
+            continue
+        os.set_blocking(fd, True)
+        return fd
+
+
 def _stream_snapshot(fifo, snap):
     """Write a snapshot into the daemon's FIFO as VSM1 (marshal chunks: 3x faster
     than pickling, and the daemon analyses it as it arrives). Returns (bytes,
-    entries). Opening blocks until the daemon reads, which it already does."""
+    entries), or None when the daemon is not reading it (write the pickle then)."""
     from ._vsm import write_vsm
 
-    fd = os.open(fifo, os.O_WRONLY | getattr(os, "O_CLOEXEC", 0))
+    fd = _open_stream(fifo)
+    if fd is None:
+        return None
     with os.fdopen(fd, "wb", buffering=1 << 20) as f:
         # Small chunks: the daemon decodes each while the next is marshalled,
         # and what is left to decode after the last one is short.
