@@ -48,10 +48,10 @@ func openStream(part string) *stream {
 // close unblocks the reader if no agent opened the FIFO (one that wrote a
 // pickle instead, or failed first): it opens the FIFO for writing, which
 // succeeds once the reader waits in its open, and closes it (the reader sees
-// an empty stream and leaves the part file alone). The reader removes the
-// FIFO's name once it is open; a name still there after a second is removed
-// here (the reader never started).
+// an empty stream and leaves the part file alone). The FIFO's name goes
+// either way (the reader, once open, no longer needs it).
 func (s *stream) close() {
+	defer os.Remove(s.fifo)
 	for i := 0; i < 100; i++ {
 		w, err := os.OpenFile(s.fifo, os.O_WRONLY|syscall.O_NONBLOCK, 0)
 		if err == nil {
@@ -63,7 +63,6 @@ func (s *stream) close() {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	os.Remove(s.fifo)
 }
 
 func readStream(fifo, part string) streamed {
