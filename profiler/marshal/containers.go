@@ -77,7 +77,7 @@ func (d *Decoder) list(at int) (pickle.Value, error) {
 	if err != nil {
 		return pickle.Value{}, err
 	}
-	if d.lend && n > 0 {
+	if d.arenas && n > 0 {
 		if refs, ok := d.refList(n); ok {
 			return d.sameList(refs, n)
 		}

@@ -51,17 +51,23 @@ type Decoder struct {
 	// unhashable holds the tuples (by their first item) that contain a list,
 	// dict or set; they may not be dict keys or set items.
 	unhashable map[*pickle.Value]bool
-	// DecodeList: lend is set inside an entry, outside any container a
-	// reference can reach, and store is the current batch's storage.
-	lend    bool
-	store   *lending
-	batches chan *batch
-	lists   map[string]slot // lent lists of references, by their bytes (sameList)
+	// DecodeEntries (arenas): lend is set inside an entry, outside any
+	// container a reference can reach; lent is the storage lent to the
+	// entry, kept the payload's.
+	arenas   bool
+	lend     bool
+	lent     lending
+	kept     lending
+	lists    map[string]slot // lists of references, by their bytes (sameList)
+	flatKeys []string        // the entry's string keys and their values
+	flatVals []pickle.Value
+	keyMemo  [32]keyMemo // pairsFlat's keys by position
+	strMemo  [32]string  // pairsFlat's short ASCII strings by position
 }
 
 // slot is a reference table entry: a FLAG_REF object, its height (nesting
 // below it), whether it is complete, was referred to again, or was a dict
-// lent to DecodeList's caller (and reused since).
+// lent to DecodeEntries' caller (and reused since).
 type slot struct {
 	v      pickle.Value
 	height int

@@ -19,7 +19,13 @@ import (
 
 // dump writes v in a Python-like notation; an object met more than once is
 // written "&N value" the first time and "*N" after, so sharing shows.
-func dump(v pickle.Value) string {
+func dump(v pickle.Value) string { return dumpOpt(v, true) }
+
+// plainDump writes v as dump does, but a shared object in full each time, as
+// Python's repr would (the first 1<<16 objects; then "...").
+func plainDump(v pickle.Value) string { return dumpOpt(v, false) }
+
+func dumpOpt(v pickle.Value, sharing bool) string {
 	seen := map[ident]int{}
 	var count func(pickle.Value)
 	count = func(v pickle.Value) {
@@ -37,11 +43,18 @@ func dump(v pickle.Value) string {
 			count(it)
 		}
 	}
-	count(v)
+	if sharing {
+		count(v)
+	}
+	budget := 1 << 16
 	names := map[ident]int{}
 	var b strings.Builder
 	var write func(pickle.Value)
 	write = func(v pickle.Value) {
+		if budget--; budget < 0 {
+			b.WriteString("...")
+			return
+		}
 		if id, ok := identity(v); ok && seen[id] > 1 && v.Kind != pickle.Str {
 			if n, done := names[id]; done {
 				fmt.Fprintf(&b, "*%d", n)

@@ -40,10 +40,12 @@
 // writes it.
 //
 // Reader hands out the frames of a stream one by one, decoded, holding one
-// frame at a time. With StreamEntries it hands out a chunk's entries one by
-// one instead (Decoder.DecodeList): they are decoded on a second goroutine a
-// batch ahead, and their dicts are reused, so a chunk's 50,000 entries are
-// never all built. Transcode turns a stream into the protocol-4 pickle of the
-// snapshot it represents, the file torch.cuda.memory._dump_snapshot() would
-// have written.
+// frame at a time; NextPayload hands them out undecoded, so that a reader can
+// decode several chunks at once on other goroutines, each with a Decoder of
+// its own. Decoder.DecodeEntries reads a chunk's entries straight from the
+// bytes and hands each out as its keys and values, without building the list
+// or its dicts: references, ints and short strings are read inline, and the
+// storage is reused entry after entry and chunk after chunk. Transcode turns
+// a stream into the protocol-4 pickle of the snapshot it represents, the file
+// torch.cuda.memory._dump_snapshot() would have written.
 package marshal

@@ -50,15 +50,7 @@ type Reader struct {
 	header  bool // the H frame was read
 	device  int  // the current device, -1 before the first D
 	ended   bool
-	each    func(device int, entry pickle.Value) error
 }
-
-// StreamEntries makes Next hand the entries of each chunk frame to each as
-// they are decoded (Decoder.DecodeList: a dict entry is lent, valid during the
-// call only) instead of returning the chunk as a list; the chunk's Frame.Value
-// is then None. An error from each stops Next and is returned wrapped with
-// the frame's offset.
-func (r *Reader) StreamEntries(each func(device int, entry pickle.Value) error) { r.each = each }
 
 // NewReader returns a Reader of the stream src (zero Limits: the defaults).
 func NewReader(src io.Reader, lim Limits) *Reader {
@@ -76,46 +68,68 @@ func (r *Reader) Devices() int { return r.device + 1 }
 // (Decoder.Shared).
 func (r *Reader) Shared() []pickle.Value { return r.dec.Shared() }
 
+// PayloadAt is the stream offset of the frame's payload.
+func (f Frame) PayloadAt() int64 { return f.Offset + frameHeader }
+
 // Next returns the next frame; after the end frame it returns io.EOF. A stream
 // that stops before its end frame is an *Error (truncated), as is a frame out
 // of order or a payload that does not decode. The Value of a frame is valid
 // until the caller drops it; the Reader keeps no reference to it.
 func (r *Reader) Next() (Frame, error) {
+	f, b, err := r.NextPayload(r.buf)
+	if err != nil {
+		return Frame{}, err
+	}
+	r.buf = b[:0]
+	if f.Kind == KindHeader || f.Kind == KindChunk {
+		if f.Value, err = r.dec.DecodePayload(f, b); err != nil {
+			return Frame{}, err
+		}
+	}
+	return f, nil
+}
+
+// NextPayload is Next without the decoding, so that frames can be decoded on
+// other goroutines (DecodePayload, DecodeEntries) while the stream is read on:
+// the payload of a header or chunk frame is read into buf (grown as needed)
+// and returned, and the Reader keeps no reference to it (for other frames,
+// and on an error, buf comes back to be reused). Frame.Value is None.
+func (r *Reader) NextPayload(buf []byte) (Frame, []byte, error) {
 	if r.ended {
-		return Frame{}, io.EOF
+		return Frame{}, buf, io.EOF
 	}
 	if !r.started {
 		if err := r.magic(); err != nil {
-			return Frame{}, err
+			return Frame{}, buf, err
 		}
 	}
 	at := r.off
 	var hdr [frameHeader]byte
 	if n, err := io.ReadFull(r.src, hdr[:]); err != nil {
 		r.off += int64(n)
-		return Frame{}, r.readError(err, at, "a frame header")
+		return Frame{}, buf, r.readError(err, at, "a frame header")
 	}
 	r.off += frameHeader
 	kind, n := hdr[0], binary.LittleEndian.Uint64(hdr[1:])
 	if err := r.order(at, kind, n); err != nil {
-		return Frame{}, err
+		return Frame{}, buf, err
 	}
 	f := Frame{Kind: kind, Offset: at, Device: r.device, Value: pickle.Value{Kind: pickle.None}}
 	switch kind {
 	case KindDevice:
 		r.device++
 		f.Device = r.device
-		return f, nil
+		return f, buf, nil
 	case KindEnd:
 		r.ended = true
-		return f, nil
+		return f, buf, nil
 	}
-	var err error
-	if f.Value, err = r.payload(at, kind, int64(n)); err != nil {
-		return Frame{}, err
+	b, err := r.read(at, kind, int64(n), buf[:0])
+	if err != nil {
+		return Frame{}, b, err
 	}
-	r.header = r.header || kind == KindHeader
-	return f, nil
+	r.header = true // the order allows a header frame only first
+	return f, b, nil
 }
 
 func (r *Reader) magic() error {
@@ -156,49 +170,27 @@ func (r *Reader) order(at int64, kind byte, n uint64) error {
 	return nil
 }
 
-// payload reads and decodes a frame's payload.
-func (r *Reader) payload(at int64, kind byte, n int64) (pickle.Value, error) {
-	b, err := r.read(at, kind, n)
-	if err != nil {
-		return pickle.Value{}, err
-	}
-	if kind == KindChunk && r.each != nil {
-		err := r.dec.DecodeList(b, at+frameHeader, func(v pickle.Value) error {
-			if err := r.each(r.device, v); err != nil {
-				return &callerError{err}
-			}
-			return nil
-		})
-		var ce *callerError
-		if errors.As(err, &ce) {
-			return pickle.Value{}, fmt.Errorf("VSM1 chunk at byte %d: %w", at, ce.err)
-		}
-		return pickle.Value{Kind: pickle.None}, err
-	}
-	v, err := r.dec.Decode(b, at+frameHeader)
+// DecodePayload decodes the payload b of a header or chunk frame f (read by
+// NextPayload) as Next does: a header must hold a dict, a chunk a list.
+func (d *Decoder) DecodePayload(f Frame, b []byte) (pickle.Value, error) {
+	v, err := d.Decode(b, f.PayloadAt())
 	if err != nil {
 		return pickle.Value{}, err
 	}
 	want := pickle.DictKind
-	if kind == KindChunk {
+	if f.Kind == KindChunk {
 		want = pickle.ListKind
 	}
 	if v.Kind != want {
-		return pickle.Value{}, &Error{Offset: at, Msg: fmt.Sprintf("VSM1 frame %q holds a %s, want a %s", kind, v.TypeName(), pickle.Value{Kind: want}.TypeName())}
+		return pickle.Value{}, &Error{Offset: f.Offset, Msg: fmt.Sprintf("VSM1 frame %q holds a %s, want a %s", f.Kind, v.TypeName(), pickle.Value{Kind: want}.TypeName())}
 	}
 	return v, nil
 }
 
-// callerError carries StreamEntries' function's error through the decoder.
-type callerError struct{ err error }
-
-func (e *callerError) Error() string { return e.err.Error() }
-
-// read reads a frame's payload. The buffer grows as bytes arrive, so a length
-// field the stream does not back allocates nothing; it is reused by the next
-// frame (decoded values keep nothing of it).
-func (r *Reader) read(at int64, kind byte, n int64) ([]byte, error) {
-	b := r.buf[:0]
+// read reads a frame's payload into b (empty). It grows as bytes arrive, so a
+// length field the stream does not back allocates nothing; the caller may
+// reuse it for the next frame (decoded values keep nothing of it).
+func (r *Reader) read(at int64, kind byte, n int64, b []byte) ([]byte, error) {
 	for int64(len(b)) < n {
 		if len(b) == cap(b) {
 			b = slices.Grow(b, int(min(n-int64(len(b)), max(int64(len(b)), 1<<20))))
@@ -207,11 +199,9 @@ func (r *Reader) read(at int64, kind byte, n int64) ([]byte, error) {
 		b = b[:len(b)+k]
 		r.off += int64(k)
 		if err != nil {
-			r.buf = b[:0]
-			return nil, r.readError(err, at, fmt.Sprintf("a %q frame of %d bytes", kind, n))
+			return b[:0], r.readError(err, at, fmt.Sprintf("a %q frame of %d bytes", kind, n))
 		}
 	}
-	r.buf = b[:0]
 	return b, nil
 }
 

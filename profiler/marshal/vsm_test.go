@@ -105,14 +105,20 @@ func checkTruncated(t *testing.T, what string, b []byte) {
 		t.Fatalf("%s: %v", what, err)
 	}
 	r := NewReader(bytes.NewReader(b), DefaultLimits)
-	r.StreamEntries(func(int, pickle.Value) error { return nil })
+	var buf []byte
 	for err == nil || err == io.EOF {
-		if _, err = r.Next(); err == io.EOF {
-			t.Fatalf("%s: Next reached the end of a truncated stream", what)
+		var f Frame
+		if f, buf, err = r.NextPayload(buf); err == io.EOF {
+			t.Fatalf("%s: NextPayload reached the end of a truncated stream", what)
+		}
+		if err == nil && f.Kind == KindChunk {
+			if err := NewDecoder(DefaultLimits).DecodeEntries(buf, f.PayloadAt(), func(pickle.Value, []string, []pickle.Value) error { return nil }); err != nil {
+				t.Fatalf("%s: a chunk read whole does not decode: %v", what, err)
+			}
 		}
 	}
 	if !strings.Contains(err.Error(), "truncated") {
-		t.Fatalf("%s: Next: %v", what, err)
+		t.Fatalf("%s: NextPayload: %v", what, err)
 	}
 }
 
@@ -183,10 +189,10 @@ func TestLengthNotAllocated(t *testing.T) {
 	}
 }
 
-// TestDecodeList: items streamed by DecodeList are the items Decode finds,
-// also when an entry is referred to again (the whole-tree fallback), and an
-// error from each stops it.
-func TestDecodeList(t *testing.T) {
+// TestDecodeEntries: items streamed by DecodeEntries are the items Decode
+// finds, also when an entry is referred to again (the whole-tree fallback),
+// and an error from each stops it.
+func TestDecodeEntries(t *testing.T) {
 	entry := func(i int) string { return "\xfb\xda\x01ai" + u32(i) + "\xda\x01b[\x01\x00\x00\x00i" + u32(i) + "0" }
 	var plain, again strings.Builder
 	plain.WriteString("[" + u32(3000))
@@ -206,20 +212,20 @@ func TestDecodeList(t *testing.T) {
 			t.Fatal(err)
 		}
 		var got []any
-		err = d.DecodeList([]byte(in), 0, func(v pickle.Value) error {
-			got = append(got, v.Plain())
+		err = d.DecodeEntries([]byte(in), 0, func(it pickle.Value, keys []string, vals []pickle.Value) error {
+			got = append(got, flatItem(it, keys, vals).Plain())
 			return nil
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if want := tree.Plain(); !reflect.DeepEqual(got, want) {
-			t.Errorf("DecodeList items differ from Decode's")
+			t.Errorf("DecodeEntries items differ from Decode's")
 		}
 	}
 	stop := errors.New("stop")
 	n := 0
-	err := NewDecoder(DefaultLimits).DecodeList([]byte(plain.String()), 0, func(pickle.Value) error {
+	err := NewDecoder(DefaultLimits).DecodeEntries([]byte(plain.String()), 0, func(pickle.Value, []string, []pickle.Value) error {
 		if n++; n == 1500 {
 			return stop
 		}
@@ -227,5 +233,71 @@ func TestDecodeList(t *testing.T) {
 	})
 	if err != stop || n != 1500 {
 		t.Errorf("each's error: %v after %d items", err, n)
+	}
+}
+
+// TestDecodeEntriesInline: the codes DecodeEntries reads inline (references,
+// ints, longs, short strings, empty lists, None) and what looks like them but
+// is not well formed come out as Decode reads them, or fail as Decode fails.
+func TestDecodeEntriesInline(t *testing.T) {
+	long := func(digits ...int) string {
+		s := "l" + u32(len(digits))
+		for _, dg := range digits {
+			s += string([]byte{byte(dg), byte(dg >> 8)})
+		}
+		return s
+	}
+	neg := func(l string) string { return "l" + u32(-int(l[1])) + l[5:] }
+	key := "\xda\x01k"         // slot 0
+	ref := "r\x00\x00\x00\x00" // the key again
+	entry := func(v string) string { return "{" + ref + v + "0" }
+	values := []string{
+		long(1), long(0x7fff), long(1, 2), long(1, 2, 3), long(0x7fff, 0x7fff, 0x7fff, 0x7fff), neg(long(5, 6, 7, 8)),
+		long(1, 2, 3, 4, 5), long(), long(0x8000), long(1, 0), long(0, 0, 0, 0), long(1, 0x8000, 1, 1),
+		"\xec" + u32(3) + "\x01\x00\x02\x00\x03\x00", "\xe9" + u32(7), "i" + u32(-1),
+		"z\x03N/A", "z\x03N/A", "z\x03N/B", "z\x00", "z\x02\xe9a", "z\x02\xe9a", "\xfa\x02ab", "Z\x01x", "u" + u32(2) + "ab",
+		"[" + u32(0), "\xdb" + u32(0), "[" + u32(1) + ref, "\xdb" + u32(2) + ref + ref, "[" + u32(2) + ref + ref,
+		"N", "\xce", "T", "F", "r\x01\x00\x00\x00", "r\xff\x00\x00\x00",
+	}
+	var cases []string
+	for _, v := range values {
+		cases = append(cases, "{"+key+v+"0")
+		cases = append(cases, "{"+key+"N0"+entry(v)+entry(v)+entry("N")+entry(v))
+	}
+	cases = append(cases,
+		"{"+key+"N0"+"{i\x01\x00\x00\x00N"+ref+"N0",                                  // an int key: left out
+		"{"+key+"N0"+"{\xda\x01jN"+ref+"N0"+"{r\x03\x00\x00\x00Nr\x00\x00\x00\x00N0", // keys by reference, in a new order
+		"{"+key+"N0"+"{[\x00\x00\x00\x00N0",                                          // a list as a key
+		"{"+key+"0",                         // a key with no value
+		"{"+key+"N",                         // the payload ends in the dict
+		"{"+key+"l\x04\x00\x00\x00\x01\x00", // ... in a long
+		"{"+key+"r\x00\x00\x00",             // ... in a reference
+	)
+	for _, c := range cases {
+		for _, lim := range []Limits{DefaultLimits, {MaxDepth: 2}} {
+			n := strings.Count(c, "{")
+			in := []byte("[" + u32(n) + c)
+			checkEntries(t, in, lim)
+		}
+	}
+}
+
+// checkEntries compares what DecodeEntries hands out for in with Decode's
+// items, and their errors.
+func checkEntries(t *testing.T, in []byte, lim Limits) {
+	t.Helper()
+	tree, werr := NewDecoder(lim).Decode(in, 0)
+	var got, want []string
+	gerr := NewDecoder(lim).DecodeEntries(in, 0, func(it pickle.Value, keys []string, vals []pickle.Value) error {
+		got = append(got, plainDump(flatItem(it, keys, vals)))
+		return nil
+	})
+	if werr == nil {
+		for _, it := range tree.Ref.(*pickle.List).Items {
+			want = append(want, plainDump(strPairs(it)))
+		}
+	}
+	if fmt.Sprint(gerr) != fmt.Sprint(werr) || (werr == nil && !reflect.DeepEqual(got, want)) {
+		t.Errorf("%q (depth %d):\nDecodeEntries %v %v\nDecode        %v %v", in, lim.MaxDepth, got, gerr, want, werr)
 	}
 }

@@ -13,8 +13,11 @@ import (
 // ReadVSM decodes a snapshot sent as a VSM1 stream (profiler/marshal) — a
 // FIFO, a socket, a file being written — frame by frame as it arrives: the
 // header dict is read like a pickle's top-level keys, each chunk's entries go
-// through the pickle path's per-event code and are dropped. It reads up to the
-// end frame and no further; Snapshot.Bytes is the stream's length. The
+// through the pickle path's per-event code and are dropped. The stream is read
+// on a goroutine of its own a few chunks ahead, and chunks are decoded on
+// several (vsmpipe.go); events still reach onEvent in order, on the caller's
+// goroutine. It reads up to the end frame and no further, and returns only
+// once nothing reads r any more; Snapshot.Bytes is the stream's length. The
 // stream's limits are marshal.DefaultLimits (opt.Limits are the pickle
 // reader's), and a stream of unknown length reports no progress.
 func ReadVSM(r io.Reader, frames *profiler.Frames, onEvent EventFunc, opt Options) (*Snapshot, error) {
@@ -37,40 +40,77 @@ func readVSMFile(f *os.File, size int64, frames *profiler.Frames, onEvent EventF
 
 func readVSM(src io.Reader, frames *profiler.Frames, onEvent EventFunc) (*Snapshot, error) {
 	d := newDecoder(frames, onEvent)
-	r := marshal.NewReader(src, marshal.DefaultLimits)
+	p := startVSM(src)
+	defer p.close()
+	var header pickle.Value
 	var devices []pickle.Value // one list per D frame; entries are consumed, never kept
-	r.StreamEntries(func(dev int, entry pickle.Value) error {
-		return d.entry(dev, devices[dev].Ref.(*pickle.List), entry)
-	})
-	var header *pickle.Dict
+	dec := marshal.NewDecoder(marshal.DefaultLimits)
+	var stacks stackMap
 	for {
-		f, err := r.Next()
-		if err == io.EOF {
-			break
+		c := p.next()
+		if c.err != nil {
+			return nil, c.err
 		}
-		if err != nil {
-			return nil, err
-		}
-		switch f.Kind {
+		var err error
+		switch c.f.Kind {
 		case marshal.KindHeader:
-			header = f.Value.Ref.(*pickle.Dict)
-			if err := d.internStacks(f.Value, map[any]bool{}); err != nil {
-				return nil, err
+			if header, err = dec.DecodePayload(c.f, c.payload); err == nil {
+				err = d.internStacks(header, map[any]bool{})
 			}
 		case marshal.KindDevice:
 			devices = append(devices, pickle.Value{Kind: pickle.ListKind, Ref: &pickle.List{}})
+		case marshal.KindChunk:
+			err = d.chunk(c, devices[c.f.Device].Ref.(*pickle.List), &stacks)
+		case marshal.KindEnd:
+			return d.finishVSM(header, devices, c.end)
+		}
+		p.done(c)
+		if err != nil {
+			return nil, err
 		}
 	}
-	// The snapshot the stream stands for: {**H, "device_traces": devices}.
-	items := append(header.Items[:len(header.Items):len(header.Items)],
+}
+
+// finishVSM builds the snapshot the stream stands for, {**H, "device_traces":
+// devices}, from what was not streamed.
+func (d *decoder) finishVSM(header pickle.Value, devices []pickle.Value, size int64) (*Snapshot, error) {
+	h := header.Ref.(*pickle.Dict)
+	items := append(h.Items[:len(h.Items):len(h.Items)],
 		pickle.Value{Kind: pickle.Str, Text: "device_traces"},
 		pickle.Value{Kind: pickle.ListKind, Ref: &pickle.List{Items: devices}})
 	snap, err := d.finish(pickle.Value{Kind: pickle.DictKind, Ref: &pickle.Dict{Items: items}})
 	if err != nil {
 		return nil, err
 	}
-	snap.Bytes = r.Offset()
+	snap.Bytes = size
 	return snap, nil
+}
+
+// chunk streams the events of a chunk decoded on a worker (vsmChunk.decode):
+// each gets its stack from the shared table, in the order the pickle path
+// would intern it, and goes to onEvent; then the chunk's error, if any, as
+// the pickle path would have met it after those events.
+func (d *decoder) chunk(c *vsmChunk, l *pickle.List, stacks *stackMap) error {
+	if c.tag < 0 {
+		return c.decodeErr // no entries
+	}
+	tag := traceTag(c.tag)
+	l.Tag = tag
+	for len(d.traces) <= c.tag {
+		d.traces = append(d.traces, 0)
+	}
+	stacks.reset(c.frames)
+	for i := range c.events {
+		e := &c.events[i]
+		e.Stack = stacks.global(e.Stack, d.frames)
+		if d.onEvent != nil {
+			if err := d.onEvent(c.tag, e); err != nil {
+				return fmt.Errorf("VSM1 chunk at byte %d: %w", c.f.Offset, err)
+			}
+		}
+	}
+	d.traces[tag] = c.seq + int64(len(c.events))
+	return c.decodeErr
 }
 
 // internStacks interns the header's frames lists in document order, as the
@@ -104,32 +144,6 @@ func (d *decoder) internStacks(v pickle.Value, seen map[any]bool) error {
 		if err := d.internStacks(it, seen); err != nil {
 			return err
 		}
-	}
-	return nil
-}
-
-// entry streams one trace entry of device dev, as onAppend does for a
-// pickle's device trace: the device's list l becomes a trace at its first
-// entry, which must be a dict with an "action" key.
-func (d *decoder) entry(dev int, l *pickle.List, it pickle.Value) error {
-	tag, ok := l.Tag.(traceTag)
-	if !ok {
-		if !isTraceEntry(it) {
-			return fmt.Errorf("device_traces[%d] holds %ss, not trace entries", dev, it.TypeName())
-		}
-		tag = traceTag(len(d.traces))
-		d.traces = append(d.traces, 0)
-		l.Tag = tag
-	}
-	if it.Kind != pickle.DictKind {
-		return fmt.Errorf("device trace %d: entry %d is a %s, not a dict", tag, d.traces[tag], it.TypeName())
-	}
-	if err := d.event(it.Ref.(*pickle.Dict), d.traces[tag]); err != nil {
-		return fmt.Errorf("device trace %d, entry %d: %w", tag, d.traces[tag], err)
-	}
-	d.traces[tag]++
-	if d.onEvent != nil {
-		return d.onEvent(int(tag), &d.ev)
 	}
 	return nil
 }

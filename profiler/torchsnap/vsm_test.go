@@ -1,12 +1,16 @@
 package torchsnap
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -253,4 +257,79 @@ func TestVSMStreamsWhileWritten(t *testing.T) {
 	if err != nil || n != 8 {
 		t.Fatalf("%d events, %v", n, err)
 	}
+}
+
+// TestVSMStopsCleanly: an error in a chunk, or from onEvent, comes after the
+// events before it, even with later chunks decoded ahead; the first error in
+// the stream is the one returned; and once ReadVSM returns, nothing reads the
+// stream any more and none of its goroutines is left.
+func TestVSMStopsCleanly(t *testing.T) {
+	good := "{z\x06actionz\x05alloc0"
+	chunk := func(entries ...string) string {
+		n := len(entries)
+		return "[" + string([]byte{byte(n), 0, 0, 0}) + strings.Join(entries, "")
+	}
+	frames := []string{"H", "{0", "D", ""}
+	for range 5 {
+		frames = append(frames, "C", chunk(good, good, good))
+	}
+	frames = append(frames, "C", chunk(good, "{z\x06actionN0", good))
+	for range 5 {
+		frames = append(frames, "C", chunk(good, good, good))
+	}
+	frames = append(frames, "C", chunk("N"), "Z", "")
+	b := vsmOf(frames...)
+	stop := errors.New("stop")
+	for _, c := range []struct {
+		stopAt int // onEvent fails at this event (0: never)
+		events int
+		msg    string
+	}{
+		{0, 16, `device trace 0, entry 16: "action" is a None`},
+		{7, 7, "stop"},
+	} {
+		before := runtime.NumGoroutine()
+		src := &watchedReader{r: bytes.NewReader(b)}
+		n := 0
+		_, err := ReadVSM(src, profiler.NewFrames(), func(int, *profiler.Event) error {
+			if n++; n == c.stopAt {
+				return stop
+			}
+			return nil
+		}, Options{})
+		src.returned.Store(true)
+		if err == nil || !strings.Contains(err.Error(), c.msg) || n != c.events || (c.stopAt > 0 && !errors.Is(err, stop)) {
+			t.Errorf("stop at %d: %d events, %v; want %d, %q", c.stopAt, n, err, c.events, c.msg)
+		}
+		time.Sleep(20 * time.Millisecond)
+		if src.late.Load() {
+			t.Errorf("stop at %d: the stream was read after ReadVSM returned", c.stopAt)
+		}
+		for i := 0; runtime.NumGoroutine() > before; i++ {
+			if i == 100 {
+				t.Fatalf("stop at %d: %d goroutines left running", c.stopAt, runtime.NumGoroutine()-before)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+}
+
+// watchedReader is a slow stream (64 bytes a millisecond) that notes a read
+// going on after returned is set.
+type watchedReader struct {
+	r        io.Reader
+	returned atomic.Bool
+	late     atomic.Bool
+}
+
+func (w *watchedReader) Read(b []byte) (int, error) {
+	if w.returned.Load() {
+		w.late.Store(true)
+	}
+	time.Sleep(time.Millisecond)
+	n, err := w.r.Read(b[:min(len(b), 64)])
+	if w.returned.Load() {
+		w.late.Store(true)
+	}
+	return n, err
 }
