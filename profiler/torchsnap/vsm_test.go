@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/vramscope/vramscope/profiler"
+	"github.com/vramscope/vramscope/profiler/marshal"
 )
 
 // pyWriteVSM writes each dict snapshot given (src dst pairs) as VSM1 with the
@@ -332,4 +333,54 @@ func (w *watchedReader) Read(b []byte) (int, error) {
 		w.late.Store(true)
 	}
 	return n, err
+}
+
+// FuzzVSMAsPickle: a VSM1 stream read directly gives the events, stack
+// table and snapshot that its pickle (marshal.Transcode) gives, whenever both
+// read.
+func FuzzVSMAsPickle(f *testing.F) {
+	small, err := os.ReadFile(filepath.Join("..", "marshal", "testdata", "small.vsm"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(small)
+	f.Add(vsmOf("H", "{\xda\x08segments[\x00\x00\x00\x000", "D", "", "D", "",
+		"C", "[\x02\x00\x00\x00\xfb\xda\x06action\xda\x05alloc\xda\x06frames\xdb\x01\x00\x00\x00\xfb\xda\x08filenamez\x01a\xda\x04linei\x01\x00\x00\x000"+
+			"0{r\x01\x00\x00\x00r\x02\x00\x00\x00r\x03\x00\x00\x00r\x04\x00\x00\x000", "Z", ""))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if len(b) < 4 || string(b[:4]) != "VSM1" {
+			b = append([]byte("VSM1"), b...)
+		}
+		var pk bytes.Buffer
+		if marshal.Transcode(bytes.NewReader(b), &pk) != nil {
+			return
+		}
+		direct, err1 := fuzzRead(b)
+		viaPickle, err2 := fuzzRead(pk.Bytes())
+		if err1 == nil && err2 == nil && direct != viaPickle {
+			t.Fatalf("read directly:\n%s\nread as its pickle:\n%s", direct, viaPickle)
+		}
+	})
+}
+
+// fuzzRead is everything Decode finds in b, spelled out.
+func fuzzRead(b []byte) (string, error) {
+	fr := profiler.NewFrames()
+	var out strings.Builder
+	n := 0
+	s, err := Decode(b, fr, func(trace int, e *profiler.Event) error {
+		if n++; n > 1<<16 {
+			return errors.New("too many events")
+		}
+		fmt.Fprintf(&out, "%d %d %s", trace, e.Seq, eventLine(fr, e))
+		return nil
+	})
+	if err != nil {
+		return "", err
+	}
+	for id := range fr.NumStacks() {
+		fmt.Fprintf(&out, "stack %d %q\n", id, stackKey(fr, profiler.StackID(id)))
+	}
+	fmt.Fprintf(&out, "%v %v %v %v %v %v\n", s.Segments, s.Annotations, s.Settings, s.TraceDevices, s.TraceEvents, s.Legacy)
+	return out.String(), nil
 }

@@ -28,7 +28,7 @@ import (
 const maxVSMWorkers = 4
 
 // vsmBudget: the stream is read on while the frames in flight hold less.
-const vsmBudget = 16 << 20
+const vsmBudget = 8 << 20
 
 // vsmChunk is one frame on its way through the pipeline.
 type vsmChunk struct {
@@ -246,7 +246,7 @@ func (w *vsmWorker) decode(c *vsmChunk) {
 		w.each = w.entry
 	}
 	w.c, w.n = c, 0
-	c.events, c.frames = c.events[:0], profiler.NewFrames()
+	c.events, c.frames = slices.Grow(c.events[:0], int(min(listLen(c.payload), 1<<14))), profiler.NewFrames()
 	w.d.frames = c.frames
 	if c.tag >= 0 {
 		w.list.Tag = traceTag(c.tag)
