@@ -247,6 +247,26 @@ func (d *Decoder) read(dst *pickle.Value) error {
 	return err
 }
 
+// refAt is value's fast path for a reference at p (nil: take the slow one).
+func (d *Decoder) refAt(p int) *slot {
+	b := d.buf
+	if p+5 > len(b) || b[p] != 'r' {
+		return nil
+	}
+	n := binary.LittleEndian.Uint32(b[p+1:])
+	if uint64(n) >= uint64(len(d.refs)) {
+		return nil
+	}
+	s := &d.refs[n]
+	if !s.done || s.lent || d.depth+s.height > d.lim.MaxDepth {
+		return nil
+	}
+	s.used = true
+	d.pos = p + 5
+	d.deep = max(d.deep, d.depth+s.height)
+	return s
+}
+
 func refusal(c byte) string {
 	switch c {
 	case 'c':

@@ -138,28 +138,31 @@ func (d *Decoder) pairsFlat(at int) error {
 	b := d.buf
 	keys, vals := d.flatKeys[:0], d.flatVals[:0]
 	var err error
+	p := d.pos // kept here, and in d.pos only around read
 	for i := 0; ; i++ {
-		p := d.pos
 		if p >= len(b) {
 			err = d.fail(at, "the payload ends inside a dict")
 			break
 		}
 		if b[p]&^flagRef == '0' {
-			d.pos++
+			p++
 			break
 		}
 		var key string
 		isStr := true
 		m := &d.keyMemo[i%len(d.keyMemo)]
 		if p+8 <= len(b) && binary.LittleEndian.Uint64(b[p:])&(1<<40-1) == m.bits {
-			key, d.pos = m.s, p+5
+			key, p = m.s, p+5
 		} else if s, n := d.strRef(p); s != nil {
-			key, d.pos = s.v.Text, p+5
+			key, p = s.v.Text, p+5
 			*m = keyMemo{bits: 'r' | uint64(n)<<8, s: key}
-		} else if key, isStr, err = d.key(p); err != nil {
-			break
+		} else {
+			d.pos = p
+			if key, isStr, err = d.key(p); err != nil {
+				break
+			}
+			p = d.pos
 		}
-		p = d.pos
 		if p < len(b) && b[p]&^flagRef == '0' {
 			err = d.fail(p, "a dict key with no value")
 			break
@@ -170,10 +173,14 @@ func (d *Decoder) pairsFlat(at int) error {
 			vals = append(vals, pickle.Value{})
 		}
 		vals = vals[:n+1]
-		if !d.quick(p, &vals[n], i) {
+		if q := d.quick(p, &vals[n], i); q > 0 {
+			p = q
+		} else {
+			d.pos = p
 			if err = d.read(&vals[n]); err != nil {
 				break
 			}
+			p = d.pos
 		}
 		if isStr {
 			keys = append(keys, key)
@@ -181,6 +188,7 @@ func (d *Decoder) pairsFlat(at int) error {
 			vals = vals[:n]
 		}
 	}
+	d.pos = p
 	d.flatKeys, d.flatVals = keys, vals
 	return err
 }
@@ -227,40 +235,46 @@ func (d *Decoder) strRef(p int) (*slot, uint32) {
 }
 
 // quick decodes the value at p, the value of an entry's pair i, into *v if
-// it is one of pairsFlat's common codes, and reports whether it did; anything
-// else, or anything read wrongly, is left to read (which then reports the
-// error).
-func (d *Decoder) quick(p int, v *pickle.Value, i int) bool {
+// it is one of pairsFlat's common codes, and returns where it ends; 0:
+// anything else, or anything read wrongly, is left to read (which then
+// reports the error).
+func (d *Decoder) quick(p int, v *pickle.Value, i int) int {
 	b := d.buf
 	if p+5 > len(b) {
-		return false
+		return 0
 	}
 	c := b[p]
+	end := p + 5
 	switch c &^ flagRef {
 	case 'r':
-		if s := d.refAt(p); s != nil {
-			*v = s.v
-			return true
+		n := binary.LittleEndian.Uint32(b[p+1:])
+		if c != 'r' || uint64(n) >= uint64(len(d.refs)) {
+			return 0
 		}
-		return false
+		s := &d.refs[n]
+		if !s.done || s.lent || d.depth+s.height > d.lim.MaxDepth {
+			return 0
+		}
+		s.used = true
+		d.deep = max(d.deep, d.depth+s.height)
+		*v = s.v
+		return end
 	case 'N':
 		*v = pickle.Value{Kind: pickle.None}
-		d.pos = p + 1
-		return true // CPython ignores FLAG_REF on the singletons
+		return p + 1 // CPython ignores FLAG_REF on the singletons
 	case 'i':
 		*v = pickle.Value{Kind: pickle.Int, Num: int64(int32(binary.LittleEndian.Uint32(b[p+1:])))}
-		d.pos = p + 5
 	case 'l':
-		if !d.quickLong(p, v) {
-			return false
+		if end = d.quickLong(p, v); end == 0 {
+			return 0
 		}
 	case 'z', 'Z':
-		if !d.quickStr(p, v, i) {
-			return false
+		if end = d.quickStr(p, v, i); end == 0 {
+			return 0
 		}
 	case '[':
 		if binary.LittleEndian.Uint32(b[p+1:]) != 0 || d.depth+1 > d.lim.MaxDepth {
-			return false
+			return 0
 		}
 		// An empty list: a container of height 1, lent unless it can be
 		// referred to.
@@ -271,24 +285,23 @@ func (d *Decoder) quick(p int, v *pickle.Value, i int) bool {
 		l := s.list()
 		*l = pickle.List{}
 		*v = pickle.Value{Kind: pickle.ListKind, Ref: l}
-		d.pos = p + 5
 		d.deep = max(d.deep, d.depth+1)
 		if c&flagRef != 0 {
 			d.refs = append(d.refs, slot{v: *v, height: 1, done: true})
 		}
-		return true
+		return end
 	default:
-		return false
+		return 0
 	}
 	if c&flagRef != 0 {
 		d.refs = append(d.refs, slot{v: *v, done: true})
 	}
-	return true
+	return end
 }
 
 // quickLong reads a long of 1 to 4 digits (60 bits) at p, its digits
-// taken as one word.
-func (d *Decoder) quickLong(p int, v *pickle.Value) bool {
+// taken as one word, and returns where it ends (0: read takes it).
+func (d *Decoder) quickLong(p int, v *pickle.Value) int {
 	b := d.buf
 	m := int32(binary.LittleEndian.Uint32(b[p+1:]))
 	n := uint(m)
@@ -296,41 +309,40 @@ func (d *Decoder) quickLong(p int, v *pickle.Value) bool {
 		n = uint(-m)
 	}
 	if n-1 >= 4 || p+13 > len(b) {
-		return false // read takes the rest (and the last few bytes)
+		return 0 // read takes the rest (and the last few bytes)
 	}
 	w := binary.LittleEndian.Uint64(b[p+5:])
 	w &= 1<<(16*n) - 1 // n=4: the shift is 64, the mask all ones
 	if w&0x8000_8000_8000_8000 != 0 || w>>(16*(n-1)) == 0 {
-		return false // a digit out of range, or the top one 0: read says so
+		return 0 // a digit out of range, or the top one 0: read says so
 	}
 	u := int64(w&0x7fff | w>>16&0x7fff<<15 | w>>32&0x7fff<<30 | w>>48&0x7fff<<45)
 	if m < 0 {
 		u = -u
 	}
 	*v = pickle.Value{Kind: pickle.Int, Num: u}
-	d.pos = p + 5 + 2*int(n)
-	return true
+	return p + 5 + 2*int(n)
 }
 
-// quickStr reads a short ASCII string at p (codes 'z' and 'Z'): the same
-// bytes as the last one at the entry's position i are the same string.
-func (d *Decoder) quickStr(p int, v *pickle.Value, i int) bool {
+// quickStr reads a short ASCII string at p (codes 'z' and 'Z'), and returns
+// where it ends (0: read takes it): the same bytes as the last ones at the
+// entry's position i are the same string.
+func (d *Decoder) quickStr(p int, v *pickle.Value, i int) int {
 	b := d.buf
 	n := int(b[p+1])
 	if p+2+n > len(b) {
-		return false
+		return 0
 	}
 	raw := b[p+2 : p+2+n]
 	memo := &d.strMemo[i%len(d.strMemo)]
 	if *memo != string(raw) {
 		if !isASCII(raw) {
-			return false // Latin-1: read converts it
+			return 0 // Latin-1: read converts it
 		}
 		*memo = d.intern(raw)
 	}
 	*v = pickle.Value{Kind: pickle.Str, Text: *memo}
-	d.pos = p + 2 + n
-	return true
+	return p + 2 + n
 }
 
 func isASCII(b []byte) bool {
@@ -340,24 +352,4 @@ func isASCII(b []byte) bool {
 		}
 	}
 	return true
-}
-
-// refAt is value's fast path for a reference at p (nil: take the slow one).
-func (d *Decoder) refAt(p int) *slot {
-	b := d.buf
-	if p+5 > len(b) || b[p] != 'r' {
-		return nil
-	}
-	n := binary.LittleEndian.Uint32(b[p+1:])
-	if uint64(n) >= uint64(len(d.refs)) {
-		return nil
-	}
-	s := &d.refs[n]
-	if !s.done || s.lent || d.depth+s.height > d.lim.MaxDepth {
-		return nil
-	}
-	s.used = true
-	d.pos = p + 5
-	d.deep = max(d.deep, d.depth+s.height)
-	return s
 }
