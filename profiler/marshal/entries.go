@@ -43,7 +43,8 @@ func (d *Decoder) DecodeEntries(b []byte, base int64, each EntryFunc) error {
 		return err
 	}
 	for _, it := range v.Ref.(*pickle.List).Items[n:] {
-		keys, vals := d.flatKeys[:0], d.flatVals[:0]
+		var keys []string
+		var vals []pickle.Value
 		if it.Kind == pickle.DictKind {
 			m := it.Ref.(*pickle.Dict)
 			for i := 0; i+1 < len(m.Items); i += 2 {
@@ -53,7 +54,6 @@ func (d *Decoder) DecodeEntries(b []byte, base int64, each EntryFunc) error {
 			}
 			it = pickle.Value{Kind: pickle.DictKind}
 		}
-		d.flatKeys, d.flatVals = keys, vals
 		if err := each(it, keys, vals); err != nil {
 			return err
 		}
@@ -89,9 +89,9 @@ func (d *Decoder) entries(b []byte, base int64, each EntryFunc) (int, error) {
 	for i := 0; i < n; i++ {
 		d.lent.reset()
 		if at := d.pos; at < len(b) && b[at]&^flagRef == '{' {
-			err = d.entry(at)
-			if err == nil {
-				err = each(pickle.Value{Kind: pickle.DictKind}, d.flatKeys, d.flatVals)
+			var k int
+			if k, err = d.entry(at); err == nil {
+				err = each(pickle.Value{Kind: pickle.DictKind}, d.flatKeys[:k], d.flatVals[:k])
 			}
 		} else {
 			var v pickle.Value
@@ -106,12 +106,13 @@ func (d *Decoder) entries(b []byte, base int64, each EntryFunc) (int, error) {
 	return n, d.end()
 }
 
-// entry reads the dict at b[at] into d.flatKeys and d.flatVals.
-func (d *Decoder) entry(at int) error {
+// entry reads the dict at b[at] into the first n of d.flatKeys and
+// d.flatVals.
+func (d *Decoder) entry(at int) (n int, err error) {
 	d.pos++
 	deep, err := d.open(at)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	idx := -1
 	if d.buf[at]&flagRef != 0 {
@@ -119,13 +120,13 @@ func (d *Decoder) entry(at int) error {
 		d.refs = append(d.refs, slot{v: pickle.Value{Kind: pickle.DictKind}})
 	}
 	d.lend = true
-	err = d.pairsFlat(at)
+	n, err = d.pairsFlat(at)
 	d.lend = false
 	h := d.close(deep)
 	if err == nil && idx >= 0 {
 		d.refs[idx] = slot{v: pickle.Value{Kind: pickle.DictKind}, height: h, done: true, lent: true}
 	}
-	return err
+	return n, err
 }
 
 // pairsFlat reads an entry's pairs up to the '0' that ends them. The common
@@ -134,11 +135,11 @@ func (d *Decoder) entry(at int) error {
 // values that are references, ints, small longs, short strings, empty lists
 // and None; everything else goes through read, which checks it as Decode
 // would.
-func (d *Decoder) pairsFlat(at int) error {
+func (d *Decoder) pairsFlat(at int) (int, error) {
 	b := d.buf
-	keys, vals := d.flatKeys[:0], d.flatVals[:0]
-	var err error
 	p := d.pos // kept here, and in d.pos only around read
+	n := 0     // pairs with a string key so far
+	var err error
 	for i := 0; ; i++ {
 		if p >= len(b) {
 			err = d.fail(at, "the payload ends inside a dict")
@@ -153,9 +154,9 @@ func (d *Decoder) pairsFlat(at int) error {
 		m := &d.keyMemo[i%len(d.keyMemo)]
 		if p+8 <= len(b) && binary.LittleEndian.Uint64(b[p:])&(1<<40-1) == m.bits {
 			key, p = m.s, p+5
-		} else if s, n := d.strRef(p); s != nil {
+		} else if s, r := d.strRef(p); s != nil {
 			key, p = s.v.Text, p+5
-			*m = keyMemo{bits: 'r' | uint64(n)<<8, s: key}
+			*m = keyMemo{bits: 'r' | uint64(r)<<8, s: key}
 		} else {
 			d.pos = p
 			if key, isStr, err = d.key(p); err != nil {
@@ -168,29 +169,28 @@ func (d *Decoder) pairsFlat(at int) error {
 			break
 		}
 		// The value, read in place.
-		n := len(vals)
-		if n == cap(vals) {
-			vals = append(vals, pickle.Value{})
+		if n == len(d.flatVals) {
+			d.flatKeys = append(d.flatKeys, "")
+			d.flatKeys = d.flatKeys[:cap(d.flatKeys)]
+			d.flatVals = append(d.flatVals, pickle.Value{})
+			d.flatVals = d.flatVals[:cap(d.flatVals)]
 		}
-		vals = vals[:n+1]
-		if q := d.quick(p, &vals[n], i); q > 0 {
+		if q := d.quick(p, &d.flatVals[n], i); q > 0 {
 			p = q
 		} else {
 			d.pos = p
-			if err = d.read(&vals[n]); err != nil {
+			if err = d.read(&d.flatVals[n]); err != nil {
 				break
 			}
 			p = d.pos
 		}
 		if isStr {
-			keys = append(keys, key)
-		} else {
-			vals = vals[:n]
+			d.flatKeys[n] = key
+			n++
 		}
 	}
 	d.pos = p
-	d.flatKeys, d.flatVals = keys, vals
-	return err
+	return n, err
 }
 
 // keyMemo remembers a key that was a reference to a string: the reference's
