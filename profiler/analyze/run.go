@@ -89,43 +89,46 @@ type analysis struct {
 // Run analyses the snapshot at path. Decoding and replay run on two
 // goroutines joined by a pipe of event batches.
 func Run(path string, opt Options) (*Result, error) {
-	frames := profiler.NewFrames()
-	a := &analysis{frames: frames, origins: newOrigins(frames)}
-	p := a.pipe()
-	snap, err := torchsnap.ReadFile(path, frames, p.event, torchsnap.Options{Progress: opt.Progress})
-	p.close()
-	if err != nil {
-		return nil, err
-	}
-	return a.finish(snap, opt), nil
+	return run(opt, func(frames *profiler.Frames, on torchsnap.EventFunc) (*torchsnap.Snapshot, error) {
+		return torchsnap.ReadFile(path, frames, on, torchsnap.Options{Progress: opt.Progress})
+	})
 }
 
 // RunStream analyses a VSM1 stream (a FIFO or socket the snapshot is still
 // being written to) as it arrives; name is what the result calls the file.
 func RunStream(name string, r io.Reader, opt Options) (*Result, error) {
-	frames := profiler.NewFrames()
-	a := &analysis{frames: frames, origins: newOrigins(frames)}
-	p := a.pipe()
-	snap, err := torchsnap.ReadVSM(r, frames, p.event, torchsnap.Options{})
-	p.close()
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	snap.Path = name
-	return a.finish(snap, opt), nil
+	return run(opt, func(frames *profiler.Frames, on torchsnap.EventFunc) (*torchsnap.Snapshot, error) {
+		snap, err := torchsnap.ReadVSM(r, frames, on, torchsnap.Options{})
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		snap.Path = name
+		return snap, nil
+	})
 }
 
 // FromBytes analyses a snapshot held in memory.
 func FromBytes(name string, b []byte, opt Options) (*Result, error) {
+	return run(opt, func(frames *profiler.Frames, on torchsnap.EventFunc) (*torchsnap.Snapshot, error) {
+		snap, err := torchsnap.Decode(b, frames, on)
+		if err != nil {
+			return nil, err
+		}
+		snap.Path = name
+		return snap, nil
+	})
+}
+
+// run decodes with read, replaying its events on a second goroutine.
+func run(opt Options, read func(*profiler.Frames, torchsnap.EventFunc) (*torchsnap.Snapshot, error)) (*Result, error) {
 	frames := profiler.NewFrames()
 	a := &analysis{frames: frames, origins: newOrigins(frames)}
 	p := a.pipe()
-	snap, err := torchsnap.Decode(b, frames, p.event)
+	snap, err := read(frames, p.event)
 	p.close()
 	if err != nil {
 		return nil, err
 	}
-	snap.Path = name
 	return a.finish(snap, opt), nil
 }
 
