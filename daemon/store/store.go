@@ -244,30 +244,37 @@ type Prepared struct {
 // caller can do it while it reads the file for something else. On failure part
 // is removed. A Prepared must be passed to CommitPrepared or Discard.
 func (s *Store) Prepare(part string) (Prepared, error) {
-	if err := s.checkOpen(); err != nil {
-		return Prepared{}, err
-	}
-	abs, err := s.checkPart(part)
-	if err != nil {
-		return Prepared{}, err
-	}
-	size, sum, err := hashPart(abs)
-	if err == nil {
-		if herr := hook("hashed", abs); herr != nil {
-			err = wrap("hashing", abs, herr)
+	return s.prepare(part, func(abs string) (int64, string, error) {
+		size, sum, err := hashPart(abs)
+		if err == nil {
+			if herr := hook("hashed", abs); herr != nil {
+				err = wrap("hashing", abs, herr)
+			}
 		}
-	}
-	if err != nil {
-		os.Remove(abs)
-		return Prepared{}, err
-	}
-	return Prepared{abs: abs, size: size, sum: sum}, nil
+		return size, sum, err
+	})
 }
 
 // PrepareHashed is Prepare for a file whose writer hashed it on the way in
 // (the daemon tees a streamed snapshot into part): it checks part, syncs it
 // and checks its size, without reading it again.
 func (s *Store) PrepareHashed(part string, size int64, sum string) (Prepared, error) {
+	return s.prepare(part, func(abs string) (int64, string, error) {
+		f, fi, err := openSynced(abs)
+		if err != nil {
+			return 0, "", err
+		}
+		f.Close()
+		if fi.Size() != size {
+			return 0, "", fmt.Errorf("store: committing %s: %d bytes on disk, %d written", abs, fi.Size(), size)
+		}
+		return size, sum, nil
+	})
+}
+
+// prepare checks part and runs finish on it (sync, and hash or trust a hash);
+// on failure part is removed.
+func (s *Store) prepare(part string, finish func(abs string) (int64, string, error)) (Prepared, error) {
 	if err := s.checkOpen(); err != nil {
 		return Prepared{}, err
 	}
@@ -275,24 +282,10 @@ func (s *Store) PrepareHashed(part string, size int64, sum string) (Prepared, er
 	if err != nil {
 		return Prepared{}, err
 	}
-	fail := func(err error) (Prepared, error) {
+	size, sum, err := finish(abs)
+	if err != nil {
 		os.Remove(abs)
 		return Prepared{}, err
-	}
-	f, err := os.OpenFile(abs, os.O_RDONLY|oNoFollow, 0)
-	if err != nil {
-		return fail(wrap("opening", abs, err))
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return fail(wrap("opening", abs, err))
-	}
-	if !fi.Mode().IsRegular() || fi.Size() != size {
-		return fail(fmt.Errorf("store: committing %s: %d bytes on disk, %d written", abs, fi.Size(), size))
-	}
-	if err := f.Sync(); err != nil {
-		return fail(wrap("syncing", abs, err))
 	}
 	return Prepared{abs: abs, size: size, sum: sum}, nil
 }
@@ -695,21 +688,11 @@ func (s *Store) checkPart(part string) (string, error) {
 // hashPart fsyncs the file and streams it through SHA-256. It refuses a file
 // that changes size while being read (a writer that has not finished).
 func hashPart(path string) (int64, string, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|oNoFollow, 0)
+	f, fi, err := openSynced(path)
 	if err != nil {
-		return 0, "", wrap("opening", path, err)
+		return 0, "", err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return 0, "", wrap("opening", path, err)
-	}
-	if !fi.Mode().IsRegular() {
-		return 0, "", fmt.Errorf("store: refusing to commit %s: not a regular file (%s)", path, fi.Mode().Type())
-	}
-	if err := f.Sync(); err != nil {
-		return 0, "", wrap("syncing", path, err)
-	}
 	h := sha256.New()
 	n, err := io.Copy(h, f)
 	if err != nil {
@@ -721,6 +704,29 @@ func hashPart(path string) (int64, string, error) {
 		return 0, "", fmt.Errorf("store: committing %s: the file changed while being read (%d bytes, then %d): is it still being written?", path, fi.Size(), fi2.Size())
 	}
 	return n, hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// openSynced opens a part file that must be a regular file (no symlink) and
+// fsyncs it.
+func openSynced(path string) (*os.File, os.FileInfo, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|oNoFollow, 0)
+	if err != nil {
+		return nil, nil, wrap("opening", path, err)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, nil, wrap("opening", path, err)
+	}
+	if !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, nil, fmt.Errorf("store: refusing to commit %s: not a regular file (%s)", path, fi.Mode().Type())
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return nil, nil, wrap("syncing", path, err)
+	}
+	return f, fi, nil
 }
 
 // nextID returns a new ID, strictly greater than every ID seen so far (even if
