@@ -12,6 +12,7 @@ import (
 
 	"github.com/vramscope/vramscope/daemon/api"
 	"github.com/vramscope/vramscope/daemon/store"
+	"github.com/vramscope/vramscope/profiler/analyze"
 )
 
 func (d *Daemon) snapshotResult(m store.Meta) api.SnapshotResult {
@@ -87,12 +88,18 @@ func (d *Daemon) commitStreamed(part string, sr streamed, meta store.Meta) (stor
 	if err != nil {
 		return store.Meta{}, rpcErr(api.CodeStoreFailed, "%v", err)
 	}
+	d.analyses.runs.Add(1)
+	return d.commitAnalysed(pr, meta, sr.res)
+}
+
+// commitAnalysed commits a prepared snapshot, caches its analysis and tells
+// subscribers.
+func (d *Daemon) commitAnalysed(pr store.Prepared, meta store.Meta, res *analyze.Result) (store.Meta, error) {
 	m, err := d.store.CommitPrepared(pr, meta)
 	if err != nil {
 		return store.Meta{}, rpcErr(api.CodeStoreFailed, "%v", err)
 	}
-	d.analyses.runs.Add(1)
-	d.analyses.put(m.ID, sr.res)
+	d.analyses.put(m.ID, res)
 	d.events.publish(api.EventSnapshotStored, d.snapshotResult(m))
 	return m, nil
 }
@@ -123,14 +130,7 @@ func (d *Daemon) commit(part string, meta store.Meta) (store.Meta, error) {
 	if pr.err != nil {
 		return store.Meta{}, rpcErr(api.CodeStoreFailed, "%v", pr.err)
 	}
-	m, err := d.store.CommitPrepared(pr.p, meta)
-	if err != nil {
-		os.Remove(part)
-		return store.Meta{}, rpcErr(api.CodeStoreFailed, "%v", err)
-	}
-	d.analyses.put(m.ID, res)
-	d.events.publish(api.EventSnapshotStored, d.snapshotResult(m))
-	return m, nil
+	return d.commitAnalysed(pr.p, meta, res)
 }
 
 func inDir(path, dir string) bool {
