@@ -277,17 +277,15 @@ func (s *session) analysisWhatIf(_ context.Context, raw json.RawMessage) (any, e
 		opt.Overhead = *p.Overhead
 	}
 	var pts []analyze.WhatIfPoint
-	for i, sn := range p.Snapshots {
-		m, err := s.d.lookup(sn.ID)
-		if err != nil {
-			return nil, err
-		}
+	for _, sn := range p.Snapshots {
 		r, err := s.result(sn.ID)
 		if err != nil {
 			return nil, err
 		}
 		pts = append(pts, analyze.WhatIfPointOf(r, sn.Size))
-		if i == 0 && opt.DeviceMemory == 0 {
+	}
+	if opt.DeviceMemory == 0 {
+		if m, err := s.d.lookup(p.Snapshots[0].ID); err == nil {
 			opt.DeviceMemory = s.d.deviceTotal(m.Device)
 		}
 	}

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -90,7 +91,7 @@ func readStream(fifo, part string) streamed {
 	cw := &counter{}
 	sink := io.MultiWriter(out, h, cw)
 	sink.Write(first[:])
-	src := io.MultiReader(&prefix{b: first[:]}, io.TeeReader(f, sink))
+	src := io.MultiReader(bytes.NewReader(first[:]), io.TeeReader(f, sink))
 	res, aerr := analyze.RunStream(part, src, analyze.Options{})
 	if _, err := io.Copy(sink, f); err != nil && aerr == nil { // anything after the end frame, and errors
 		aerr = err
@@ -103,18 +104,6 @@ func readStream(fifo, part string) streamed {
 		return streamed{got: true, err: aerr}
 	}
 	return streamed{res: res, size: cw.n, sum: hex.EncodeToString(h.Sum(nil)), got: true}
-}
-
-// prefix yields bytes already read once (they went to the sink then).
-type prefix struct{ b []byte }
-
-func (p *prefix) Read(b []byte) (int, error) {
-	if len(p.b) == 0 {
-		return 0, io.EOF
-	}
-	n := copy(b, p.b)
-	p.b = p.b[n:]
-	return n, nil
 }
 
 type counter struct{ n int64 }
