@@ -202,7 +202,7 @@ def live_snapshot(e, c, results):
 
     def agent():
         for proc in c.call("process.list")["processes"]:
-            if proc["agent"] and proc.get("device", -1) >= 0 and proc["pid"] in (pid, *child_pids(pid)):
+            if proc["agent"] and proc.get("device", -1) >= 0 and proc["pid"] == pid:  # vramscope run execs: same pid
                 return proc
     proc = wait_for(agent, 120, "the agent registered")
     time.sleep(4)  # well past the 3 warm-up steps: recording is off between windows
@@ -220,14 +220,6 @@ def live_snapshot(e, c, results):
     check("snapshot while training runs (sampled recording): a window opens and is captured with its history",
           alive and s["events"] > 100 and user and user[0]["file"].endswith("train.py") and took < 30,
           f"{took:.2f} s, {s['events']} events, top {user[0]['file'] if user else None}:{user[0]['line'] if user else ''}")
-
-
-def child_pids(pid):
-    try:
-        with open(f"/proc/{pid}/task/{pid}/children") as f:
-            return [int(x) for x in f.read().split()]
-    except OSError:
-        return []
 
 
 def load_snapshot(path):
