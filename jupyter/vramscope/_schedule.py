@@ -157,12 +157,11 @@ class Schedule:
                     now = time.monotonic()
                     if self.step == first and now >= stall:
                         return STALLED
-                    rest = min(deadline, stall if self.step == first else deadline) - now
                     if now >= deadline or self.hook is None:
                         return ("no recorded training step within %.0f s: the agent records %d of every %d optimizer "
                                 "steps (VRAMSCOPE_SAMPLE=off records every step)" % (timeout, self.sample["window"],
                                                                                     self.sample["every"]))
-                    self.cond.wait(rest)
+                    self.cond.wait((min(stall, deadline) if self.step == first else deadline) - now)
                 self.hold += 1
                 return None
             finally:
