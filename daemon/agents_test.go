@@ -275,6 +275,12 @@ func TestPythonAgentStreams(t *testing.T) {
 	if snap.Format != "vsm1" || snap.Entries <= 0 || !d.analyses.cached(snap.ID) {
 		t.Fatalf("snapshot %+v", snap)
 	}
+	// The agent says where its time went; the phases fit inside its total.
+	ph := snap.Phases
+	if ph.Snapshot <= 0 || ph.Write <= 0 || ph.Open < 0 || ph.Finish < 0 ||
+		ph.Wait+ph.Snapshot+ph.Open+ph.Write > snap.TookMS+1 {
+		t.Errorf("phases %+v against took_ms %.3f", ph, snap.TookMS)
+	}
 	head := make([]byte, 4)
 	if f, err := os.Open(snap.Path); err != nil {
 		t.Fatal(err)

@@ -11,3 +11,11 @@ func growPipe(f *os.File) {
 	const fSetPipeSz = 1031 // F_SETPIPE_SZ
 	syscall.Syscall(syscall.SYS_FCNTL, f.Fd(), fSetPipeSz, 1<<20)
 }
+
+// startWriteback starts writing n bytes of f from off to disk without waiting
+// (sync_file_range, SYNC_FILE_RANGE_WRITE), so that the fsync at the end of a
+// stream finds little left to write. Best effort: errors show at that fsync.
+func startWriteback(f *os.File, off, n int64) {
+	const syncFileRangeWrite = 2
+	syscall.Syscall6(syscall.SYS_SYNC_FILE_RANGE, f.Fd(), uintptr(off), uintptr(n), syncFileRangeWrite, 0, 0)
+}

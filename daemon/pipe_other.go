@@ -5,3 +5,5 @@ package daemon
 import "os"
 
 func growPipe(*os.File) {}
+
+func startWriteback(*os.File, int64, int64) {}

@@ -25,6 +25,7 @@ func (s *session) snapshotTake(ctx context.Context, raw json.RawMessage) (any, e
 		return nil, err
 	}
 	d := s.d
+	start := time.Now()
 	a := d.agents.get(p.PID)
 	if a == nil {
 		return nil, rpcErr(api.CodeNoAgent, "process %d has no agent attached (start it under `vramscope run`, or call vramscope.attach() in it)", p.PID)
@@ -45,6 +46,7 @@ func (s *session) snapshotTake(ctx context.Context, raw json.RawMessage) (any, e
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var res api.DumpResult
+	asked := time.Now()
 	if err := a.s.rpc().Call(cctx, api.AgentDump, params, &res); err != nil {
 		if st != nil {
 			st.close()
@@ -58,12 +60,19 @@ func (s *session) snapshotTake(ctx context.Context, raw json.RawMessage) (any, e
 	proc := a.process()
 	meta := store.Meta{Reason: "request", Source: firstArg(proc.Argv), PID: proc.PID, Host: proc.Host,
 		Rank: proc.Rank, Device: res.Device, Entries: res.Entries, TookMS: res.TookMS, Label: p.Label,
-		GPUBytes: nv.GPUBytes, OtherGPUBytes: nv.OtherGPUBytes, OtherPIDs: nv.OtherPIDs}
+		GPUBytes: nv.GPUBytes, OtherGPUBytes: nv.OtherGPUBytes, OtherPIDs: nv.OtherPIDs, Phases: res.Phases}
+	answered := time.Now()
 	if st != nil && res.Streamed {
-		m, err := d.commitStreamed(part, <-st.done, meta)
+		sr := <-st.done
+		finished := time.Now()
+		meta.Phases.Finish = float64(finished.Sub(answered).Microseconds()) / 1000
+		m, err := d.commitStreamed(part, sr, meta)
 		if err != nil {
 			return nil, err
 		}
+		d.cfg.Logf("capture %s of pid %d (%d entries, %d bytes): %s = before %s, agent %s (snapshot %.1f ms, write %.1f ms), finish %s, commit %s",
+			m.ID, m.PID, m.Entries, m.Bytes, ms(time.Since(start)), ms(asked.Sub(start)), ms(answered.Sub(asked)),
+			res.Phases.Snapshot, res.Phases.Write, ms(finished.Sub(answered)), ms(time.Since(finished)))
 		return d.snapshotResult(m), nil
 	}
 	if st != nil {
@@ -244,3 +253,6 @@ func (s *session) snapshotDelete(_ context.Context, raw json.RawMessage) (any, e
 	}
 	return api.Empty{}, nil
 }
+
+// ms formats a duration in milliseconds for the log.
+func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000) }

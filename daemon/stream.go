@@ -1,13 +1,13 @@
 package daemon
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -16,8 +16,8 @@ import (
 
 // A streamed capture: the agent writes its snapshot as VSM1 (marshal chunks)
 // into a FIFO in the incoming directory; the daemon copies it to the
-// incoming part file, hashing it, while the engine analyses it, so analysis
-// is ready about when the agent finishes writing.
+// incoming part file, hashing and syncing it, while the engine analyses it,
+// so analysis is ready about when the agent finishes writing.
 
 type streamed struct {
 	res  *analyze.Result
@@ -87,25 +87,175 @@ func readStream(fifo, part string) streamed {
 		io.Copy(io.Discard, f) // let the agent finish writing
 		return streamed{got: true, err: err}
 	}
-	h := sha256.New()
-	cw := &counter{}
-	sink := io.MultiWriter(out, h, cw)
-	sink.Write(first[:])
-	src := io.MultiReader(bytes.NewReader(first[:]), io.TeeReader(f, sink))
-	res, aerr := analyze.RunStream(part, src, analyze.Options{})
-	if _, err := io.Copy(sink, f); err != nil && aerr == nil { // anything after the end frame, and errors
-		aerr = err
-	}
-	if err := out.Close(); err != nil && aerr == nil {
-		aerr = err
+	p := newPump(f, first[:], out)
+	res, aerr := analyze.RunStream(part, p.analysis(), analyze.Options{})
+	w := p.finish() // anything after the end frame is written too, and the file synced
+	if aerr == nil {
+		aerr = w.err
 	}
 	if aerr != nil {
 		os.Remove(part)
 		return streamed{got: true, err: aerr}
 	}
-	return streamed{res: res, size: cw.n, sum: hex.EncodeToString(h.Sum(nil)), got: true}
+	return streamed{res: res, size: w.size, sum: w.sum, got: true}
 }
 
-type counter struct{ n int64 }
+// A pump moves a stream from the FIFO to two consumers at once: the analysis,
+// and a writer that appends it to the part file, hashes it, starts its
+// writeback as it goes and syncs it at the end. The analysis, the critical
+// path of a capture, then waits on neither the hash nor the disk, and the
+// sync overlaps the analysis' last work. Blocks cycle through a free list, so
+// a stream costs streamBlocks*streamBlock bytes however long it is, and a slow
+// consumer slows the reads (and so the agent), never grows memory.
+const (
+	streamBlock     = 1 << 20
+	streamBlocks    = 16
+	writebackChunks = 8 << 20 // start writing back every 8 MiB
+)
 
-func (c *counter) Write(b []byte) (int, error) { c.n += int64(len(b)); return len(b), nil }
+type block struct {
+	b    []byte
+	n    int
+	refs atomic.Int32 // consumers still holding it
+}
+
+type written struct {
+	size int64
+	sum  string
+	err  error
+}
+
+type pump struct {
+	free     chan *block
+	toReader chan *block
+	toWriter chan *block
+	stop     chan struct{} // closed when the analysis reads no more
+	reader   *blockReader
+	readErr  error // the FIFO's, set before toReader closes
+	written  chan written
+}
+
+func newPump(f *os.File, first []byte, out *os.File) *pump {
+	p := &pump{free: make(chan *block, streamBlocks), toReader: make(chan *block, streamBlocks),
+		toWriter: make(chan *block, streamBlocks), stop: make(chan struct{}), written: make(chan written, 1)}
+	for i := 0; i < streamBlocks; i++ {
+		p.free <- &block{b: make([]byte, streamBlock)}
+	}
+	p.reader = &blockReader{ch: p.toReader, release: p.release}
+	go p.read(f, first)
+	go p.write(out)
+	return p
+}
+
+func (p *pump) release(b *block) {
+	if b.refs.Add(-1) == 0 {
+		p.free <- b
+	}
+}
+
+// read fills free blocks from the FIFO until its end (the agent closed it).
+func (p *pump) read(f *os.File, first []byte) {
+	defer close(p.toWriter)
+	defer close(p.toReader)
+	pre := first
+	for {
+		b := <-p.free
+		k := copy(b.b, pre)
+		pre = nil
+		n, err := f.Read(b.b[k:])
+		if b.n = k + n; b.n > 0 {
+			b.refs.Store(2)
+			p.toWriter <- b
+			select {
+			case p.toReader <- b:
+			case <-p.stop:
+				p.release(b)
+			}
+		} else {
+			p.free <- b
+		}
+		if err != nil {
+			if err != io.EOF {
+				p.readErr = err
+			}
+			return
+		}
+	}
+}
+
+// write appends every block to out, hashing it; at the end it syncs and
+// closes out.
+func (p *pump) write(out *os.File) {
+	h := sha256.New()
+	var size, flushed int64
+	var err error
+	for b := range p.toWriter {
+		if err == nil {
+			_, err = out.Write(b.b[:b.n])
+		}
+		h.Write(b.b[:b.n])
+		size += int64(b.n)
+		p.release(b)
+		if err == nil && size-flushed >= writebackChunks {
+			startWriteback(out, flushed, size-flushed)
+			flushed = size
+		}
+	}
+	if err == nil {
+		err = out.Sync()
+	}
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	p.written <- written{size: size, sum: hex.EncodeToString(h.Sum(nil)), err: err}
+}
+
+// analysis is the stream as the analysis reads it.
+func (p *pump) analysis() io.Reader { return p.reader }
+
+// finish is called once the analysis returned: it lets go of the blocks the
+// analysis will not read, waits for the end of the stream and its write.
+func (p *pump) finish() written {
+	close(p.stop)
+	p.reader.close()
+	for b := range p.toReader {
+		p.release(b)
+	}
+	w := <-p.written
+	if w.err == nil && p.readErr != nil {
+		w.err = p.readErr
+	}
+	return w
+}
+
+// blockReader reads the blocks the pump hands it, releasing each when done.
+type blockReader struct {
+	ch      <-chan *block
+	cur     *block
+	off     int
+	release func(*block)
+}
+
+func (r *blockReader) Read(b []byte) (int, error) {
+	for r.cur == nil || r.off == r.cur.n {
+		if r.cur != nil {
+			r.release(r.cur)
+			r.cur = nil
+		}
+		c, ok := <-r.ch
+		if !ok {
+			return 0, io.EOF
+		}
+		r.cur, r.off = c, 0
+	}
+	n := copy(b, r.cur.b[r.off:r.cur.n])
+	r.off += n
+	return n, nil
+}
+
+func (r *blockReader) close() {
+	if r.cur != nil {
+		r.release(r.cur)
+		r.cur = nil
+	}
+}

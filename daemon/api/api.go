@@ -313,6 +313,8 @@ type DumpResult struct {
 	TookMS   float64 `json:"took_ms"`
 	Device   int     `json:"device"`
 	Streamed bool    `json:"streamed,omitempty"` // written to DumpParams.Stream as VSM1, not to Path
+	// Phases: where the agent's time went (store.Phases; Finish is the daemon's).
+	Phases store.Phases `json:"phases_ms,omitzero"`
 }
 
 // CapturedParams hands over a snapshot the agent took on its own (on OOM).

@@ -19,10 +19,25 @@ type Meta struct {
 	Entries int64     `json:"entries,omitempty"` // trace entries, when the agent counted them
 	Format  string    `json:"format,omitempty"`  // "vsm1" for a snapshot streamed as marshal chunks; "" a pickle
 	TookMS  float64   `json:"took_ms,omitempty"` // how long the agent took to dump it
-	Label   string    `json:"label,omitempty"`   // free text from the caller
+	// Where a capture's time went (agent.dump's phases, and the daemon's
+	// commit after it): zero for an imported snapshot.
+	Phases Phases `json:"phases_ms,omitzero"`
+	Label  string `json:"label,omitempty"` // free text from the caller
 	// What NVML saw on the process's GPU when the snapshot was taken (0: no
 	// NVML): the process's own memory, and that of every other process.
 	GPUBytes      uint64 `json:"gpu_bytes,omitempty"`
 	OtherGPUBytes uint64 `json:"other_gpu_bytes,omitempty"`
 	OtherPIDs     string `json:"other_pids,omitempty"` // comma-separated (Meta stays comparable)
+}
+
+// Phases splits a capture's time, in milliseconds: the agent waiting for a
+// sampled window, torch's _snapshot(), opening the daemon's stream, writing
+// the snapshot (marshal or pickle, and the wait on the daemon's reading), and
+// the daemon finishing its analysis of a stream after the agent answered.
+type Phases struct {
+	Wait     float64 `json:"wait"`
+	Snapshot float64 `json:"snapshot"`
+	Open     float64 `json:"open,omitempty"`
+	Write    float64 `json:"write"`
+	Finish   float64 `json:"finish,omitempty"`
 }

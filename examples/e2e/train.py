@@ -57,6 +57,8 @@ def main():
     ap.add_argument("--time-snapshot", action="store_true")
     ap.add_argument("--cycle", default="", help="same-run A/B: modes (off, sampled, continuous, alloc, all) cycled every --block steps via vramscope.detach()/attach()")
     ap.add_argument("--block", type=int, default=10)
+    ap.add_argument("--settle", type=int, default=1, help="steps not counted at the start of each --cycle block (attach costs)")
+    ap.add_argument("--warmup", type=int, default=-1, help="steps not counted at the start (default: the first cycle)")
     ap.add_argument("--record", default="", help="record in-process: CONTEXT[,noann] e.g. all, alloc, alloc,noann")
     a = ap.parse_args()
     if a.record:
@@ -71,6 +73,7 @@ def main():
     ids = torch.randint(0, model.config.vocab_size, (a.batch, a.seq), device="cuda")
     times, extra = [], {}
     modes = a.cycle.split(",") if a.cycle else []
+    warmup = a.warmup if a.warmup >= 0 else a.block * len(modes)
     by_mode = {m: [] for m in modes}
     for i in range(a.steps):
         if modes and i % a.block == 0:
@@ -80,7 +83,7 @@ def main():
         step(model, opt, ids)
         torch.cuda.synchronize()
         times.append(time.perf_counter() - t)
-        if modes and i % a.block != 0 and i >= a.block * len(modes):  # skip the first cycle and each block's first step
+        if modes and i % a.block >= a.settle and i >= warmup:  # skip the warm-up and each block's first steps
             by_mode[modes[(i // a.block) % len(modes)]].append(time.perf_counter() - t)
         if i == a.pause_at:
             if a.time_snapshot:
@@ -95,10 +98,27 @@ def main():
             while not os.path.exists(a.go):
                 time.sleep(0.02)
             if a.time_snapshot:
-                t = time.perf_counter()
-                snap = torch.cuda.memory._snapshot()
-                extra["torch_snapshot_s"] = time.perf_counter() - t
+                # Three timings (run to run torch's own varies by a third);
+                # the median is the figure. Then the agent's VSM1 encoding of
+                # the same snapshot into /dev/null: what the capture adds
+                # before any wait on the daemon.
+                runs, snap = [], None
+                for _ in range(3):
+                    snap = None  # freeing the last one is not part of the timing
+                    t = time.perf_counter()
+                    snap = torch.cuda.memory._snapshot()
+                    runs.append(time.perf_counter() - t)
+                extra["torch_snapshot_runs_s"] = [round(x, 4) for x in runs]
+                extra["torch_snapshot_s"] = statistics.median(runs)
                 extra["entries"] = sum(len(tr) for tr in snap["device_traces"])
+                try:
+                    from vramscope._vsm import write_vsm
+                    with open(os.devnull, "wb", buffering=1 << 20) as f:
+                        t = time.perf_counter()
+                        write_vsm(snap, f, chunk_entries=8192)
+                        extra["vsm_devnull_s"] = time.perf_counter() - t
+                except ImportError:
+                    pass
                 del snap
     if modes:
         extra["cycle"] = {m: {"steps": len(v), "median_step_ms": 1000 * statistics.median(v),
