@@ -38,12 +38,22 @@ def switch(mode):
     context name (all, alloc) recorded every step."""
     import vramscope
     vramscope.detach()
+    os.environ.pop("VRAMSCOPE_ANNOTATIONS", None)
     if mode == "norecord":  # the agent's threads and hooks, no recording at all
         vramscope.attach(socket=os.environ.get("VRAMSCOPE_SOCKET"), record=False)
     elif mode != "off":
+        if mode.endswith("_noann"):  # without record_function annotations
+            os.environ["VRAMSCOPE_ANNOTATIONS"] = "0"
+            mode = mode[:-len("_noann")]
         os.environ["VRAMSCOPE_CONTEXT"] = "alloc" if mode in ("sampled", "continuous") else mode
         vramscope.attach(max_entries=100000, socket=os.environ.get("VRAMSCOPE_SOCKET"),
                          sample=None if mode == "sampled" else "off")
+
+
+def history_on():
+    """Whether the allocator records its history now (torch's own flag)."""
+    f = getattr(torch._C, "_cuda_isHistoryEnabled", None)
+    return bool(f()) if f is not None else False
 
 
 def main():
@@ -79,12 +89,18 @@ def main():
         if modes and i % a.block == 0:
             switch(modes[(i // a.block) % len(modes)])
         torch.cuda.synchronize()
+        recording = history_on() if modes else False
+        if recording:
+            extra.setdefault("recorded_steps", []).append(i)
         t = time.perf_counter()
         step(model, opt, ids)
         torch.cuda.synchronize()
         times.append(time.perf_counter() - t)
         if modes and i % a.block >= a.settle and i >= warmup:  # skip the warm-up and each block's first steps
-            by_mode[modes[(i // a.block) % len(modes)]].append(time.perf_counter() - t)
+            mode = modes[(i // a.block) % len(modes)]
+            by_mode[mode].append(time.perf_counter() - t)
+            if mode.startswith("sampled"):  # its steps in and between recorded windows
+                by_mode.setdefault(mode + (":recorded" if recording else ":between"), []).append(time.perf_counter() - t)
         if i == a.pause_at:
             if a.time_snapshot:
                 # Warm torch's own _snapshot() up once, untimed: its first call
@@ -95,22 +111,30 @@ def main():
             with open(a.ready + ".tmp", "w") as f:
                 f.write(str(os.getpid()))
             os.rename(a.ready + ".tmp", a.ready)
-            while not os.path.exists(a.go):
-                time.sleep(0.02)
             if a.time_snapshot:
-                # Three timings (run to run torch's own varies by a third);
-                # the median is the figure. Then the agent's VSM1 encoding of
-                # the same snapshot into /dev/null: what the capture adds
-                # before any wait on the daemon.
-                runs, snap = [], None
-                for _ in range(3):
-                    snap = None  # freeing the last one is not part of the timing
-                    t = time.perf_counter()
+                # Interleaved with the driver's captures, in the same paused
+                # state: it writes GO.K after its K-th capture, this times
+                # torch's own _snapshot() and answers GO.K.done. The medians
+                # are the figures (run to run either varies by a third).
+                runs, snap, k = [], None, 0
+                while not os.path.exists(a.go):
+                    if os.path.exists("%s.%d" % (a.go, k)):
+                        snap = None  # freeing the last one is not part of the timing
+                        t = time.perf_counter()
+                        snap = torch.cuda.memory._snapshot()
+                        runs.append(time.perf_counter() - t)
+                        with open("%s.%d.done" % (a.go, k), "w") as f:
+                            f.write(str(runs[-1]))
+                        k += 1
+                    time.sleep(0.02)
+                if not runs:
+                    runs.append(0.0)
                     snap = torch.cuda.memory._snapshot()
-                    runs.append(time.perf_counter() - t)
                 extra["torch_snapshot_runs_s"] = [round(x, 4) for x in runs]
                 extra["torch_snapshot_s"] = statistics.median(runs)
                 extra["entries"] = sum(len(tr) for tr in snap["device_traces"])
+                # The agent's VSM1 encoding of the same snapshot into
+                # /dev/null: what the capture adds before any wait on the daemon.
                 try:
                     from vramscope._vsm import write_vsm
                     with open(os.devnull, "wb", buffering=1 << 20) as f:
@@ -120,6 +144,9 @@ def main():
                 except ImportError:
                     pass
                 del snap
+            else:
+                while not os.path.exists(a.go):
+                    time.sleep(0.02)
     if modes:
         extra["cycle"] = {m: {"steps": len(v), "median_step_ms": 1000 * statistics.median(v),
                               "mean_step_ms": 1000 * statistics.fmean(v)} for m, v in by_mode.items() if v}

@@ -66,6 +66,12 @@ def test_dump_copies_test_snapshot(daemon, env, spawn):
     size = os.path.getsize(EXAMPLE)
     assert res["path"] == path and res["bytes"] == size and res["entries"] == -1 and res["device"] == -1
     assert res["took_ms"] >= 0
+    # where the time went, phase by phase, within the total
+    ph = res["phases_ms"]
+    assert set(ph) >= {"wait", "snapshot", "write"} and min(ph.values()) >= 0
+    assert sum(ph.values()) <= res["took_ms"] + 1
+    # the cyclic GC, off while the snapshot was taken and written, is on again
+    assert c("__import__('gc').isenabled()") is True
     with open(path, "rb") as a, open(EXAMPLE, "rb") as b:
         assert a.read() == b.read()
     assert "vramscope-worker" in c("[t.name for t in __import__('threading').enumerate()]")

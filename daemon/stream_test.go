@@ -1,0 +1,130 @@
+package daemon
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/vramscope/vramscope/profiler/analyze"
+)
+
+// vsmOfFixture has the agent's own writer (jupyter/vramscope/_vsm.py) write
+// a real snapshot as VSM1, in chunks as small as the agent's.
+func vsmOfFixture(t *testing.T, pickle string) []byte {
+	t.Helper()
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("python3 not found")
+	}
+	out := filepath.Join(t.TempDir(), "s.vsm")
+	script := `import pickle, sys
+sys.path.insert(0, sys.argv[1])
+from vramscope._vsm import write_vsm
+with open(sys.argv[2], "rb") as f:
+    snap = pickle.load(f)
+with open(sys.argv[3], "wb") as f:
+    write_vsm(snap, f, chunk_entries=512)
+`
+	if b, err := exec.Command(py, "-c", script, mustAbs("../jupyter"), pickle, out).CombinedOutput(); err != nil {
+		t.Fatalf("python3: %v\n%s", err, b)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// feed opens the stream's FIFO as the agent does and writes b into it in
+// pieces of step bytes.
+func feed(t *testing.T, s *stream, b []byte, step int) {
+	t.Helper()
+	go func() {
+		w, err := os.OpenFile(s.fifo, os.O_WRONLY, 0)
+		if err != nil {
+			t.Errorf("open fifo: %v", err)
+			return
+		}
+		defer w.Close()
+		for len(b) > 0 {
+			n := min(step, len(b))
+			if _, err := w.Write(b[:n]); err != nil {
+				t.Errorf("write fifo: %v", err)
+				return
+			}
+			b = b[n:]
+		}
+	}()
+}
+
+// The stream goes whole to the part file, with the hash of every byte, and
+// the analysis is the pickle's, however the agent's writes are cut and
+// however much follows the end frame (which outlasts the analysis and
+// recycles every block many times over).
+func TestStreamPumpsToFileAndAnalysis(t *testing.T) {
+	pickle := fixtures + "gpt2_12l_python_stacks.pickle"
+	vsm := vsmOfFixture(t, pickle)
+	want, err := analyze.Run(pickle, analyze.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tail := bytes.Repeat([]byte("after the end frame "), (3*streamBlocks*streamBlock)/20)
+	for _, tc := range []struct {
+		name string
+		data []byte
+		step int
+	}{
+		{"whole", vsm, 1 << 20},
+		{"small writes", vsm, 777},
+		{"bytes after the end frame", append(append([]byte{}, vsm...), tail...), 1 << 16},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			part := filepath.Join(t.TempDir(), "x.part")
+			s := openStream(part)
+			if s == nil {
+				t.Skip("no FIFOs here")
+			}
+			feed(t, s, tc.data, tc.step)
+			got := <-s.done
+			if got.err != nil {
+				t.Fatal(got.err)
+			}
+			sum := sha256.Sum256(tc.data)
+			if got.size != int64(len(tc.data)) || got.sum != hex.EncodeToString(sum[:]) {
+				t.Errorf("size %d sum %s, want %d %x", got.size, got.sum, len(tc.data), sum)
+			}
+			onDisk, err := os.ReadFile(part)
+			if err != nil || !bytes.Equal(onDisk, tc.data) {
+				t.Errorf("part file: %d bytes (err %v), want the %d streamed", len(onDisk), err, len(tc.data))
+			}
+			if got.res.Peak != want.Peak || got.res.Events != want.Events || len(got.res.Sites) != len(want.Sites) {
+				t.Errorf("analysis: peak %+v events %d sites %d, want %+v %d %d", got.res.Peak, got.res.Events,
+					len(got.res.Sites), want.Peak, want.Events, len(want.Sites))
+			}
+		})
+	}
+}
+
+// A stream that ends before its end frame is an error naming where, and
+// leaves no part file behind.
+func TestStreamTruncated(t *testing.T) {
+	vsm := vsmOfFixture(t, fixtures+"gpt2_train.pickle")
+	part := filepath.Join(t.TempDir(), "x.part")
+	s := openStream(part)
+	if s == nil {
+		t.Skip("no FIFOs here")
+	}
+	feed(t, s, vsm[:len(vsm)/2], 4096)
+	got := <-s.done
+	if got.err == nil || !got.got {
+		t.Fatalf("truncated stream: err %v got %v", got.err, got.got)
+	}
+	if _, err := os.Stat(part); !os.IsNotExist(err) {
+		t.Errorf("part file left behind: %v", err)
+	}
+	t.Log(got.err)
+}
