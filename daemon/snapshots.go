@@ -65,7 +65,7 @@ func (s *session) snapshotTake(ctx context.Context, raw json.RawMessage) (any, e
 	if st != nil && res.Streamed {
 		sr := <-st.done
 		finished := time.Now()
-		meta.Phases.Finish = float64(finished.Sub(answered).Microseconds()) / 1000
+		meta.Phases.Finish = millis(finished.Sub(answered))
 		m, err := d.commitStreamed(part, sr, meta)
 		if err != nil {
 			return nil, err
@@ -254,5 +254,7 @@ func (s *session) snapshotDelete(_ context.Context, raw json.RawMessage) (any, e
 	return api.Empty{}, nil
 }
 
-// ms formats a duration in milliseconds for the log.
-func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000) }
+// millis is d in milliseconds; ms formats it for the log.
+func millis(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", millis(d)) }

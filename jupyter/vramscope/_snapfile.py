@@ -5,6 +5,7 @@ import gc
 import os
 import pickle
 import shutil
+import time
 
 from . import _torch
 from ._common import (
@@ -110,8 +111,6 @@ def _open_stream(fifo, wait=2.0):
     """Open the daemon's FIFO for writing, or None when no reader holds it open
     within `wait` seconds (the daemon gave up, or died): a blocking open would
     then wait forever, and with it every later capture."""
-    import time
-
     flags = os.O_WRONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
     deadline = time.monotonic() + wait
     while True:
@@ -131,8 +130,6 @@ def _stream_snapshot(fifo, snap, phases=None):
     than pickling, and the daemon analyses it as it arrives). Returns (bytes,
     entries), or None when the daemon is not reading it (write the pickle then).
     phases, a dict, gets "open": the milliseconds the FIFO took to open."""
-    import time
-
     from ._vsm import write_vsm
 
     t = time.perf_counter()
