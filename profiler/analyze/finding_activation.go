@@ -2,7 +2,6 @@ package analyze
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 
 	"github.com/vramscope/vramscope/profiler"
@@ -97,26 +96,9 @@ func isTorchFile(file string) bool {
 }
 
 func (dg *devDiag) activationFinding(blocks []catBlock, act, total int64, when string) Finding {
-	type agg struct {
-		file, fn string
-		line     int
-		bytes    int64
-		n        int64
-		direct   bool // made by the user's line itself, not inside a model
-	}
-	models, users := map[string]*agg{}, map[string]*agg{}
+	models, users := lineTotals{}, lineTotals{}
 	kinds := map[string]bool{}
 	first := int64(0)
-	add := func(m map[string]*agg, file string, line int, fn string, size int64) {
-		k := fmt.Sprintf("%s:%d", file, line)
-		x := m[k]
-		if x == nil {
-			x = &agg{file: file, line: line, fn: fn}
-			m[k] = x
-		}
-		x.bytes += size
-		x.n++
-	}
 	for _, b := range blocks {
 		if b.cat != CatActivation {
 			continue
@@ -132,33 +114,16 @@ func (dg *devDiag) activationFinding(blocks []catBlock, act, total int64, when s
 		if direct { // made by your line itself (an input), not inside a model
 			mf, ml, mfn = uf, ul, ufn
 		}
-		add(models, mf, ml, mfn, b.size)
-		if direct {
-			models[fmt.Sprintf("%s:%d", mf, ml)].direct = true
+		if x := models.add(mf, ml, mfn, b.size); direct {
+			x.direct = true
 		}
-		add(users, uf, ul, ufn, b.size)
-	}
-	top := func(m map[string]*agg, n int) []*agg {
-		var l []*agg
-		for _, x := range m {
-			l = append(l, x)
-		}
-		sort.Slice(l, func(i, j int) bool {
-			if l[i].bytes != l[j].bytes {
-				return l[i].bytes > l[j].bytes
-			}
-			return l[i].file+fmt.Sprint(l[i].line) < l[j].file+fmt.Sprint(l[j].line)
-		})
-		if len(l) > n {
-			l = l[:n]
-		}
-		return l
+		users.add(uf, ul, ufn, b.size)
 	}
 	f := Finding{Kind: KindActivationPeak, Severity: "warning",
 		Evidence: Evidence{Numbers: map[string]int64{"activation_bytes": act, "total": total, "share_pct": pct(act, total)},
 			StartUS: first}}
 	var names []string
-	for _, x := range top(models, 5) {
+	for _, x := range models.top(5) {
 		what := "model code"
 		if x.direct {
 			what = "made directly by"
@@ -167,7 +132,7 @@ func (dg *devDiag) activationFinding(blocks []catBlock, act, total int64, when s
 			Note: fmt.Sprintf("%s (%s): %d activations", what, x.fn, x.n)})
 		names = append(names, short(x.file, x.line))
 	}
-	for i, x := range top(users, 3) {
+	for i, x := range users.top(3) {
 		if i == 0 {
 			f.File, f.Line = x.file, x.line
 		}

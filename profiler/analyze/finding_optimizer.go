@@ -2,7 +2,6 @@ package analyze
 
 import (
 	"fmt"
-	"sort"
 )
 
 // optimizerShare: optimizer state is reported (info) from a quarter of the
@@ -21,21 +20,8 @@ func (dg *devDiag) optimizerState() *Finding {
 	if state == 0 || float64(state) < optimizerShare*float64(peak) {
 		return nil
 	}
-	type agg struct {
-		file, fn string
-		line     int
-		bytes, n int64
-	}
-	byUser, byLib := map[[2]string]*agg{}, map[[2]string]*agg{}
+	byUser, byLib := lineTotals{}, lineTotals{}
 	var tensors int64
-	add := func(m map[[2]string]*agg, file string, line int, fn string, size int64) {
-		k := [2]string{file, fmt.Sprint(line)}
-		if m[k] == nil {
-			m[k] = &agg{file: file, line: line, fn: fn}
-		}
-		m[k].bytes += size
-		m[k].n++
-	}
 	for _, b := range dg.peak {
 		if b.cat != CatOptimizerState {
 			continue
@@ -43,9 +29,9 @@ func (dg *devDiag) optimizerState() *Finding {
 		tensors++
 		o := b.resolved()
 		file, line, fn := dg.place(o)
-		add(byUser, file, line, fn, b.size)
+		byUser.add(file, line, fn, b.size)
 		if in, ok := dg.innermost(o); ok {
-			add(byLib, in.File, in.Line, in.Func, b.size)
+			byLib.add(in.File, in.Line, in.Func, b.size)
 		}
 	}
 	name := dg.optName
@@ -57,21 +43,8 @@ func (dg *devDiag) optimizerState() *Finding {
 		Evidence: Evidence{Numbers: map[string]int64{"bytes": state, "peak": peak, "share_pct": pct(state, peak), "tensors": tensors},
 			EndUS: dg.d.Peak.TimeUS},
 		Fix: optimizerFix(dg.optName)}
-	for _, m := range []map[[2]string]*agg{byUser, byLib} {
-		var l []*agg
-		for _, x := range m {
-			l = append(l, x)
-		}
-		sort.Slice(l, func(i, j int) bool {
-			if l[i].bytes != l[j].bytes {
-				return l[i].bytes > l[j].bytes
-			}
-			return l[i].line < l[j].line
-		})
-		for i, x := range l {
-			if i == 3 {
-				break
-			}
+	for _, m := range []lineTotals{byUser, byLib} {
+		for _, x := range m.top(3) {
 			if f.File == "" && x.file != "" {
 				f.File, f.Line = x.file, x.line
 			}
