@@ -27,12 +27,22 @@ _last = []  # the last report displayed (for notebook.last())
 def esm(name):
     """A front-end module: flame.js (a classic UMD script, kept byte-identical to
     profiler/flame/web/flame.js) wrapped so that its exports land in a local
-    `VramscopeFlame`, then static/NAME, which uses that name and exports the
-    anywidget entry points."""
+    `VramscopeFlame`, then static/dom.js (helpers both modules use), then
+    static/NAME, which uses them and exports the anywidget entry points."""
     return ("const VramscopeFlame = (function () {\n  const module = { exports: {} };\n"
             + _html.asset("flame.js")
             + "\n  return module.exports;\n})();\n"
+            + _html.asset("dom.js")
             + _html.asset(name))
+
+
+def _bundle(out):
+    """An anywidget _repr_mimebundle_ result as (data, metadata), data a fresh
+    dict the caller may add its own mime types to."""
+    meta = {}
+    if isinstance(out, tuple):
+        out, meta = out
+    return dict(out or {}), meta
 
 
 def anywidget_available():
@@ -117,11 +127,7 @@ def _classes():
                         "diff": self.diff, "tree": self.tree}
 
             def _repr_mimebundle_(self, **kwargs):
-                data = super()._repr_mimebundle_(**kwargs)
-                meta = {}
-                if isinstance(data, tuple):
-                    data, meta = data
-                data = dict(data or {})
+                data, meta = _bundle(super()._repr_mimebundle_(**kwargs))
                 v = self.view()
                 data["text/plain"] = _html.plain(v)
                 data["text/html"] = _html.page(v)
@@ -189,11 +195,7 @@ def _classes():
                 super().__init__(**kw)
 
             def _repr_mimebundle_(self, **kwargs):
-                data = super()._repr_mimebundle_(**kwargs)
-                meta = {}
-                if isinstance(data, tuple):
-                    data, meta = data
-                data = dict(data or {})
+                data, meta = _bundle(super()._repr_mimebundle_(**kwargs))
                 data["text/plain"] = "vramscope live: %s (%s)" % (self.source, self.note or "stopped")
                 return data, meta
 

@@ -13,14 +13,6 @@ const SERIES = [
   { key: "util", label: "GPU utilisation", color: "#cf222e", axis: "pct" },
 ];
 
-function h(tag, cls, parent, text) {
-  const e = document.createElement(tag);
-  if (cls) e.className = cls;
-  if (text !== undefined) e.textContent = text;
-  if (parent) parent.appendChild(e);
-  return e;
-}
-
 function render({ model, el }) {
   const root = h("div", "vs-widget vs-live", el);
   const head = h("div", "vs-head", root);

@@ -18,14 +18,6 @@
 
 const fmt = VramscopeFlame.formatBytes;
 
-function h(tag, cls, parent, text) {
-  const e = document.createElement(tag);
-  if (cls) e.className = cls;
-  if (text !== undefined) e.textContent = text;
-  if (parent) parent.appendChild(e);
-  return e;
-}
-
 function share(x) {
   const p = (Number(x) || 0) * 100;
   return p > 0 && p < 0.05 ? "<0.1%" : p.toFixed(1) + "%";
