@@ -5,38 +5,17 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 
+	"github.com/vramscope/vramscope/internal/vsmtest"
 	"github.com/vramscope/vramscope/profiler/analyze"
 )
 
-// vsmOfFixture has the agent's own writer (jupyter/vramscope/_vsm.py) write
-// a real snapshot as VSM1, in chunks as small as the agent's.
+// vsmOfFixture is a real snapshot written as VSM1 by the agent's own writer,
+// in chunks as small as the agent's.
 func vsmOfFixture(t *testing.T, pickle string) []byte {
-	t.Helper()
-	py, err := exec.LookPath("python3")
-	if err != nil {
-		t.Skip("python3 not found")
-	}
-	out := filepath.Join(t.TempDir(), "s.vsm")
-	script := `import pickle, sys
-sys.path.insert(0, sys.argv[1])
-from vramscope._vsm import write_vsm
-with open(sys.argv[2], "rb") as f:
-    snap = pickle.load(f)
-with open(sys.argv[3], "wb") as f:
-    write_vsm(snap, f, chunk_entries=512)
-`
-	if b, err := exec.Command(py, "-c", script, mustAbs("../jupyter"), pickle, out).CombinedOutput(); err != nil {
-		t.Fatalf("python3: %v\n%s", err, b)
-	}
-	b, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
+	return vsmtest.Bytes(t, mustAbs("../jupyter"), pickle, 512)
 }
 
 // feed opens the stream's FIFO as the agent does and writes b into it in

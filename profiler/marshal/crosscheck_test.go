@@ -3,6 +3,7 @@ package marshal
 import (
 	"bytes"
 	"fmt"
+	"github.com/vramscope/vramscope/internal/vsmtest"
 	"math/rand"
 	"os"
 	"os/exec"
@@ -34,20 +35,6 @@ func snapshotPickles(t *testing.T) []string {
 	}
 	return paths
 }
-
-// pyWriteVSM writes each pickle given (src dst pairs) as VSM1 with the
-// package's Python writer, 1000 entries a chunk so there are many chunks.
-const pyWriteVSM = `
-import pickle, sys
-sys.path.insert(0, sys.argv[1])
-from vramscope._vsm import write_vsm
-args = sys.argv[2:]
-for src, dst in zip(args[0::2], args[1::2]):
-    with open(src, "rb") as f:
-        snap = pickle.load(f)
-    with open(dst, "wb") as f:
-        write_vsm(snap, f, chunk_entries=1000)
-`
 
 // pyCompare loads each pair (the original, Transcode's pickle) and reports
 // the first difference. An original ending in .vsm is read with read_vsm.
@@ -97,17 +84,11 @@ func python(t *testing.T, script string, args ...string) {
 	}
 }
 
-// writeVSMs has Python write every example snapshot as VSM1 under dir.
+// writeVSMs has Python write every example snapshot as VSM1 under dir, 1000
+// entries a chunk so there are many chunks.
 func writeVSMs(t *testing.T, dir string, pickles []string) []string {
 	t.Helper()
-	var args, vsms []string
-	for i, p := range pickles {
-		v := filepath.Join(dir, fmt.Sprintf("%02d_%s.vsm", i, strings.TrimSuffix(filepath.Base(p), ".pickle")))
-		args = append(args, p, v)
-		vsms = append(vsms, v)
-	}
-	python(t, pyWriteVSM, args...)
-	return vsms
+	return vsmtest.Write(t, jupyterDir, dir, pickles, 1000)
 }
 
 func transcodeFile(t *testing.T, src, dst string) {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -14,46 +13,20 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vramscope/vramscope/internal/vsmtest"
 	"github.com/vramscope/vramscope/profiler"
 	"github.com/vramscope/vramscope/profiler/marshal"
 )
-
-// pyWriteVSM writes each dict snapshot given (src dst pairs) as VSM1 with the
-// agent's writer, 1000 entries a chunk; it skips roots that are not dicts
-// (torch 1.x's bare list of segments), which VSM1 does not carry.
-const pyWriteVSM = `
-import pickle, sys
-sys.path.insert(0, sys.argv[1])
-from vramscope._vsm import write_vsm
-args = sys.argv[2:]
-for src, dst in zip(args[0::2], args[1::2]):
-    with open(src, "rb") as f:
-        snap = pickle.load(f)
-    if isinstance(snap, dict):
-        with open(dst, "wb") as f:
-            write_vsm(snap, f, chunk_entries=1000)
-`
 
 // vsmPairs has Python write every snapshot the package's tests read (and the
 // findings examples) as VSM1; it returns pickle, VSM pairs.
 func vsmPairs(t *testing.T) [][2]string {
 	t.Helper()
-	py, err := exec.LookPath("python3")
-	if err != nil {
-		t.Skip("python3 not found")
-	}
 	findings, _ := filepath.Glob(filepath.Join(exampleDir, "findings", "*.pickle"))
-	var args []string
+	pickles := append(snapshotFiles(t), findings...)
 	var pairs [][2]string
-	dir := t.TempDir()
-	for i, p := range append(snapshotFiles(t), findings...) {
-		v := filepath.Join(dir, fmt.Sprintf("%02d_%s.vsm", i, strings.TrimSuffix(filepath.Base(p), ".pickle")))
-		args = append(args, p, v)
-		pairs = append(pairs, [2]string{p, v})
-	}
-	cmd := exec.Command(py, append([]string{"-c", pyWriteVSM, filepath.Join("..", "..", "jupyter")}, args...)...)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("python3: %v\n%s", err, out)
+	for i, v := range vsmtest.Write(t, filepath.Join("..", "..", "jupyter"), t.TempDir(), pickles, 1000) {
+		pairs = append(pairs, [2]string{pickles[i], v})
 	}
 	return pairs
 }
