@@ -88,7 +88,7 @@ func readStream(fifo, part string) streamed {
 		return streamed{got: true, err: err}
 	}
 	p := newPump(f, first[:], out)
-	res, aerr := analyze.RunStream(part, p.analysis(), analyze.Options{})
+	res, aerr := analyze.RunStream(part, p.reader, analyze.Options{})
 	w := p.finish() // anything after the end frame is written too, and the file synced
 	if aerr == nil {
 		aerr = w.err
@@ -130,8 +130,8 @@ type pump struct {
 	toReader chan *block
 	toWriter chan *block
 	stop     chan struct{} // closed when the analysis reads no more
-	reader   *blockReader
-	readErr  error // the FIFO's, set before toReader closes
+	reader   *blockReader  // the stream as the analysis reads it
+	readErr  error         // the FIFO's, set before toReader closes
 	written  chan written
 }
 
@@ -209,9 +209,6 @@ func (p *pump) write(out *os.File) {
 	}
 	p.written <- written{size: size, sum: hex.EncodeToString(h.Sum(nil)), err: err}
 }
-
-// analysis is the stream as the analysis reads it.
-func (p *pump) analysis() io.Reader { return p.reader }
 
 // finish is called once the analysis returned: it lets go of the blocks the
 // analysis will not read, waits for the end of the stream and its write.
