@@ -6,7 +6,7 @@ BIN     := bin/vramscope
 EXAMPLE := examples/snapshots/example_train.pickle
 SHARED  ?= ../shared
 
-.PHONY: all build demo test setup test-go test-web test-py test-fixtures test-vscode bench bench-lsp bench-widget fuzz gpu-e2e clean
+.PHONY: all build demo test clean-artifacts setup test-go test-web test-py test-fixtures test-vscode bench bench-lsp bench-widget fuzz gpu-e2e clean
 
 all: build
 
@@ -34,7 +34,12 @@ setup:
 	  else echo "install Debian's libkrb5-dev and ripgrep (apt-get install libkrb5-dev ripgrep) for code-server" >&2; exit 1; fi; }
 	sh vscode-ext/test/code-server/install.sh
 
-test: setup test-go test-web test-py test-fixtures test-vscode
+test: clean-artifacts setup test-go test-web test-py test-fixtures test-vscode
+
+# Screenshots and logs of this run only (the browser tests write them).
+ARTIFACTS ?= $(or $(VRAMSCOPE_ARTIFACTS),test-artifacts)
+clean-artifacts:
+	rm -rf '$(ARTIFACTS)'
 
 test-go:
 	@out="$$(gofmt -l $$(git ls-files '*.go'))"; if [ -n "$$out" ]; then echo "not gofmt-ed: $$out" >&2; exit 1; fi

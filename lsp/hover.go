@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"path/filepath"
 	"strings"
 
 	"github.com/vramscope/vramscope/profiler"
@@ -29,35 +30,43 @@ func (s *Server) hover(_ context.Context, raw json.RawMessage) (any, error) {
 	if !ok {
 		return nil, nil
 	}
+	// Short lines, not a table: VS Code draws hover tables without cell
+	// padding (labels ran into values), and a hover taller than about 250
+	// pixels scrolls, hiding the stacks.
 	var b strings.Builder
-	fmt.Fprintf(&b, "**vramscope** · `%s`\n\n", place(profiler.Frame{File: site.File, Line: site.Line}))
-	fmt.Fprintf(&b, "| | |\n|---|---|\n")
-	fmt.Fprintf(&b, "| live at peak | %s (%.1f%% of %s) in %s |\n", profiler.FormatBytes(site.PeakBytes), 100*site.PeakShare,
-		profiler.FormatBytes(l.result.Peak.Bytes), plural(site.PeakAllocs, "block"))
-	fmt.Fprintf(&b, "| alive at snapshot | %s |\n", profiler.FormatBytes(site.CurrentBytes))
-	fmt.Fprintf(&b, "| allocated in total | %s in %s |\n", profiler.FormatBytes(site.AllocBytes), plural(site.Allocs, "allocation"))
-	fmt.Fprintf(&b, "| largest | %s |\n", profiler.FormatBytes(site.MaxAlloc))
+	fmt.Fprintf(&b, "**vramscope** · `%s`: **%s** live at peak (%.1f%% of %s) in %s\n\n", place(profiler.Frame{File: site.File, Line: site.Line}),
+		profiler.FormatBytes(site.PeakBytes), 100*site.PeakShare, profiler.FormatBytes(l.result.Peak.Bytes), plural(site.PeakAllocs, "block"))
+	facts := []string{
+		"alive at snapshot: " + profiler.FormatBytes(site.CurrentBytes),
+		fmt.Sprintf("allocated: %s in %s", profiler.FormatBytes(site.AllocBytes), plural(site.Allocs, "allocation")),
+		"largest: " + profiler.FormatBytes(site.MaxAlloc),
+	}
 	if cats := site.Categories.Named(); len(cats) > 0 {
 		var parts []string
 		for _, c := range cats {
 			parts = append(parts, fmt.Sprintf("%s %s (%.0f%%)", strings.ReplaceAll(c.Name, "_", " "), profiler.FormatBytes(c.Bytes), 100*c.Share))
 		}
-		fmt.Fprintf(&b, "| at peak, by kind | %s |\n", strings.Join(parts, ", "))
+		facts = append(facts, "at peak, by kind: "+strings.Join(parts, ", "))
 	}
-	stacks := l.index.Stacks(site.File, site.Line, 5)
+	b.WriteString(strings.Join(facts, " · ") + "\n")
+	stacks := l.index.Stacks(site.File, site.Line, hoverStacks)
 	if len(stacks) > 0 {
-		b.WriteString("\n**Top stacks through this line** (innermost last)\n\n")
+		b.WriteString("\n**Top stacks through this line** (what it called, innermost last)\n\n")
 	}
 	for i, st := range stacks {
-		fmt.Fprintf(&b, "%d. %s at peak, %s allocated: ", i+1, profiler.FormatBytes(st.PeakBytes), profiler.FormatBytes(st.AllocBytes))
+		fmt.Fprintf(&b, "%d. **%s** at peak (%s allocated): ", i+1, profiler.FormatBytes(st.PeakBytes), profiler.FormatBytes(st.AllocBytes))
 		var parts []string
-		for _, f := range st.Frames {
+		for _, f := range calledFrom(st.Frames, site.File, site.Line) {
+			if f.File == "" && f.Func == elided {
+				parts = append(parts, elided)
+				continue
+			}
 			parts = append(parts, s.frameLink(f))
 		}
 		b.WriteString(strings.Join(parts, " › "))
 		b.WriteString("\n")
 	}
-	fmt.Fprintf(&b, "\n_snapshot: %s_", l.path)
+	fmt.Fprintf(&b, "\n_snapshot: %s_", escapeMD(filepath.Base(l.path)))
 	return protocol.Hover{Contents: protocol.MarkupContent{Kind: protocol.Markdown, Value: b.String()}}, nil
 }
 
@@ -75,4 +84,33 @@ func (s *Server) frameLink(f profiler.Frame) string {
 func escapeMD(s string) string {
 	r := strings.NewReplacer("[", "\\[", "]", "\\]", "*", "\\*", "_", "\\_", "`", "\\`", "|", "\\|")
 	return r.Replace(s)
+}
+
+// elided stands for the frames a hover's stack leaves out.
+const elided = "…"
+
+// hoverStacks is how many stacks a hover lists: with one line each, the
+// hover fits without scrolling (the flame graph from the lens has the rest).
+const hoverStacks = 3
+
+// calledFrom shortens a stack (outermost first) for a hover on file:line: the
+// callers above the line are left out (the hover is on the line), and of what
+// it called only the first frame and the innermost are kept, so each stack
+// is one line in the hover. A stack that does not pass the line is kept
+// whole, shortened the same way.
+func calledFrom(frames []profiler.Frame, file string, line int) []profiler.Frame {
+	rest := frames
+	for i, f := range frames {
+		if f.File == file && f.Line == line {
+			rest = frames[i+1:]
+			break
+		}
+	}
+	if len(rest) == 0 {
+		return frames[len(frames)-1:]
+	}
+	if len(rest) <= 3 {
+		return rest
+	}
+	return []profiler.Frame{rest[0], {Func: elided}, rest[len(rest)-1]}
 }

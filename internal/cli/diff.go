@@ -42,7 +42,7 @@ func runDiff(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "peak %s -> %s (%s)\n", fb(d.PeakA), fb(d.PeakB), signed(d.PeakDelta))
 	fmt.Fprintf(stdout, "%d new sites, %d gone\n\n", d.New, d.Gone)
-	fmt.Fprintf(stdout, "  %11s %11s %11s  %-7s %s\n", "peak Δ", "before", "after", "status", "line")
+	fmt.Fprintf(stdout, "  %11s %11s %11s  %-26s %s\n", "peak Δ", "before", "after", "changed", "line")
 	for i, s := range d.Sites {
 		if i >= c.top {
 			break
@@ -51,7 +51,7 @@ func runDiff(args []string, stdout, stderr io.Writer) int {
 		if s.File != "" {
 			where = fmt.Sprintf("%s:%d (%s)", s.File, s.Line, s.Function)
 		}
-		fmt.Fprintf(stdout, "  %11s %11s %11s  %-7s %s\n", signed(s.PeakDelta), fb(s.PeakBefore), fb(s.PeakAfter), s.Status, where)
+		fmt.Fprintf(stdout, "  %11s %11s %11s  %-26s %s\n", signed(s.PeakDelta), fb(s.PeakBefore), fb(s.PeakAfter), s.Label(), where)
 	}
 	return exitOK
 }

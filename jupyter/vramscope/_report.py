@@ -133,7 +133,7 @@ def diff_rows(d, labeler, top=20):
     for s in (d.get("sites") or [])[: max(0, int(top))]:
         rows.append({
             "label": site_label(s, labeler),
-            "status": s.get("status") or "",
+            "status": _status_label(s),
             "peak_before": s.get("peak_before") or 0,
             "peak_after": s.get("peak_after") or 0,
             "peak_delta": s.get("peak_delta") or 0,
@@ -143,13 +143,22 @@ def diff_rows(d, labeler, top=20):
     return rows
 
 
+def _status_label(s):
+    """"new", "gone", or for a changed site the measures that changed ("peak, allocated")."""
+    status = s.get("status") or ""
+    if status == "changed" and s.get("changed"):
+        return ", ".join(s["changed"])
+    return status
+
+
 def diff_facts(d):
     a = os.path.basename(d.get("before") or "A")
     b = os.path.basename(d.get("after") or "B")
     sites = d.get("sites") or []
     new = sum(1 for s in sites if s.get("status") == "new")
     gone = sum(1 for s in sites if s.get("status") == "gone")
+    same = sum(1 for s in sites if s.get("status") == "same")
     return ["%s \u2192 %s" % (a, b),
             "peak %s \u2192 %s (%s)" % (fmt_bytes(d.get("peak_before")), fmt_bytes(d.get("peak_after")),
                                        fmt_delta(d.get("peak_delta") or 0)),
-            "%d new sites, %d gone, %d changed" % (new, gone, len(sites) - new - gone)]
+            "%d new sites, %d gone, %d changed" % (new, gone, len(sites) - new - gone - same)]

@@ -3,21 +3,25 @@ package analyze
 import (
 	"regexp"
 	"sort"
+	"strings"
 )
 
 // SiteDelta is how one site changed between two snapshots.
 type SiteDelta struct {
-	File         string `json:"file"`
-	Line         int    `json:"line"`
-	Function     string `json:"function"`
-	Kind         string `json:"kind"`
-	Status       string `json:"status"` // "changed", "new", "gone" or "same"
-	PeakBefore   int64  `json:"peak_before"`
-	PeakAfter    int64  `json:"peak_after"`
-	PeakDelta    int64  `json:"peak_delta"`
-	CurrentDelta int64  `json:"current_delta"`
-	AllocDelta   int64  `json:"alloc_delta"`
-	AllocsDelta  int64  `json:"allocs_delta"`
+	File     string `json:"file"`
+	Line     int    `json:"line"`
+	Function string `json:"function"`
+	Kind     string `json:"kind"`
+	Status   string `json:"status"` // "changed", "new", "gone" or "same"
+	// Changed names the measures that differ, in this order: "peak",
+	// "current", "allocated" (bytes) and "allocs" (count); empty when same.
+	Changed      []string `json:"changed,omitempty"`
+	PeakBefore   int64    `json:"peak_before"`
+	PeakAfter    int64    `json:"peak_after"`
+	PeakDelta    int64    `json:"peak_delta"`
+	CurrentDelta int64    `json:"current_delta"`
+	AllocDelta   int64    `json:"alloc_delta"`
+	AllocsDelta  int64    `json:"allocs_delta"`
 }
 
 // Diff compares two analyses site by site.
@@ -74,10 +78,27 @@ func delta(a, b Site) SiteDelta {
 	sd := SiteDelta{File: b.File, Line: b.Line, Function: b.Function, Kind: b.Kind, PeakBefore: a.PeakBytes,
 		PeakAfter: b.PeakBytes, PeakDelta: b.PeakBytes - a.PeakBytes, CurrentDelta: b.CurrentBytes - a.CurrentBytes,
 		AllocDelta: b.AllocBytes - a.AllocBytes, AllocsDelta: b.Allocs - a.Allocs, Status: "changed"}
-	if sd.PeakDelta == 0 && sd.CurrentDelta == 0 && sd.AllocDelta == 0 && sd.AllocsDelta == 0 {
+	for _, m := range []struct {
+		name  string
+		delta int64
+	}{{"peak", sd.PeakDelta}, {"current", sd.CurrentDelta}, {"allocated", sd.AllocDelta}, {"allocs", sd.AllocsDelta}} {
+		if m.delta != 0 {
+			sd.Changed = append(sd.Changed, m.name)
+		}
+	}
+	if len(sd.Changed) == 0 {
 		sd.Status = "same"
 	}
 	return sd
+}
+
+// Label is the status as a reader wants it: "new", "gone", "same", or for a
+// changed site the measures that changed ("peak, allocated").
+func (sd SiteDelta) Label() string {
+	if sd.Status != "changed" {
+		return sd.Status
+	}
+	return strings.Join(sd.Changed, ", ")
 }
 
 func abs(x int64) int64 {

@@ -84,7 +84,7 @@ func TestCompareTwoRuns(t *testing.T) {
 	if len(d.Sites) != union {
 		t.Errorf("%d site deltas, %d distinct sites", len(d.Sites), union)
 	}
-	nonzero := 0
+	nonzero, unchangedPeak := 0, 0
 	statuses := map[string]int{}
 	for i, s := range d.Sites {
 		k := key(s.File, s.Line, s.Function, s.Kind)
@@ -108,6 +108,25 @@ func TestCompareTwoRuns(t *testing.T) {
 		if s.Status != want {
 			t.Errorf("site %s:%d %s: status %q, want %q", s.File, s.Line, s.Function, s.Status, want)
 		}
+		// Changed names exactly the measures that differ, and the label says them.
+		var changed []string
+		for _, m := range []struct {
+			name string
+			d    int64
+		}{{"peak", s.PeakDelta}, {"current", s.CurrentDelta}, {"allocated", s.AllocDelta}, {"allocs", s.AllocsDelta}} {
+			if m.d != 0 {
+				changed = append(changed, m.name)
+			}
+		}
+		if strings.Join(changed, ",") != strings.Join(s.Changed, ",") {
+			t.Errorf("site %s:%d: changed %v, want %v", s.File, s.Line, s.Changed, changed)
+		}
+		if s.Status == "changed" && s.Label() != strings.Join(changed, ", ") || s.Status != "changed" && s.Label() != s.Status {
+			t.Errorf("site %s:%d: label %q for status %q, changed %v", s.File, s.Line, s.Label(), s.Status, changed)
+		}
+		if s.Status == "changed" && s.PeakDelta == 0 {
+			unchangedPeak++
+		}
 		if s.PeakDelta != 0 || s.AllocDelta != 0 {
 			nonzero++
 		}
@@ -121,6 +140,7 @@ func TestCompareTwoRuns(t *testing.T) {
 	if statuses["new"] != d.New || statuses["gone"] != d.Gone {
 		t.Errorf("statuses %v, new %d gone %d", statuses, d.New, d.Gone)
 	}
+	t.Logf("%d changed sites whose peak did not change", unchangedPeak)
 }
 
 func abs(x int64) int64 {

@@ -24,6 +24,8 @@ export interface SiteDelta {
   function: string;
   kind: string;
   status: string;
+  /** The measures that changed ("peak", "current", "allocated", "allocs"). */
+  changed?: string[];
   peak_before: number;
   peak_after: number;
   peak_delta: number;
@@ -49,13 +51,19 @@ export function showDiff(ctx: Ctx, d: Diff): void {
   });
 }
 
+/** statusLabel is "new", "gone", or for a changed site the measures that changed (analyze.SiteDelta.Label). */
+export function statusLabel(s: SiteDelta): string {
+  return s.status === "changed" && s.changed?.length ? s.changed.join(", ") : s.status;
+}
+
 function diffHtml(d: Diff, sites: SiteDelta[]): string {
   const n = nonce();
   const csp = `default-src 'none'; style-src 'nonce-${n}'; script-src 'nonce-${n}'`;
   const rows = sites
     .map((s, i) => {
       const where = s.file ? `${basename(s.file)}:${s.line}` : s.function || "?";
-      return `<tr class="${escapeHtml(s.status)}"><td><a href="#" data-i="${i}" title="${escapeHtml(s.file)}">${escapeHtml(where)}</a></td><td>${escapeHtml(s.function || "")}</td><td>${escapeHtml(s.kind)}</td><td>${escapeHtml(s.status)}</td><td class="n">${formatBytes(s.peak_before)}</td><td class="n">${formatBytes(s.peak_after)}</td><td class="n d">${formatDelta(s.peak_delta)}</td><td class="n">${formatDelta(s.alloc_delta)}</td></tr>`;
+      const fn = s.file && s.function ? `<div class="fn">${escapeHtml(s.function)} · ${escapeHtml(s.kind)}</div>` : "";
+      return `<tr class="${escapeHtml(s.status)}"><td class="where"><a href="#" data-i="${i}" title="${escapeHtml(s.file)}">${escapeHtml(where)}</a>${fn}</td><td class="what">${escapeHtml(statusLabel(s))}</td><td class="n">${formatBytes(s.peak_before)}</td><td class="n">${formatBytes(s.peak_after)}</td><td class="n d">${formatDelta(s.peak_delta)}</td><td class="n">${formatDelta(s.alloc_delta)}</td></tr>`;
     })
     .join("\n");
   return `<!DOCTYPE html>
@@ -66,9 +74,12 @@ function diffHtml(d: Diff, sites: SiteDelta[]): string {
 <title>vramscope compare</title>
 <style nonce="${n}">
 body { font-family: var(--vscode-font-family); font-size: var(--vscode-font-size); color: var(--vscode-foreground); background: var(--vscode-editor-background); padding: 8px 14px; }
-table { border-collapse: collapse; width: 100%; font-variant-numeric: tabular-nums; }
-th, td { text-align: left; padding: 3px 8px; border-bottom: 1px solid var(--vscode-panel-border, #8884); }
-td.n, th.n { text-align: right; white-space: nowrap; }
+table { border-collapse: collapse; width: 100%; table-layout: fixed; font-variant-numeric: tabular-nums; }
+th, td { text-align: left; padding: 3px 6px; border-bottom: 1px solid var(--vscode-panel-border, #8884); vertical-align: top; }
+td.where { overflow-wrap: anywhere; }
+th.where { width: 30%; } th.what { width: 18%; }
+td.n, th.n { text-align: right; }
+.fn { color: var(--vscode-descriptionForeground); font-size: 0.9em; }
 tr.new td.d { color: var(--vscode-charts-red, #c33); }
 tr.gone td.d { color: var(--vscode-charts-green, #3a3); }
 a { color: var(--vscode-textLink-foreground); text-decoration: none; }
@@ -79,9 +90,9 @@ a { color: var(--vscode-textLink-foreground); text-decoration: none; }
 <h2>${escapeHtml(basename(d.before))} → ${escapeHtml(basename(d.after))}</h2>
 <div class="facts">peak ${formatBytes(d.peak_before)} → ${formatBytes(d.peak_after)} (${formatDelta(d.peak_delta)}) · ${d.new_sites} new sites · ${d.gone_sites} gone</div>
 <table>
-<thead><tr><th>line</th><th>function</th><th>kind</th><th>status</th><th class="n">at peak before</th><th class="n">after</th><th class="n">change</th><th class="n">allocated change</th></tr></thead>
+<thead><tr><th class="where">line</th><th class="what">what changed</th><th class="n">peak before</th><th class="n">peak after</th><th class="n">Δ peak</th><th class="n">Δ allocated</th></tr></thead>
 <tbody>
-${rows || '<tr><td colspan="8">no site changed</td></tr>'}
+${rows || '<tr><td colspan="6">no site changed</td></tr>'}
 </tbody>
 </table>
 <script nonce="${n}">

@@ -142,7 +142,7 @@ function render({ model, el }) {
     diff.textContent = "";
     const d = model.get("diff");
     if (Array.isArray(d)) {
-      table(diff, ["peak \u0394", "before", "after", "status", "line"], d.map((r) => [delta(r.peak_delta), fmt(r.peak_before), fmt(r.peak_after), r.status, r.label]));
+      table(diff, ["peak \u0394", "before", "after", "what changed", "line"], d.map((r) => [delta(r.peak_delta), fmt(r.peak_before), fmt(r.peak_after), r.status, r.label]));
     }
   }
 
