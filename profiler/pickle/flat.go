@@ -164,9 +164,6 @@ commit:
 	}
 	for i := 0; i < p.nget; i++ {
 		if m.plan.consume(p.gets[i]) {
-			if v, ok := m.memo.get(p.gets[i]); ok {
-				unpin(v)
-			}
 			m.memo.del(p.gets[i])
 		}
 	}

@@ -51,9 +51,10 @@ func NewMachine(src io.Reader, size int64, plan *Plan, lim Limits) *Machine {
 }
 
 // Release hands a consumed dict back for reuse. It does nothing for a dict a
-// memo slot still holds, so a caller may release whatever it consumed.
+// memo slot holds or held, or that DUP copied, so a caller may release
+// whatever it consumed.
 func (m *Machine) Release(d *Dict) {
-	if d.pins > 0 {
+	if d.kept {
 		return
 	}
 	m.held -= int64(len(d.Items))
@@ -509,6 +510,7 @@ func (m *Machine) structural(op byte) error {
 		if err != nil {
 			return err
 		}
+		keep(*t)
 		return m.push(*t)
 	case opFrame:
 		_, err := m.r.bytes(8)
@@ -633,22 +635,21 @@ func (m *Machine) put(id uint64) error {
 		clear(m.lists)
 		m.listBytes = 0
 	}
-	if old, ok := m.memo.get(id); ok {
-		unpin(old)
+	if _, ok := m.memo.get(id); ok {
 		m.memo.del(id)
 	}
 	if m.plan.wanted(id) {
 		m.memo.set(id, *t)
-		if d, ok := t.Ref.(*Dict); ok {
-			d.pins++
-		}
+		keep(*t)
 	}
 	return nil
 }
 
-func unpin(v Value) {
+// keep marks a dict that is about to have a second reference (a memo slot
+// read back later, or DUP) as never to be recycled.
+func keep(v Value) {
 	if d, ok := v.Ref.(*Dict); ok {
-		d.pins--
+		d.kept = true
 	}
 }
 
@@ -669,7 +670,6 @@ func (m *Machine) get(id uint64) error {
 		}
 	}
 	if last {
-		unpin(v)
 		m.memo.del(id)
 	}
 	return m.push(v)

@@ -55,7 +55,10 @@ type Dict struct {
 	Items []Value
 	Tag   any
 	Mark  int64 // free for the caller, like Tag, without an allocation
-	pins  int32 // memo slots holding this dict
+	// kept: a memo slot that is read back (or DUP) gave this dict a second
+	// reference, so Release must never recycle it, even once the slot is
+	// dropped: the reader may still hold it (the same entry twice in a trace).
+	kept bool
 }
 
 // Set is a Python set or frozenset (Frozen; only a frozenset can be a dict key).
