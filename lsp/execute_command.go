@@ -198,17 +198,22 @@ func (s *Server) cmdFlame(a commandArgs) (any, error) {
 	return t, nil
 }
 
-// subtree finds the outermost node of function fn in file (recorded name).
+// subtree finds the outermost node of function fn in file (recorded name),
+// the first one in depth-first order. It keeps its own stack rather than
+// recursing, like every walk over a tree.
 func subtree(n *flame.Node, file, fn string) *flame.Node {
 	if n == nil {
 		return nil
 	}
-	if n.Name == fn && (file == "" || n.File == file) {
-		return n
-	}
-	for _, c := range n.Children {
-		if f := subtree(c, file, fn); f != nil {
-			return f
+	stack := []*flame.Node{n}
+	for len(stack) > 0 {
+		n := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if n.Name == fn && (file == "" || n.File == file) {
+			return n
+		}
+		for i := len(n.Children) - 1; i >= 0; i-- {
+			stack = append(stack, n.Children[i])
 		}
 	}
 	return nil
@@ -218,9 +223,12 @@ func (s *Server) localize(n *flame.Node) {
 	if n == nil {
 		return
 	}
-	n.File = s.paths.local(n.File)
-	for _, c := range n.Children {
-		s.localize(c)
+	stack := []*flame.Node{n}
+	for len(stack) > 0 {
+		n := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		n.File = s.paths.local(n.File)
+		stack = append(stack, n.Children...)
 	}
 }
 

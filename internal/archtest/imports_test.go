@@ -38,6 +38,7 @@ var allowed = []struct {
 	{"internal/archtest", nil, ""},
 	{"internal/golden", nil, "golden-file checks for tests: standard library only"},
 	{"internal/vsmtest", nil, "real snapshots as VSM1 (by the agent's writer) for tests: standard library only"},
+	{"internal/hostile", []string{"profiler/pickle"}, "the snapshots that broke vramscope (deep stacks), generated for tests"},
 	{"cmd/vramscope", []string{"internal/cli"}, "a thin entry point"},
 	{"cmd/vramscope-synth", []string{"internal/synth"}, "a thin entry point"},
 	{"bench", nil, "runs the built binaries; imports nothing of ours"},

@@ -58,6 +58,9 @@ func NewTree(title string, w Weight) *Tree {
 }
 
 // Add records value bytes (and count allocations) at a path given root first.
+// A path deeper than profiler.MaxStackDepth (a gap's path joins two stacks)
+// loses its middle frames to one "[N frames elided]" frame, so that the tree,
+// its JSON and everything that walks it stay bounded in depth.
 func (t *Tree) Add(path []profiler.Frame, value, count int64) {
 	if value == 0 && count == 0 {
 		return
@@ -65,7 +68,25 @@ func (t *Tree) Add(path []profiler.Frame, value, count int64) {
 	n := t.Root
 	n.Value += value
 	n.Count += count
-	for _, f := range path {
+	outer, inner := path, path[:0]
+	var mid *profiler.Frame
+	if len(path) > profiler.MaxStackDepth {
+		keep := profiler.MaxStackDepth / 2
+		outer, inner = path[:keep], path[len(path)-(profiler.MaxStackDepth-keep-1):]
+		e := profiler.ElidedFrame(len(path) - len(outer) - len(inner))
+		mid = &e
+	}
+	for _, f := range outer {
+		n = n.child(f)
+		n.Value += value
+		n.Count += count
+	}
+	if mid != nil {
+		n = n.child(*mid)
+		n.Value += value
+		n.Count += count
+	}
+	for _, f := range inner {
 		n = n.child(f)
 		n.Value += value
 		n.Count += count
@@ -89,19 +110,25 @@ func (n *Node) child(f profiler.Frame) *Node {
 // Finish drops zero-weight nodes and orders children by weight, largest first,
 // so output is deterministic.
 func (t *Tree) Finish() {
-	finish(t.Root)
+	stack := []*Node{t.Root}
+	for len(stack) > 0 {
+		n := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		n.index = nil
+		kept := n.Children[:0]
+		for _, c := range n.Children {
+			if c.Value > 0 {
+				kept = append(kept, c)
+			}
+		}
+		clear(n.Children[len(kept):])
+		n.Children = kept
+		sortChildren(kept)
+		stack = append(stack, kept...)
+	}
 }
 
-func finish(n *Node) {
-	n.index = nil
-	kept := n.Children[:0]
-	for _, c := range n.Children {
-		if c.Value > 0 {
-			finish(c)
-			kept = append(kept, c)
-		}
-	}
-	n.Children = kept
+func sortChildren(kept []*Node) {
 	sort.SliceStable(kept, func(i, j int) bool {
 		if kept[i].Value != kept[j].Value {
 			return kept[i].Value > kept[j].Value
@@ -116,17 +143,26 @@ func finish(n *Node) {
 	})
 }
 
-// Walk visits every node root first with its path of ancestors.
+// Walk visits every node root first (children in order) with its path of
+// ancestors. It keeps its own stack rather than recursing, so that no tree is
+// too deep for it; fn must not keep path.
 func (t *Tree) Walk(fn func(path []*Node, n *Node)) {
-	var rec func(path []*Node, n *Node)
-	rec = func(path []*Node, n *Node) {
-		fn(path, n)
-		path = append(path, n)
-		for _, c := range n.Children {
-			rec(path, c)
+	type visit struct {
+		n     *Node
+		depth int // len(path) when n is visited
+	}
+	var path []*Node
+	stack := []visit{{t.Root, 0}}
+	for len(stack) > 0 {
+		v := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		path = path[:v.depth]
+		fn(path, v.n)
+		path = append(path, v.n)
+		for i := len(v.n.Children) - 1; i >= 0; i-- {
+			stack = append(stack, visit{v.n.Children[i], v.depth + 1})
 		}
 	}
-	rec(nil, t.Root)
 }
 
 // NumNodes counts the nodes, root included.

@@ -167,7 +167,8 @@ commit:
 			m.memo.del(p.gets[i])
 		}
 	}
-	if p.list != nil && p.nitem > 0 {
+	filled := p.list != nil && p.nitem > 0
+	if filled {
 		p.list.Count += int64(p.nitem)
 		done := false
 		var err error
@@ -182,7 +183,6 @@ commit:
 			}
 			p.list.Items = append(p.list.Items, p.items[:p.nitem]...)
 		}
-		m.remember(p.key, p.list)
 	}
 	if p.hit && len(p.list.Items) > 0 {
 		if err := m.hold(len(p.list.Items)); err != nil {
@@ -192,6 +192,10 @@ commit:
 	list.Count++
 	if err := m.OnFlatDict(list, p.keys[:p.n], p.vals[:p.n]); err != nil {
 		return 0, err
+	}
+	if filled {
+		// After OnFlatDict: the copy keeps what it cached in Mark.
+		m.remember(p.key, p.list)
 	}
 	return pos, nil
 }

@@ -2,6 +2,7 @@ package torchsnap
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"unsafe"
@@ -22,6 +23,7 @@ type decoder struct {
 	traces  []int64 // events per trace
 	ev      profiler.Event
 	ids     []profiler.FrameID
+	filling filling  // the frames list being filled
 	keys    strCache // entry key -> field
 	byPos   [32]struct {
 		s string
@@ -41,7 +43,7 @@ func (d *decoder) onAppend(m *pickle.Machine) func(*pickle.List, []pickle.Value)
 		if len(items) == 0 {
 			return true, nil // an empty MARK batch: nothing to add
 		}
-		if l.Mark > 0 || (l.Tag == nil && len(l.Items) == 0 && isFrame(items[0])) {
+		if l.Mark > 0 || l == d.filling.list || (l.Tag == nil && len(l.Items) == 0 && isFrame(items[0])) {
 			return d.appendFrames(l, items)
 		}
 		tag, ok := l.Tag.(traceTag)
@@ -73,22 +75,63 @@ func (d *decoder) onAppend(m *pickle.Machine) func(*pickle.List, []pickle.Value)
 	}
 }
 
-// appendFrames interns a frames list as it is filled, so the list keeps no values.
+// filling is the frames list being filled, batch by batch (a pickler writes
+// a long list in APPENDS of 1,000): its frame IDs gather in ids, and the list
+// is interned once, when an entry or block uses it or the next frames list
+// begins (so stacks get their IDs in the order their lists end, as in the
+// VSM1 path). Interning after every batch made a list of n frames cost n²/1000
+// in stacks.
+type filling struct {
+	list  *pickle.List
+	ids   []profiler.FrameID
+	dirty bool // ids holds frames the interned stack (list.Mark) lacks
+	used  bool // an entry or block took the stack: the list is done
+}
+
+// appendFrames takes a batch of a frames list's frames.
 func (d *decoder) appendFrames(l *pickle.List, items []pickle.Value) (bool, error) {
-	ids := d.ids[:0]
-	if l.Mark > 0 {
-		ids = append(ids, d.frames.StackAt(profiler.StackID(l.Mark-1))...)
+	f := &d.filling
+	if l != f.list {
+		if l.Mark > 0 {
+			return false, errGrownStack
+		}
+		d.endFilling()
+		f.list, f.ids, f.used = l, f.ids[:0], false
+	} else if f.used {
+		return false, errGrownStack
 	}
 	for _, it := range items {
 		id, err := d.frame(it)
 		if err != nil {
 			return false, err
 		}
-		ids = append(ids, id)
+		f.ids = append(f.ids, id)
 	}
-	d.ids = ids
-	l.Mark = int64(d.frames.Stack(ids)) + 1
+	f.dirty = true
 	return true, nil
+}
+
+// errGrownStack refuses what only a hand-made pickle does: frames added to
+// a list after a trace entry took it as its stack (Python's reader would
+// show the entry the longer list), or after another frames list began. The
+// decoder streams entries and cannot go back to them.
+var errGrownStack = errors.New("a frames list gains frames after a trace entry used it, or after another frames list began")
+
+// endFilling interns the list being filled, if it has frames not interned yet.
+func (d *decoder) endFilling() {
+	if f := &d.filling; f.list != nil && f.dirty {
+		f.list.Mark = int64(d.frames.Stack(f.ids)) + 1
+		f.dirty = false
+	}
+}
+
+// useFilling is called before l's stack is read: the list being filled is
+// interned and done.
+func (d *decoder) useFilling(l *pickle.List) {
+	if l == d.filling.list {
+		d.endFilling()
+		d.filling.used = true
+	}
 }
 
 func isFrame(v pickle.Value) bool {
@@ -244,6 +287,7 @@ func (d *decoder) flatEvent(l *pickle.List, keys []string, vals []pickle.Value) 
 			}
 		case fFrames:
 			if l, ok := v.Ref.(*pickle.List); ok && v.Kind == pickle.ListKind {
+				d.useFilling(l)
 				switch {
 				case l.Mark > 0: // interned already
 					e.Stack = profiler.StackID(l.Mark - 1)
@@ -332,6 +376,7 @@ func (d *decoder) stack(v pickle.Value) (profiler.StackID, error) {
 	var l *pickle.List
 	if v.Kind == pickle.ListKind {
 		l = v.Ref.(*pickle.List)
+		d.useFilling(l)
 		if l.Mark > 0 {
 			return profiler.StackID(l.Mark - 1), nil
 		}

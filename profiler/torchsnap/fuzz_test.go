@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vramscope/vramscope/internal/hostile"
 	"github.com/vramscope/vramscope/profiler"
 )
 
@@ -21,6 +22,8 @@ func FuzzSnapshot(f *testing.F) {
 		filepath.Join(variantDir, "first_trace_empty.pickle"),
 		filepath.Join(variantDir, "bare_segments.pickle"),
 		filepath.Join(variantDir, "traces_only.pickle"),
+		filepath.Join(variantDir, "shared_entry_p2.pickle"),
+		filepath.Join(variantDir, "shared_entry_p4.pickle"),
 	} {
 		b, err := os.ReadFile(p)
 		if err != nil {
@@ -38,6 +41,7 @@ func FuzzSnapshot(f *testing.F) {
 		pkl(dict{{"device_traces", []any{raw("(l")}}}),
 		pkl(dict{{"a", 1}}),
 		[]byte("\x80\x02}N" + "2\x862\x862\x86" + "Ns."),
+		hostile.DeepStack(profiler.MaxStackDepth + 10), // a stack cut in the middle
 	} {
 		f.Add(b)
 	}
