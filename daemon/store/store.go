@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -429,8 +430,12 @@ func (s *Store) Import(src string, m Meta) (Meta, error) {
 // Stage copies src into a new .part file in IncomingDir, for a caller that
 // checks the copy before it commits it (or removes it). The .part is removed
 // on any error.
+//
+// src is opened non-blocking and checked by fstat before a byte is read: a
+// plain open of a named pipe waits for a writer, holding an OS thread (a
+// thousand of them exhausted the daemon's threads).
 func (s *Store) Stage(src string) (string, error) {
-	f, err := os.Open(src)
+	f, err := os.OpenFile(src, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return "", wrap("opening import", src, err)
 	}
@@ -438,7 +443,7 @@ func (s *Store) Stage(src string) (string, error) {
 	if fi, err := f.Stat(); err != nil {
 		return "", wrap("opening import", src, err)
 	} else if !fi.Mode().IsRegular() {
-		return "", fmt.Errorf("store: importing %s: not a regular file (%s)", src, fi.Mode().Type())
+		return "", fmt.Errorf("store: importing %s: not a regular file but %s", src, fileKind(fi.Mode()))
 	}
 	return s.stageFrom(f, src)
 }
@@ -656,8 +661,11 @@ func (s *Store) checkOpen() error {
 	return nil
 }
 
-// checkPart returns the absolute path of part after checking that it is a
-// regular file (not a symlink) directly inside IncomingDir, named *.part.
+// CheckPart returns the absolute path of part after checking that it is a
+// regular file (not a symlink, not hard-linked) directly inside IncomingDir,
+// named *.part: what Prepare and Commit accept, and what a caller may remove.
+func (s *Store) CheckPart(part string) (string, error) { return s.checkPart(part) }
+
 func (s *Store) checkPart(part string) (string, error) {
 	abs, err := filepath.Abs(part)
 	if err != nil {
@@ -677,7 +685,7 @@ func (s *Store) checkPart(part string) (string, error) {
 		return "", fmt.Errorf("store: refusing to commit %s: it is a symbolic link", abs)
 	}
 	if !fi.Mode().IsRegular() {
-		return "", fmt.Errorf("store: refusing to commit %s: not a regular file (%s)", abs, fi.Mode().Type())
+		return "", fmt.Errorf("store: refusing to commit %s: not a regular file but %s", abs, fileKind(fi.Mode()))
 	}
 	if n := linkCount(fi); n > 1 {
 		return "", fmt.Errorf("store: refusing to commit %s: it has %d hard links (its data could change under the store)", abs, n)
@@ -709,7 +717,7 @@ func hashPart(path string) (int64, string, error) {
 // openSynced opens a part file that must be a regular file (no symlink) and
 // fsyncs it.
 func openSynced(path string) (*os.File, os.FileInfo, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|oNoFollow, 0)
+	f, err := os.OpenFile(path, os.O_RDONLY|oNoFollow|syscall.O_NONBLOCK, 0) // a FIFO put there waits for no writer
 	if err != nil {
 		return nil, nil, wrap("opening", path, err)
 	}
@@ -720,13 +728,28 @@ func openSynced(path string) (*os.File, os.FileInfo, error) {
 	}
 	if !fi.Mode().IsRegular() {
 		f.Close()
-		return nil, nil, fmt.Errorf("store: refusing to commit %s: not a regular file (%s)", path, fi.Mode().Type())
+		return nil, nil, fmt.Errorf("store: refusing to commit %s: not a regular file but %s", path, fileKind(fi.Mode()))
 	}
 	if err := f.Sync(); err != nil {
 		f.Close()
 		return nil, nil, wrap("syncing", path, err)
 	}
 	return f, fi, nil
+}
+
+// fileKind names a file's type in words.
+func fileKind(m fs.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a directory"
+	case m&fs.ModeNamedPipe != 0:
+		return "a named pipe (FIFO)"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeDevice != 0:
+		return "a device"
+	}
+	return "a " + m.Type().String()
 }
 
 // nextID returns a new ID, strictly greater than every ID seen so far (even if

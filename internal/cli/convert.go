@@ -8,7 +8,9 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/vramscope/vramscope/profiler"
 	"github.com/vramscope/vramscope/profiler/marshal"
+	"github.com/vramscope/vramscope/profiler/torchsnap"
 )
 
 type convertCmd struct{ out string }
@@ -35,7 +37,10 @@ func runConvert(args []string, stdout, stderr io.Writer) int {
 			out = in + ".pickle"
 		}
 	}
-	f, err := os.Open(in)
+	if err := checkVSM(in); err != nil {
+		return fail(stderr, inputError{err})
+	}
+	f, _, err := torchsnap.OpenFile(in)
 	if err != nil {
 		return fail(stderr, inputError{err})
 	}
@@ -57,10 +62,33 @@ func runConvert(args []string, stdout, stderr io.Writer) int {
 		os.Remove(tmp)
 		return fail(stderr, inputError{fmt.Errorf("%s: %w", in, err)})
 	}
+	// What convert writes, vramscope reads: a stream that decodes but makes
+	// a pickle that does not is a bug here, not in the input.
+	if _, err := torchsnap.ReadFile(tmp, profiler.NewFrames(), nil, torchsnap.Options{}); err != nil {
+		os.Remove(tmp)
+		return fail(stderr, fmt.Errorf("converting %s: the pickle written does not read back: %w", in, err))
+	}
 	if err := os.Rename(tmp, out); err != nil {
 		os.Remove(tmp)
 		return fail(stderr, err)
 	}
 	fmt.Fprintln(stdout, out)
 	return exitOK
+}
+
+// checkVSM checks that in is a VSM1 stream and reads it as analyze does, so
+// that convert refuses what analyze refuses (bytes after the end frame too).
+func checkVSM(in string) error {
+	f, _, err := torchsnap.OpenFile(in)
+	if err != nil {
+		return err
+	}
+	head := make([]byte, len(marshal.Magic))
+	n, _ := io.ReadFull(f, head)
+	f.Close()
+	if !marshal.IsVSM(head[:n]) {
+		return fmt.Errorf("%s: not a VSM1 stream: it starts with %q, not %q", in, head[:n], marshal.Magic)
+	}
+	_, err = torchsnap.ReadFile(in, profiler.NewFrames(), nil, torchsnap.Options{})
+	return err
 }

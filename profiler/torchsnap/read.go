@@ -59,7 +59,7 @@ func readFile(path string, frames *profiler.Frames, onEvent EventFunc, opt Optio
 	if opt.Limits == (pickle.Limits{}) {
 		opt.Limits = pickle.DefaultLimits
 	}
-	f, err := os.Open(path)
+	f, st, err := OpenFile(path)
 	if err != nil {
 		var pe *os.PathError
 		if errors.As(err, &pe) {
@@ -68,13 +68,6 @@ func readFile(path string, frames *profiler.Frames, onEvent EventFunc, opt Optio
 		return nil, err
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !st.Mode().IsRegular() {
-		return nil, errors.New("not a regular file")
-	}
 	head := make([]byte, 4)
 	n, _ := io.ReadFull(f, head)
 	if err := sniff(head[:n]); err != nil {
