@@ -261,11 +261,19 @@ func TestBadInput(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), bad) {
 		t.Errorf("bad snapshot: %v", err)
 	}
-	c.mu.Lock()
-	msgs := fmt.Sprint(c.msgs)
-	c.mu.Unlock()
+	// The window/showMessage notification and the error reply travel apart:
+	// wait for the message rather than read it as soon as the reply is in.
+	var msgs string
+	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		c.mu.Lock()
+		msgs = fmt.Sprint(c.msgs)
+		c.mu.Unlock()
+		if strings.Contains(msgs, bad) {
+			break
+		}
+	}
 	if !strings.Contains(msgs, bad) {
-		t.Errorf("no message naming %s: %s", bad, msgs)
+		t.Errorf("no message naming %s in 10 s: %s", bad, msgs)
 	}
 	var hints []InlayHint
 	c.call("textDocument/inlayHint", InlayHintParams{TextDocument: protocol.TextDocumentIdentifier{URI: "file:///nowhere.py"}}, &hints)
