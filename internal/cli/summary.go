@@ -26,8 +26,8 @@ func writeSummary(w io.Writer, r *analyze.Result, top int) {
 		}
 	}
 	c := r.Coverage
-	fmt.Fprintf(w, "attribution of memory live at the peak: %.1f%% on user lines or named phases (%s on lines, %s on phases, %s library-only)\n",
-		100*c.Attributed, fb(c.UserLine), fb(c.Phase), fb(c.Library))
+	fmt.Fprintf(w, "attribution of memory live at the peak: %.1f%% named (%s on user lines, %s on phases, %s on named tensors); %s allocated before recording and not named, %s library-only\n",
+		100*c.Attributed, fb(c.UserLine), fb(c.Phase), fb(c.Tensor), fb(c.Unknown), fb(c.Library))
 
 	fmt.Fprintf(w, "\nTop lines at the peak (first frame in your code):\n")
 	writeSites(w, r.Sites, top)
@@ -45,6 +45,7 @@ func writeSummary(w io.Writer, r *analyze.Result, top int) {
 		fmt.Fprintf(w, "\nOut of memory on device %d: %s requested at %s:%d (%s) with %s allocated, %s reserved\n",
 			o.Device, fb(o.Requested), o.File, o.Line, o.Function, fb(o.Allocated), fb(o.Reserved))
 	}
+	writeTensors(w, r.Tensors, top)
 	fmt.Fprintf(w, "\nFindings:\n")
 	if len(r.Findings) == 0 {
 		fmt.Fprintln(w, "  none")
@@ -96,4 +97,25 @@ func condense(frames []profiler.Frame) string {
 		}
 	}
 	return strings.Join(parts, " > ")
+}
+
+// writeTensors prints what the agent named among the blocks alive when the
+// snapshot was taken (at an OOM: what filled the device).
+func writeTensors(w io.Writer, t *analyze.Tensors, top int) {
+	if t == nil {
+		return
+	}
+	fmt.Fprintf(w, "\nNamed tensors when the snapshot was taken (the agent named %d storages in %.0f ms%s):\n", t.Entries, t.TookMS, map[bool]string{true: ", stopped early", false: ""}[t.Truncated])
+	fmt.Fprintf(w, "  %.1f%% of the %s alive is named: %s by tensor, %s by a user line or phase\n",
+		100*t.NamedShare, fb(t.LiveBytes), fb(t.NamedBytes), fb(t.LineBytes))
+	for i, g := range t.Groups {
+		if i >= top {
+			break
+		}
+		where := ""
+		if g.File != "" {
+			where = fmt.Sprintf(" at %s:%d", filepath.Base(g.File), g.Line)
+		}
+		fmt.Fprintf(w, "  %10s  %-15s %s (%d)%s\n", fb(g.Bytes), g.Kind, g.Name, g.Tensors, where)
+	}
 }

@@ -8,7 +8,7 @@ import sys
 import threading
 import time
 
-from . import _api, _paths, _schedule, _torch
+from . import _api, _paths, _schedule, _tensors, _torch
 from ._common import (
     AgentError,
     CAPTURED_TIMEOUT,
@@ -63,6 +63,25 @@ def _oom_between_windows(snap, device, requested, device_free):
     new[int(device)] = [{"action": "oom", "addr": 0, "size": int(requested), "stream": 0,
                          "time_us": int(time.time() * 1e6), "device_free": int(device_free), "frames": frames}]
     snap["device_traces"] = new
+
+
+def _name_into(snap):
+    """Add the names of the live CUDA tensors (_tensors) to a snapshot dict as
+    "vramscope_tensors"; off with VRAMSCOPE_NAME_TENSORS=0. Never raises."""
+    if not isinstance(snap, dict) or os.environ.get("VRAMSCOPE_NAME_TENSORS", "1") == "0":
+        return False
+    try:
+        torch = _torch.imported()
+        names = _tensors.name_tensors(torch) if torch is not None else None
+    except Exception:
+        log.warning("vramscope: naming tensors failed", exc_info=True)
+        return False
+    if names is None:
+        return False
+    snap["vramscope_tensors"] = names
+    log.info("vramscope: named %d tensor storages in %.0f ms%s", len(names["entries"]), names["took_ms"],
+             " (truncated)" if names["truncated"] else "")
+    return True
 
 
 class _Captures:
@@ -134,10 +153,14 @@ class _Captures:
         # a cycle): 16 ms of a 100k-entry capture on the H200 host, about a
         # third of what the capture added to torch's _snapshot() (agent.dump
         # took 147 ms, 95 of them in _snapshot() and 36 writing; 2026-11-29).
+        # The answer goes out once the collector is on again (a caller that
+        # looks right after the answer finds the process as it was).
         with _gc_paused():
-            self._dump_paused(gen, rid, path, params, t0, sched, why, phases)
+            answer = self._dump_paused(path, params, t0, sched, why, phases)
+        self.respond(gen, rid, **answer)
 
-    def _dump_paused(self, gen, rid, path, params, t0, sched, why, phases):
+    def _dump_paused(self, path, params, t0, sched, why, phases):
+        """Take and write the snapshot; returns respond()'s keywords."""
         try:
             try:
                 t1 = time.perf_counter()
@@ -150,6 +173,9 @@ class _Captures:
                 # Recording is off and the program makes no steps: the history
                 # (if any) is an old window's; keep the allocator's state only.
                 snap["device_traces"] = [[] for _ in snap.get("device_traces") or [()]]
+            t1 = time.perf_counter()
+            if _name_into(snap):
+                phases["names"] = _ms(t1)
             stream = params.get("stream")
             streamed = None
             t2 = time.perf_counter()
@@ -161,16 +187,14 @@ class _Captures:
                 size, entries = _write_snapshot(path, snap)
             phases["write"] = round(_ms(t2) - phases.get("open", 0.0), 3)  # disjoint phases
         except AgentError as e:
-            self.respond(gen, rid, error=(e.code, "agent.dump failed: %s" % e))
-            return
+            return {"error": (e.code, "agent.dump failed: %s" % e)}
         except Exception as e:
             log.warning("vramscope: agent.dump failed", exc_info=True)
-            self.respond(gen, rid, error=(CODE_AGENT_FAILED, "agent.dump failed: %s: %s" % (type(e).__name__, e)))
-            return
+            return {"error": (CODE_AGENT_FAILED, "agent.dump failed: %s: %s" % (type(e).__name__, e))}
         took = (time.perf_counter() - t0) * 1000.0
-        self.respond(gen, rid, result={"path": path, "bytes": size, "entries": entries,
-                                       "took_ms": round(took, 3), "device": self.device(),
-                                       "streamed": streamed is not None, "phases_ms": phases})
+        return {"result": {"path": path, "bytes": size, "entries": entries,
+                           "took_ms": round(took, 3), "device": self.device(),
+                           "streamed": streamed is not None, "phases_ms": phases}}
 
     def _stream_ok(self, stream, path):
         """Whether the daemon's stream is a FIFO beside the dump path (else the
@@ -203,6 +227,7 @@ class _Captures:
                     snap = f.read()
             if between and isinstance(snap, dict):
                 _oom_between_windows(snap, device, requested, device_free)
+            _name_into(snap)
             took = (time.perf_counter() - t0) * 1000.0
             allocated = _allocated_from_segments(snap, device) if isinstance(snap, dict) else -1
             oom = {"device": int(device), "requested": int(requested), "device_free": int(device_free),

@@ -18,6 +18,7 @@ const (
 	CatActivation     = "activation"      // made in forward and still alive when backward began (saved for it)
 	CatTemporary      = "temporary"       // freed before the phase that made it ended
 	CatOther          = "other"           // long-lived tensors no backward used (caches, kept outputs), and pre-trace blocks freed later
+	// CatUnknown: see tensors.go.
 )
 
 var categoryOrder = []string{CatParameter, CatGradient, CatOptimizerState, CatActivation, CatTemporary, CatOther}
@@ -33,16 +34,22 @@ type Category struct {
 // lifetimes classifies the blocks of one device trace.
 type lifetimes struct {
 	a         *analysis
-	frameless []int64 // times of allocations with no frames at all: the backward pass
-	userAlloc []int64 // times of allocations whose stack reaches user code
+	order     []string         // the categories reported (categoryOrder, and unknown with named tensors)
+	pre       map[string]int64 // with named tensors: pre-trace memory alive at the end, by category
+	frameless []int64          // times of allocations with no frames at all: the backward pass
+	userAlloc []int64          // times of allocations whose stack reaches user code
 	opt       []window
 	ends      []int64 // step ends
 	optCode   map[profiler.StackID]bool
 	build     map[profiler.StackID]bool
 }
 
-func newLifetimes(a *analysis, lv levels, opt []window, steps []Step) *lifetimes {
-	lt := &lifetimes{a: a, opt: opt, optCode: map[profiler.StackID]bool{}, build: map[profiler.StackID]bool{}}
+func newLifetimes(a *analysis, lv levels, opt []window, steps []Step, pre map[string]int64) *lifetimes {
+	lt := &lifetimes{a: a, opt: opt, optCode: map[profiler.StackID]bool{}, build: map[profiler.StackID]bool{},
+		order: categoryOrder, pre: pre}
+	if a.names != nil {
+		lt.order = append(categoryOrder[:len(categoryOrder):len(categoryOrder)], CatUnknown)
+	}
 	for i := 0; i < lv.log.len(); i++ {
 		switch e := lv.log.at(i); {
 		case e.stack == 1:
@@ -200,11 +207,38 @@ type catBlock struct {
 	cat string
 }
 
-// tally classifies blocks live at moment h; untracked bytes (allocated before
-// the trace, known only from the end state) count as parameters.
+// untracked splits bytes allocated before the trace (known only from the
+// end state) by category: as the agent named them, the rest unknown; without
+// names, all parameters (the model is usually built before recording).
+func (lt *lifetimes) untracked(n int64) map[string]int64 {
+	if n <= 0 {
+		return nil
+	}
+	if lt.a.names == nil {
+		return map[string]int64{CatParameter: n}
+	}
+	var named int64
+	for _, v := range lt.pre {
+		named += v
+	}
+	out := map[string]int64{}
+	scale := 1.0
+	if named > n { // fewer untracked bytes at this moment than at the end
+		scale = float64(n) / float64(named)
+	}
+	var got int64
+	for c, v := range lt.pre {
+		out[c] = int64(float64(v) * scale)
+		got += out[c]
+	}
+	out[CatUnknown] += n - got
+	return out
+}
+
+// tally classifies blocks live at moment h, and splits the untracked bytes.
 func (lt *lifetimes) tally(blocks []block, untracked int64, h int64, future bool) ([]Category, []catBlock) {
 	sum := map[string]*Category{}
-	for _, n := range categoryOrder {
+	for _, n := range lt.order {
 		sum[n] = &Category{Name: n}
 	}
 	out := make([]catBlock, 0, len(blocks))
@@ -216,12 +250,12 @@ func (lt *lifetimes) tally(blocks []block, untracked int64, h int64, future bool
 		sum[c].Blocks++
 		total += b.size
 	}
-	if untracked > 0 {
-		sum[CatParameter].Bytes += untracked
-		total += untracked
+	for c, n := range lt.untracked(untracked) {
+		sum[c].Bytes += n
+		total += n
 	}
-	cats := make([]Category, 0, len(categoryOrder))
-	for _, n := range categoryOrder {
+	cats := make([]Category, 0, len(lt.order))
+	for _, n := range lt.order {
 		c := *sum[n]
 		if total > 0 {
 			c.Share = float64(c.Bytes) / float64(total)
@@ -251,13 +285,15 @@ func (lt *lifetimes) categoryTimeline(tl *Timeline, t *tracker, preLive int64) {
 	if n == 0 || len(pts) == 0 {
 		return
 	}
-	catIdx := make(map[string]int, len(categoryOrder))
-	for i, c := range categoryOrder {
+	catIdx := make(map[string]int, len(lt.order))
+	for i, c := range lt.order {
 		catIdx[c] = i
 	}
-	level := make([]int64, len(categoryOrder))
-	level[catIdx[CatParameter]] = preLive
-	level[catIdx[CatOther]] = t.preFreed
+	level := make([]int64, len(lt.order))
+	for c, n := range lt.untracked(preLive) {
+		level[catIdx[c]] += n
+	}
+	level[catIdx[CatOther]] += t.preFreed
 	// The category of every allocation, by its index (1 byte an entry), and
 	// the sizes of the rare allocations that also ended an older block.
 	cats := make([]uint8, n)
@@ -317,5 +353,5 @@ func (lt *lifetimes) categoryTimeline(tl *Timeline, t *tracker, preLive int64) {
 	for k++; k < len(pts) && !t.truncated; k++ {
 		pts[k].Categories = append([]int64(nil), level...)
 	}
-	tl.CategoryNames = categoryOrder
+	tl.CategoryNames = lt.order
 }

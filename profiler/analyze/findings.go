@@ -129,7 +129,7 @@ func (a *analysis) diagnose(d *Device, t *tracker, snap *torchsnap.Snapshot, oom
 	lv := levels{log: &t.log, base: d.PreTraceBytes, t0: t.firstT}
 	d.Steps, d.StepSource = findSteps(lv, dg.opt, t.truncated)
 	d.StepsIncomplete = t.truncated
-	dg.lt = newLifetimes(a, lv, dg.opt, d.Steps)
+	dg.lt = newLifetimes(a, lv, dg.opt, d.Steps, d.preCats)
 	var blocks []block
 	for _, b := range t.live {
 		if b.seq <= t.peakAt {

@@ -21,7 +21,7 @@ type origin struct {
 }
 
 type synthetic struct {
-	kind        string // "gap" or "pretrace"
+	kind        string // "gap", "pretrace" or "tensor" (tensors.go)
 	left, right profiler.StackID
 	firstTime   int64
 	stack       profiler.StackID // pretrace: the stack recorded for the block, if any
@@ -107,6 +107,20 @@ func (o *origins) preTrace(stack profiler.StackID) int32 {
 	id := o.add(synthetic{kind: "pretrace", label: "[allocated before recording started]"})
 	o.preIdx[stack] = id
 	return id
+}
+
+// names reports whether an origin says where memory came from: a stack with
+// a frame in user code, a named phase (a backward pass), or a named tensor,
+// but not "allocated before recording started" or library code alone.
+func (o *origins) names(id int32) bool {
+	if id >= 0 {
+		return o.hasUser(profiler.StackID(id))
+	}
+	switch o.syn[-id-1].kind {
+	case "gap", "tensor":
+		return true
+	}
+	return false
 }
 
 // userFrame returns the innermost frame of a stack in user code.

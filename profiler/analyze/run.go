@@ -53,6 +53,9 @@ type Result struct {
 	Settings     profiler.Settings `json:"allocator_settings"`
 	Annotations  int               `json:"annotations"`
 	Legacy       bool              `json:"legacy_layout,omitempty"`
+	// Tensors is what the agent named among the blocks alive at snapshot
+	// time; absent when the snapshot carries no names.
+	Tensors *Tensors `json:"named_tensors,omitempty"`
 
 	frames  *profiler.Frames
 	origins *origins
@@ -77,6 +80,8 @@ type Device struct {
 	// StepsIncomplete: the trace is longer than the level log (maxLog
 	// allocations and frees); steps cover its beginning only.
 	StepsIncomplete bool `json:"steps_incomplete,omitempty"`
+
+	preCats map[string]int64 // with named tensors: pre-trace memory alive at the end, by category
 }
 
 // analysis is the state of one run.
@@ -84,6 +89,10 @@ type analysis struct {
 	frames   *profiler.Frames
 	origins  *origins
 	trackers []*tracker
+	names    *tensorIndex // nil: the snapshot carries no tensor names
+	// Memory alive at snapshot time, with named tensors: all of it, in named
+	// blocks, and in other blocks whose origin names a user line or phase.
+	liveBytes, namedBytes, lineBytes int64
 }
 
 // Run analyses the snapshot at path. Decoding and replay run on two
@@ -149,6 +158,7 @@ func (a *analysis) finish(snap *torchsnap.Snapshot, opt Options) *Result {
 		r.Events += t.events
 	}
 	a.origins.label(snap.Annotations)
+	a.names = newTensorIndex(snap.Tensors)
 	var diags []*devDiag
 	peakDev := 0
 	for _, dev := range devicesOf(snap, byDevice) {
@@ -177,6 +187,7 @@ func (a *analysis) finish(snap *torchsnap.Snapshot, opt Options) *Result {
 		peaks += d.Peak.Bytes
 	}
 	r.Sites, r.LeafSites, r.Coverage = a.sites(peaks)
+	r.Tensors = a.names.section(a.liveBytes, a.namedBytes, a.lineBytes)
 	r.Stacks = a.topStacks(20)
 	r.Findings = append([]Finding{}, a.findings(r, diags)...)
 	if r.OOMs == nil {
@@ -227,14 +238,31 @@ func (a *analysis) device(dev int, t *tracker, snap *torchsnap.Snapshot) Device 
 				continue
 			}
 			lb, tracked := t.live[b.Addr]
+			name := a.names.at(dev, b.Addr)
 			var o int32
 			switch {
 			case tracked:
 				o = lb.resolved()
 			default:
 				o = a.origins.preTrace(b.Stack)
+				if name != nil && b.Stack == 0 {
+					o = a.tensorOrigin(name)
+				}
 				preLive += int64(b.Size)
 				a.addPeak(o, int64(b.Size))
+				if a.names != nil {
+					if d.preCats == nil {
+						d.preCats = map[string]int64{}
+					}
+					c := CatUnknown
+					if name != nil {
+						c = tensorCategory(name.Kind)
+					}
+					d.preCats[c] += int64(b.Size)
+				}
+			}
+			if a.names != nil {
+				a.countNamed(name, o, int64(b.Size))
 			}
 			x := a.origins.at(o)
 			x.currentBytes += int64(b.Size)

@@ -12,7 +12,7 @@ type Site struct {
 	File         string  `json:"file"`
 	Line         int     `json:"line"`
 	Function     string  `json:"function"`
-	Kind         string  `json:"kind"` // "user", "library" or "phase"
+	Kind         string  `json:"kind"` // "user", "library", "phase" or "tensor" (named by the agent)
 	PeakBytes    int64   `json:"peak_bytes"`
 	PeakAllocs   int64   `json:"peak_allocs"`
 	CurrentBytes int64   `json:"current_bytes"`
@@ -33,6 +33,7 @@ type CategoryBytes struct {
 	Activation     int64 `json:"activation,omitempty"`
 	Temporary      int64 `json:"temporary,omitempty"`
 	Other          int64 `json:"other,omitempty"`
+	Unknown        int64 `json:"unknown,omitempty"`
 }
 
 // Add counts n bytes of category c.
@@ -50,6 +51,8 @@ func (cb *CategoryBytes) Add(c string, n int64) {
 		cb.Temporary += n
 	case CatOther:
 		cb.Other += n
+	case CatUnknown:
+		cb.Unknown += n
 	}
 }
 
@@ -57,7 +60,7 @@ func (cb *CategoryBytes) Add(c string, n int64) {
 func (cb CategoryBytes) Named() []Category {
 	all := []Category{{Name: CatParameter, Bytes: cb.Parameter}, {Name: CatGradient, Bytes: cb.Gradient},
 		{Name: CatOptimizerState, Bytes: cb.OptimizerState}, {Name: CatActivation, Bytes: cb.Activation},
-		{Name: CatTemporary, Bytes: cb.Temporary}, {Name: CatOther, Bytes: cb.Other}}
+		{Name: CatTemporary, Bytes: cb.Temporary}, {Name: CatOther, Bytes: cb.Other}, {Name: CatUnknown, Bytes: cb.Unknown}}
 	var total int64
 	var out []Category
 	for _, c := range all {
@@ -85,11 +88,14 @@ type Stack struct {
 // Coverage says how much of the memory live at the peak lands on a user line,
 // on a named phase (frameless runs, pre-trace blocks) or nowhere useful.
 type Coverage struct {
-	PeakBytes  int64   `json:"peak_bytes"`
-	UserLine   int64   `json:"user_line_bytes"`
-	Phase      int64   `json:"phase_bytes"`
-	Library    int64   `json:"library_only_bytes"`
-	Attributed float64 `json:"attributed_share"` // (user + phase) / peak
+	PeakBytes int64 `json:"peak_bytes"`
+	UserLine  int64 `json:"user_line_bytes"`
+	Phase     int64 `json:"phase_bytes"`
+	Tensor    int64 `json:"tensor_bytes"` // named by the agent's tensor walk (tensors.go)
+	Library   int64 `json:"library_only_bytes"`
+	// Unknown was allocated before recording started and nothing named it.
+	Unknown    int64   `json:"unknown_bytes"`
+	Attributed float64 `json:"attributed_share"` // (user + phase + tensor) / peak: only what is named
 }
 
 type siteKey struct {
@@ -107,10 +113,14 @@ func (a *analysis) sites(peak int64) (user, leaf []Site, cov Coverage) {
 		uk, lk := a.siteKeys(id)
 		addSite(um, uk, x)
 		addSite(lm, lk, x)
-		switch uk.kind {
-		case "user":
+		switch {
+		case uk.kind == "user":
 			cov.UserLine += x.peakBytes
-		case "phase":
+		case id < 0 && a.origins.syn[-id-1].kind == "pretrace":
+			cov.Unknown += x.peakBytes
+		case uk.kind == "tensor":
+			cov.Tensor += x.peakBytes
+		case uk.kind == "phase":
 			cov.Phase += x.peakBytes
 		default:
 			cov.Library += x.peakBytes
@@ -118,7 +128,7 @@ func (a *analysis) sites(peak int64) (user, leaf []Site, cov Coverage) {
 	})
 	cov.PeakBytes = total
 	if total > 0 {
-		cov.Attributed = float64(cov.UserLine+cov.Phase) / float64(total)
+		cov.Attributed = float64(cov.UserLine+cov.Phase+cov.Tensor) / float64(total)
 	}
 	return sortSites(um, peak), sortSites(lm, peak), cov
 }
@@ -127,6 +137,9 @@ func (a *analysis) siteKeys(id int32) (user, leaf siteKey) {
 	if id < 0 {
 		s := a.origins.syn[-id-1]
 		k := siteKey{fn: s.label, kind: "phase"}
+		if s.kind == "tensor" {
+			k.kind = "tensor"
+		}
 		if s.call.File != "" {
 			k = siteKey{file: s.call.File, fn: s.call.Func, line: s.call.Line, kind: "user"}
 		}

@@ -32,6 +32,8 @@ type Snapshot struct {
 	TraceDevices []int   // device of each trace, by trace number (order of first event)
 	TraceEvents  []int64 // events in each trace
 	Legacy       bool    // blocks carried the pre-2.1 "history" layout
+	// Tensors are the agent's names for live CUDA tensors ("vramscope_tensors"), if it added them.
+	Tensors *profiler.TensorNames
 }
 
 // EventFunc receives each trace event in order. trace numbers traces in the

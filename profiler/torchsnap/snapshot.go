@@ -39,6 +39,12 @@ func (d *decoder) finish(root pickle.Value) (*Snapshot, error) {
 		if v, ok := dict.Get("allocator_settings"); ok {
 			s.Settings = settings(v)
 		}
+		if v, ok := dict.Get("vramscope_tensors"); ok {
+			var err error
+			if s.Tensors, err = tensorNames(v); err != nil {
+				return nil, err
+			}
+		}
 	default:
 		return nil, fmt.Errorf("not a PyTorch memory snapshot: the pickle holds a %s", root.TypeName())
 	}

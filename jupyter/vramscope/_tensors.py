@@ -1,0 +1,345 @@
+"""Names for the CUDA tensors alive in the process, keyed by storage address.
+
+Between two recorded windows (the default, sampled mode) the allocator keeps
+no stack for most live blocks, so a snapshot alone cannot say what filled the
+device. What Python can still see can: at an out-of-memory error (in the
+observer, on the failing thread, the GIL held) and for a snapshot the daemon
+asks for, the agent walks
+
+- the nn.Modules and optimizers the garbage collector knows: parameters and
+  buffers by module path (``model.transformer.h.3.mlp.c_fc.weight``), their
+  ``.grad``, optimizer state by parameter (``exp_avg of ...``), tensors kept
+  in a module's other attributes (caches);
+- the Python stack of every thread: tensors held by locals (``logits in
+  forward (modeling_gpt2.py:702)``), one level into lists, tuples and dicts;
+- the autograd graph reachable from those tensors: activations saved for
+  backward, named by the node that saved them and the module of the
+  parameters nearest to it.
+
+Each CUDA tensor's storage pointer is the address of its allocator block, so
+the analysis matches names to blocks exactly. Where one storage has several
+names the most specific kind wins (a parameter over a local that refers to
+it); a local that the graph also saves for backward keeps its local name and
+becomes an "activation". The walk is bounded in time (BUDGET_S) and entries; what it could not
+finish is marked ``truncated``. It never raises: the caller is torch's OOM
+observer, which must not mask the user's OutOfMemoryError.
+
+Measured on the H200 (docs/oom-naming.md) for four OOM programs.
+"""
+import gc
+import os
+import sys
+import time
+
+VERSION = 1
+BUDGET_S = 2.0          # at most this long in one walk
+MAX_ENTRIES = 200000    # named storages kept
+_CHECK_EVERY = 4096     # objects between two looks at the clock
+
+# When one storage has several names, the first kind in this order wins.
+KINDS = ("parameter", "buffer", "gradient", "optimizer_state", "attribute", "local", "activation")
+_RANK = {k: i for i, k in enumerate(KINDS)}
+
+_PKG = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+class _OutOfTime(Exception):
+    pass
+
+
+class _Walk:
+    """One walk: the names found so far, by storage pointer."""
+
+    def __init__(self, torch, budget_s):
+        self.torch = torch
+        self.t0 = time.perf_counter()
+        self.deadline = self.t0 + budget_s
+        self.by_ptr = {}
+        self.truncated = False
+        self.routes = {}
+        self.ticks = 0
+        self.param_names = {}   # id(parameter) -> (name, module path)
+
+    def tick(self):
+        self.ticks += 1
+        if self.ticks % _CHECK_EVERY == 0 and time.perf_counter() > self.deadline:
+            raise _OutOfTime()
+
+    def add(self, t, kind, name, module="", file="", line=0):
+        """Name tensor t's storage, if it is on a CUDA device."""
+        try:
+            if not t.is_cuda:
+                return
+            st = t.untyped_storage()
+            ptr, n = int(st.data_ptr()), int(st.nbytes())
+            dev = int(t.get_device())
+        except Exception:
+            return
+        if not ptr or n <= 0:
+            return
+        old = self.by_ptr.get(ptr)
+        if old is not None and _RANK[old[3]] <= _RANK[kind]:
+            if kind == "activation" and old[3] == "local":
+                old[3] = "activation"  # a local that backward needs: keep its name, say what it is
+            return
+        if old is None and len(self.by_ptr) >= MAX_ENTRIES:
+            self.truncated = True
+            return
+        self.by_ptr[ptr] = [dev, ptr, n, kind, name, module, file, int(line)]
+        self.routes[kind] = self.routes.get(kind, 0) + 1
+
+    def result(self, objects):
+        return {"version": VERSION, "took_ms": round((time.perf_counter() - self.t0) * 1000.0, 3),
+                "truncated": self.truncated, "objects": objects, "routes": dict(self.routes),
+                "entries": list(self.by_ptr.values())}
+
+
+def name_tensors(torch, budget_s=BUDGET_S):
+    """Walk what Python can see and return the names of CUDA tensor storages
+    (the ``vramscope_tensors`` entry of a snapshot), or None when torch is
+    unusable. Never raises."""
+    try:
+        w = _Walk(torch, budget_s)
+    except Exception:
+        return None
+    objects = 0
+    try:
+        tensor_cls = torch.Tensor
+        modules, optims, tensors = _gc_objects(w, torch)
+        objects = w.ticks
+        roots = _root_names(modules)
+        _modules(w, modules, roots)
+        _optimizers(w, optims)
+        graph_roots = _stacks(w, tensor_cls)
+        graph_roots.extend(t for t in tensors if getattr(t, "grad_fn", None) is not None)
+        _graph(w, graph_roots)
+    except _OutOfTime:
+        w.truncated = True
+    except Exception as e:  # a torch we do not know: keep what was named
+        w.truncated = True
+        w.routes["error"] = "%s: %s" % (type(e).__name__, e)
+    return w.result(objects)
+
+
+def _gc_objects(w, torch):
+    """The modules, optimizers and tensors among the garbage collector's objects."""
+    module_cls, optim_cls, tensor_cls = torch.nn.Module, torch.optim.Optimizer, torch.Tensor
+    modules, optims, tensors = [], [], []
+    for o in gc.get_objects():
+        w.tick()
+        if isinstance(o, tensor_cls):
+            tensors.append(o)
+        elif isinstance(o, module_cls):
+            modules.append(o)
+        elif isinstance(o, optim_cls):
+            optims.append(o)
+    return modules, optims, tensors
+
+
+def _root_names(modules):
+    """A name for each top-level module: the variable that holds it in a frame
+    of any thread or in __main__, else its class name."""
+    children = set()
+    for m in modules:
+        for c in (getattr(m, "_modules", None) or {}).values():
+            if c is not None:
+                children.add(id(c))
+    roots = {id(m): m for m in modules if id(m) not in children}
+    names = {}
+    scopes = []
+    main = sys.modules.get("__main__")
+    if main is not None:
+        scopes.append(getattr(main, "__dict__", {}))
+    for f in _frames():
+        try:
+            scopes.append(f.f_locals)
+        except Exception:
+            pass
+    for scope in scopes:
+        try:
+            items = list(scope.items())
+        except Exception:
+            continue
+        for k, v in items:
+            if id(v) in roots and id(v) not in names and isinstance(k, str) and not k.startswith("_"):
+                names[id(v)] = k
+    return [(names.get(i) or type(m).__name__, m) for i, m in roots.items()]
+
+
+def _modules(w, modules, roots):
+    """Parameters, buffers, their gradients and other tensor attributes, by module path."""
+    done = set()
+    for root_name, root in roots:
+        stack = [(root_name, root)]
+        while stack:
+            path, m = stack.pop()
+            if id(m) in done:
+                continue
+            done.add(id(m))
+            w.tick()
+            for k, p in list((getattr(m, "_parameters", None) or {}).items()):
+                if p is None:
+                    continue
+                name = "%s.%s" % (path, k)
+                w.param_names.setdefault(id(p), (name, path))
+                w.add(p, "parameter", name, path)
+                g = getattr(p, "grad", None)
+                if g is not None:
+                    w.add(g, "gradient", name + ".grad", path)
+            for k, b in list((getattr(m, "_buffers", None) or {}).items()):
+                if b is not None:
+                    w.add(b, "buffer", "%s.%s" % (path, k), path)
+            for k, v in list(getattr(m, "__dict__", {}).items()):
+                if k.startswith("_") or k == "training":
+                    continue
+                _values(w, v, "attribute", "%s.%s" % (path, k), "", path, "", 0, w.torch.Tensor)
+            for k, c in list((getattr(m, "_modules", None) or {}).items()):
+                if c is not None:
+                    stack.append(("%s.%s" % (path, k), c))
+
+
+def _optimizers(w, optims):
+    """Optimizer state by parameter: "exp_avg of model.lm_head.weight"."""
+    tensor_cls = w.torch.Tensor
+    for i, opt in enumerate(optims):
+        state = getattr(opt, "state", None) or {}
+        try:
+            items = list(state.items())
+        except Exception:
+            continue
+        for p, st in items:
+            w.tick()
+            pname, module = w.param_names.get(id(p), ("", ""))
+            if not pname:
+                pname = "a parameter of optimizer %d (%s)" % (i, type(opt).__name__)
+            if not isinstance(st, dict):
+                continue
+            for k, v in list(st.items()):
+                if isinstance(v, tensor_cls):
+                    w.add(v, "optimizer_state", "%s of %s" % (k, pname), module)
+
+
+def _frames():
+    """Every thread's frames without vramscope's own: innermost first, and
+    torch's own frames (module call wrappers, whose args hold the same
+    tensors under less telling names) after all others."""
+    own, lib = [], []
+    try:
+        tops = list(sys._current_frames().values())
+    except Exception:
+        return own
+    for f in tops:
+        while f is not None:
+            fn = f.f_code.co_filename
+            if not fn.startswith(_PKG):
+                (lib if (os.sep + "torch" + os.sep) in fn else own).append(f)
+            f = f.f_back
+    return own + lib
+
+
+def _stacks(w, tensor_cls):
+    """Tensors held by locals of every thread's frames (one level into
+    containers); returns the tensors with an autograd history, roots of the
+    graph walk."""
+    roots = []
+    for f in _frames():
+        w.tick()
+        code = f.f_code
+        where = "%s (%s:%d)" % (code.co_name, os.path.basename(code.co_filename), f.f_lineno)
+        try:
+            items = list(f.f_locals.items())
+        except Exception:
+            continue
+        for k, v in items:
+            if isinstance(k, str):
+                _values(w, v, "local", k, " in " + where, "", code.co_filename, f.f_lineno, tensor_cls, roots)
+    return roots
+
+
+def _values(w, v, kind, name, where, module, file, line, tensor_cls, roots=None):
+    """Name v if it is a tensor ("name where"), or the tensors directly inside
+    a list, tuple or dict ("name[key] where")."""
+    if isinstance(v, tensor_cls):
+        w.add(v, kind, name + where, module, file, line)
+        if roots is not None and getattr(v, "grad_fn", None) is not None:
+            roots.append(v)
+        return
+    if isinstance(v, (list, tuple)):
+        items = enumerate(v[:4096])
+    elif isinstance(v, dict):
+        items = list(v.items())[:4096]
+    else:
+        return
+    for k, x in items:
+        if isinstance(x, tensor_cls):
+            w.tick()
+            key = repr(k) if isinstance(k, (int, str)) else type(k).__name__
+            w.add(x, kind, "%s[%s]%s" % (name, key, where), module, file, line)
+            if roots is not None and getattr(x, "grad_fn", None) is not None:
+                roots.append(x)
+
+
+def _graph(w, tensors):
+    """Activations saved for backward in the autograd graph reachable from the
+    given tensors: named by the node that saved them, and by the module of the
+    parameters nearest to that node (its own, else those of its inputs)."""
+    order, seen = [], set()
+    stack = [t.grad_fn for t in tensors]
+    while stack:
+        fn = stack.pop()
+        if fn is None or id(fn) in seen:
+            continue
+        w.tick()
+        seen.add(id(fn))
+        order.append(fn)
+        try:
+            nexts = fn.next_functions
+        except Exception:
+            continue
+        for nxt, _ in nexts:
+            if nxt is not None and id(nxt) not in seen:
+                stack.append(nxt)
+    module_of = {}
+    for fn in reversed(order):  # inputs before the nodes that use them, mostly
+        mod = ""
+        try:
+            nexts = fn.next_functions
+        except Exception:
+            nexts = ()
+        for nxt, _ in nexts:
+            var = getattr(nxt, "variable", None) if nxt is not None else None
+            if var is not None and id(var) in w.param_names:
+                mod = w.param_names[id(var)][1]
+                break
+        if not mod:
+            for nxt, _ in nexts:
+                if nxt is not None and module_of.get(id(nxt)):
+                    mod = module_of[id(nxt)]
+                    break
+        module_of[id(fn)] = mod
+    saved_attrs = {}
+    tensor_cls = w.torch.Tensor
+    for fn in order:
+        w.tick()
+        attrs = saved_attrs.get(type(fn))
+        if attrs is None:
+            attrs = saved_attrs[type(fn)] = [a for a in dir(fn) if a.startswith("_saved_")]
+        if not attrs:
+            continue
+        try:
+            node = fn.name()
+        except Exception:
+            node = type(fn).__name__
+        mod = module_of.get(id(fn), "")
+        name = "saved by %s%s" % (node, (" in " + mod) if mod else "")
+        for a in attrs:
+            try:
+                v = getattr(fn, a)
+            except Exception:  # freed by an earlier backward
+                continue
+            if isinstance(v, tensor_cls):
+                w.add(v, "activation", name, mod)
+            elif isinstance(v, (list, tuple)):
+                for x in v:
+                    if isinstance(x, tensor_cls):
+                        w.add(x, "activation", name, mod)

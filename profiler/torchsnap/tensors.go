@@ -1,0 +1,52 @@
+package torchsnap
+
+import (
+	"fmt"
+
+	"github.com/vramscope/vramscope/profiler"
+	"github.com/vramscope/vramscope/profiler/pickle"
+)
+
+// tensorNames reads the agent's "vramscope_tensors" entry: {"version": 1,
+// "took_ms", "truncated", "objects", "routes", "entries": [[device, addr,
+// bytes, kind, name, module, file, line], ...]}. Entries of a shape it does
+// not know are skipped, so a newer agent's snapshot still reads; a value
+// that is not a dict at all is an error.
+func tensorNames(v pickle.Value) (*profiler.TensorNames, error) {
+	if v.Kind != pickle.DictKind {
+		return nil, fmt.Errorf("\"vramscope_tensors\" is a %s, not a dict", v.TypeName())
+	}
+	d := v.Ref.(*pickle.Dict)
+	out := &profiler.TensorNames{Objects: getInt(d, "objects")}
+	if t, ok := d.Get("took_ms"); ok {
+		out.TookMS, _ = t.AsFloat()
+	}
+	if t, ok := d.Get("truncated"); ok {
+		out.Truncated, _ = t.AsBool()
+	}
+	if r, ok := d.Get("routes"); ok && r.Kind == pickle.DictKind {
+		out.Error = getString(r.Ref.(*pickle.Dict), "error")
+	}
+	entries, _ := d.Get("entries")
+	items, _ := entries.Items()
+	for _, it := range items {
+		f, ok := it.Items()
+		if !ok || len(f) < 8 {
+			continue
+		}
+		dev, ok1 := f[0].AsInt()
+		addr, ok2 := f[1].AsUint()
+		n, ok3 := f[2].AsInt()
+		kind, ok4 := f[3].AsString()
+		name, ok5 := f[4].AsString()
+		if !(ok1 && ok2 && ok3 && ok4 && ok5) || n <= 0 || addr == 0 {
+			continue
+		}
+		module, _ := f[5].AsString()
+		file, _ := f[6].AsString()
+		line, _ := f[7].AsInt()
+		out.Entries = append(out.Entries, profiler.NamedTensor{Device: int(dev), Addr: addr, Bytes: n, Kind: kind,
+			Name: name, Module: module, File: file, Line: int(line)})
+	}
+	return out, nil
+}
