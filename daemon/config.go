@@ -2,12 +2,12 @@ package daemon
 
 import (
 	"errors"
-
 	"fmt"
-	"github.com/vramscope/vramscope/daemon/counters"
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/vramscope/vramscope/daemon/counters"
 )
 
 // Config is the daemon's one typed configuration; Defaults fills what is unset.
@@ -15,7 +15,8 @@ type Config struct {
 	Socket       string           // Unix socket path; default DefaultSocket()
 	DataDir      string           // snapshot store; default DefaultDataDir()
 	TCP          string           // optional loopback listener, e.g. "127.0.0.1:7425"; "" = none
-	TokenFile    string           // where the TCP token is written; default beside the socket
+	TokenFile    string           // where the TCP token is written; default <Socket>.token
+	TCPLimits    TCPLimits        // what TCP peers may hold; zero fields take the defaults
 	Interval     time.Duration    // NVML sampling interval; default 100 ms
 	MaxSnapshots int              // retention by count; default 200
 	MaxBytes     int64            // retention by bytes; default 20 GiB
@@ -24,6 +25,36 @@ type Config struct {
 	NoCounters   bool             // do not start NVML sampling (tests)
 	Sampler      counters.Sampler // sample this instead of NVML (tests, replays); nil = NVML
 	Logf         func(format string, args ...any)
+}
+
+// TCPLimits bound the connections of the loopback TCP listener, so that peers
+// without the token (any local user) cannot exhaust the daemon's file
+// descriptors or memory. The Unix socket has its own budget: it is not
+// counted here and never refused for TCP's sake. docs/security.md has the
+// figures and the tests.
+type TCPLimits struct {
+	HelloTimeout time.Duration // a connection not past daemon.hello by then is closed; default 5 s
+	PendingPeer  int           // connections not yet past hello, per peer address; default 8
+	Pending      int           // connections not yet past hello, in all; default 32
+	Authed       int           // connections past hello (they proved the token), in all; default 256
+}
+
+// DefaultTCPLimits are the limits a zero TCPLimits field takes.
+var DefaultTCPLimits = TCPLimits{HelloTimeout: 5 * time.Second, PendingPeer: 8, Pending: 32, Authed: 256}
+
+func (l *TCPLimits) defaults() {
+	if l.HelloTimeout <= 0 {
+		l.HelloTimeout = DefaultTCPLimits.HelloTimeout
+	}
+	if l.PendingPeer <= 0 {
+		l.PendingPeer = DefaultTCPLimits.PendingPeer
+	}
+	if l.Pending <= 0 {
+		l.Pending = DefaultTCPLimits.Pending
+	}
+	if l.Authed <= 0 {
+		l.Authed = DefaultTCPLimits.Authed
+	}
 }
 
 // RuntimeDir is the per-user directory of the socket and token:
@@ -65,6 +96,12 @@ func DefaultDataDir() (string, error) {
 }
 
 func (c *Config) defaults() error {
+	if c.MaxSnapshots < 0 {
+		return fmt.Errorf("the snapshot count limit is %d; it must be positive (0 for the default)", c.MaxSnapshots)
+	}
+	if c.MaxBytes < 0 {
+		return fmt.Errorf("the snapshot byte limit is %d; it must be positive (0 for the default)", c.MaxBytes)
+	}
 	var err error
 	if c.Socket == "" {
 		if c.Socket, err = DefaultSocket(); err != nil {
@@ -77,8 +114,9 @@ func (c *Config) defaults() error {
 		}
 	}
 	if c.TokenFile == "" {
-		c.TokenFile = filepath.Join(filepath.Dir(c.Socket), "token")
+		c.TokenFile = c.Socket + ".token" // named after the socket: never a file some other program calls "token"
 	}
+	c.TCPLimits.defaults()
 	if c.Interval <= 0 {
 		c.Interval = 100 * time.Millisecond
 	}

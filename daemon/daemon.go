@@ -10,11 +10,13 @@ package daemon
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"sync"
 	"time"
 
+	"github.com/vramscope/vramscope/daemon/api"
 	"github.com/vramscope/vramscope/daemon/store"
 	"github.com/vramscope/vramscope/profiler/analyze"
 )
@@ -31,6 +33,11 @@ type Daemon struct {
 	analyses *analyses
 	events   *events
 	counters *counterSource
+	tcp      *tcpSlots
+	refusals refusalLog
+
+	socket    *ownedFile // the socket and token this daemon made, removed by Close
+	tokenFile *ownedFile
 
 	mu        sync.Mutex
 	listeners []net.Listener
@@ -59,6 +66,7 @@ func New(cfg Config) (*Daemon, error) {
 		cfg: cfg, store: st, started: time.Now(), host: host,
 		agents:   newAgents(),
 		events:   newEvents(),
+		tcp:      newTCPSlots(cfg.TCPLimits),
 		sessions: map[*session]struct{}{},
 	}
 	d.analyses = newAnalyses(st, 8)
@@ -72,28 +80,35 @@ func New(cfg Config) (*Daemon, error) {
 	return d, nil
 }
 
-// Serve listens and serves until ctx ends or Close is called.
+// Serve listens and serves until ctx ends or Close is called. The Unix
+// socket comes first: when another daemon owns it, this one leaves its TCP
+// port and token alone.
 func (d *Daemon) Serve(ctx context.Context) error {
-	var tl net.Listener
-	if d.cfg.TCP != "" {
-		var err error
-		if tl, err = listenTCP(d.cfg.TCP); err != nil {
-			d.Close()
-			return err
-		}
-		if d.token, err = writeToken(d.cfg.TokenFile); err != nil {
-			tl.Close()
-			d.Close()
-			return err
-		}
-		d.addListener(tl)
-	}
-	ul, err := listenUnix(d.cfg.Socket)
+	ul, sock, err := listenUnix(d.cfg.Socket)
 	if err != nil {
 		d.Close()
 		return err
 	}
 	d.addListener(ul)
+	d.mu.Lock()
+	d.socket = sock
+	d.mu.Unlock()
+	var tl net.Listener
+	if d.cfg.TCP != "" {
+		if tl, err = listenTCP(d.cfg.TCP); err != nil {
+			d.Close()
+			return err
+		}
+		d.addListener(tl)
+		tok, file, err := writeToken(d.cfg.TokenFile)
+		if err != nil {
+			d.Close()
+			return err
+		}
+		d.mu.Lock()
+		d.token, d.tokenFile = tok, file
+		d.mu.Unlock()
+	}
 	d.cfg.Logf("listening on %s (data in %s)", d.cfg.Socket, d.cfg.DataDir)
 	if tl != nil {
 		d.cfg.Logf("listening on %s (token in %s)", tl.Addr(), d.cfg.TokenFile)
@@ -135,17 +150,23 @@ func (d *Daemon) accept(l net.Listener, tcp bool) {
 			time.Sleep(50 * time.Millisecond)
 			continue
 		}
-		if !tcp {
-			if uid, err := peerUID(c); err != nil || (uid >= 0 && uid != os.Getuid()) {
-				d.cfg.Logf("refused a connection from uid %d: %v", uid, errOtherUser)
-				refuse(c)
+		peer := ""
+		if tcp {
+			peer = peerOf(c)
+			if err := d.tcp.admit(peer); err != nil {
+				d.refusals.note(d.cfg.Logf, err)
+				refuse(c, api.CodeBusy, err.Error())
 				continue
 			}
+		} else if uid, err := peerUID(c); err != nil || (uid >= 0 && uid != os.Getuid()) {
+			d.refusals.note(d.cfg.Logf, fmt.Errorf("a connection from uid %d (%v)", uid, errOtherUser))
+			refuse(c, api.CodeUnauthorized, errOtherUser.Error())
+			continue
 		}
 		d.wg.Add(1)
 		go func() {
 			defer d.wg.Done()
-			d.serveConn(c, tcp)
+			d.serveConn(c, tcp, peer)
 		}()
 	}
 }
@@ -157,6 +178,7 @@ func (d *Daemon) Close() error {
 		d.mu.Lock()
 		d.closed = true
 		ls := d.listeners
+		owned := []*ownedFile{d.socket, d.tokenFile}
 		ss := make([]*session, 0, len(d.sessions))
 		for s := range d.sessions {
 			ss = append(ss, s)
@@ -169,8 +191,8 @@ func (d *Daemon) Close() error {
 			s.rpc().Close()
 		}
 		d.counters.Stop()
-		if len(ls) > 0 {
-			os.Remove(d.cfg.Socket)
+		for _, f := range owned {
+			f.remove()
 		}
 		d.analyses.pending.Wait()
 		d.closeErr = d.store.Close()

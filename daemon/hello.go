@@ -26,14 +26,30 @@ func (s *session) hello(_ context.Context, raw json.RawMessage) (any, error) {
 			s.closeAfterReply()
 			return nil, rpcErr(api.CodeUnauthorized, "wrong or missing token (read it from %s)", s.d.cfg.TokenFile)
 		}
-		s.mu.Lock()
-		s.authed = true
-		s.mu.Unlock()
+		if err := s.authenticate(); err != nil {
+			return nil, err
+		}
 	}
 	if p.APIVersion != "" && major(p.APIVersion) != major(api.Version) {
 		return nil, rpcErr(api.CodeVersion, "client speaks API %s, the daemon %s: upgrade the older one", p.APIVersion, api.Version)
 	}
 	return s.d.helloResult(), nil
+}
+
+// authenticate marks a TCP session as past hello, trading its pending slot
+// for an authenticated one (once, however many hellos it sends).
+func (s *session) authenticate() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.authed {
+		return nil
+	}
+	if err := s.d.tcp.promote(s.peer); err != nil {
+		s.closing = true
+		return rpcErr(api.CodeBusy, "%v", err)
+	}
+	s.authed = true
+	return nil
 }
 
 func (d *Daemon) helloResult() api.HelloResult {

@@ -147,7 +147,7 @@ func TestDiskFull(t *testing.T) {
 	t.Cleanup(func() { exec.Command("umount", mnt).Run() })
 	d, cfg := testDaemon(t, func(c *Config) { c.DataDir = filepath.Join(mnt, "data") })
 	c := dial(t, cfg.Socket)
-	err := c.Call(context.Background(), api.SnapshotImport, api.ImportParams{Path: fixtures + "gpt2_train.pickle"}, nil)
+	err := c.Call(context.Background(), api.SnapshotImport, api.ImportParams{Path: mustAbs(fixtures + "gpt2_train.pickle")}, nil)
 	if client.Code(err) != api.CodeStoreFailed || !strings.Contains(err.Error(), "no space left") {
 		t.Fatalf("import onto a full disk: %v", err)
 	}
@@ -158,7 +158,7 @@ func TestDiskFull(t *testing.T) {
 		t.Errorf("incoming keeps %v", left)
 	}
 	var small api.SnapshotResult
-	call(t, c, api.SnapshotImport, api.ImportParams{Path: "../examples/snapshots/leak_steps.pickle"}, &small)
+	call(t, c, api.SnapshotImport, api.ImportParams{Path: mustAbs("../examples/snapshots/leak_steps.pickle")}, &small)
 	if err := d.store.Verify(small.ID); err != nil {
 		t.Error(err)
 	}

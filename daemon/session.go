@@ -1,7 +1,6 @@
 package daemon
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,20 +8,19 @@ import (
 	"net"
 	"runtime/debug"
 	"sync"
+	"time"
 
 	"github.com/sourcegraph/jsonrpc2"
 	"github.com/vramscope/vramscope/daemon/api"
 )
 
-// maxLine bounds one JSON-RPC message, so a client sending garbage without
-// newlines cannot make the daemon buffer without limit.
-const maxLine = 64 << 20
-
 // session is one connection: a client, a subscriber, or an agent.
 type session struct {
 	d       *Daemon
 	conn    *jsonrpc2.Conn
+	wire    *wireStream
 	tcp     bool
+	peer    string // a TCP connection's peer address, for its slot
 	mu      sync.Mutex
 	authed  bool
 	closing bool
@@ -84,32 +82,22 @@ func Handlers() []string {
 	return names
 }
 
-// limitedConn fails a read once one line grows past maxLine.
-type limitedConn struct {
-	net.Conn
-	since int
-}
-
-func (c *limitedConn) Read(p []byte) (int, error) {
-	n, err := c.Conn.Read(p)
-	for _, b := range p[:n] {
-		if b == '\n' {
-			c.since = 0
-		} else if c.since++; c.since > maxLine {
-			return n, fmt.Errorf("message longer than %d bytes", maxLine)
-		}
-	}
-	return n, err
-}
-
-func (d *Daemon) serveConn(c net.Conn, tcp bool) {
-	s := &session{d: d, tcp: tcp, authed: !tcp, out: make(chan notice, 256), ready: make(chan struct{})}
+// serveConn serves one connection until it closes. A TCP connection comes
+// with a pending slot of peer (tcpSlots.admit), and has HelloTimeout to prove
+// the token before it is closed.
+func (d *Daemon) serveConn(c net.Conn, tcp bool, peer string) {
+	s := &session{d: d, tcp: tcp, peer: peer, authed: !tcp, out: make(chan notice, 256), ready: make(chan struct{})}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	stream := jsonrpc2.NewPlainObjectStream(&limitedConn{Conn: c})
-	s.conn = jsonrpc2.NewConn(ctx, stream, jsonrpc2.AsyncHandler(closingHandler{s, jsonrpc2.HandlerWithError(s.handle).SuppressErrClosed()}),
+	s.wire = newWireStream(c, s.isAuthed)
+	s.conn = jsonrpc2.NewConn(ctx, s.wire, jsonrpc2.AsyncHandler(closingHandler{s, jsonrpc2.HandlerWithError(s.handle).SuppressErrClosed()}),
 		jsonrpc2.SetLogger(discard{}))
 	close(s.ready)
+	if tcp {
+		timer := time.AfterFunc(d.cfg.TCPLimits.HelloTimeout, s.helloExpired)
+		defer timer.Stop()
+		defer func() { d.tcp.release(peer, s.isAuthed()) }()
+	}
 	d.mu.Lock()
 	if d.closed {
 		d.mu.Unlock()
@@ -137,17 +125,14 @@ func (s *session) handle(ctx context.Context, _ *jsonrpc2.Conn, req *jsonrpc2.Re
 			result, err = nil, rpcErr(api.CodeInternal, "internal error in %s: %v (the daemon goes on; please report it)", req.Method, r)
 		}
 	}()
-	h, ok := handlers[req.Method]
-	if !ok {
-		return nil, rpcErr(jsonrpc2.CodeMethodNotFound, "unknown method %q", req.Method)
-	}
+	params := s.wire.params.take(req.Params)
 	if !s.isAuthed() && req.Method != api.Hello {
 		s.closeAfterReply()
 		return nil, rpcErr(api.CodeUnauthorized, "call daemon.hello with the token first")
 	}
-	var params json.RawMessage
-	if req.Params != nil {
-		params = *req.Params
+	h, ok := handlers[req.Method]
+	if !ok {
+		return nil, rpcErr(jsonrpc2.CodeMethodNotFound, "unknown method %q", req.Method)
 	}
 	res, err := h(s, ctx, params)
 	if err != nil {
@@ -163,6 +148,15 @@ func (s *session) isAuthed() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.authed
+}
+
+// helloExpired closes a TCP connection that has not proved the token in time:
+// until it does, it holds a slot any local user can take.
+func (s *session) helloExpired() {
+	if s.isAuthed() {
+		return
+	}
+	s.wire.end(api.CodeUnauthorized, fmt.Sprintf("no daemon.hello with the token within %s: closing", s.d.cfg.TCPLimits.HelloTimeout))
 }
 
 // closingHandler closes the connection after the reply when the handler
@@ -210,28 +204,16 @@ func (s *session) sendNotices(ctx context.Context) {
 	}
 }
 
-// decode reads params into v, answering InvalidParams on bad JSON.
-func decode(params json.RawMessage, v any) error {
-	if len(params) == 0 || string(params) == "null" {
-		return nil
-	}
-	if err := json.Unmarshal(params, v); err != nil {
-		return rpcErr(api.CodeInvalidParams, "invalid params: %v", err)
-	}
-	return nil
-}
-
 func rpcErr(code int64, format string, args ...any) *jsonrpc2.Error {
 	return &jsonrpc2.Error{Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
-// refuse tells a connection from another user why it is closed.
-func refuse(c net.Conn) {
+// refuse tells a connection the daemon will not serve why, and closes it.
+func refuse(c net.Conn, code int64, why string) {
 	msg, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": nil,
-		"error": map[string]any{"code": api.CodeUnauthorized, "message": errOtherUser.Error()}})
-	w := bufio.NewWriter(c)
-	w.Write(append(msg, '\n'))
-	w.Flush()
+		"error": map[string]any{"code": code, "message": why}})
+	c.SetWriteDeadline(time.Now().Add(lingerTime)) // a peer that does not read must not hold the accept loop
+	c.Write(append(msg, '\n'))
 	c.Close()
 }
 

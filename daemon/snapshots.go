@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -78,7 +79,7 @@ func (s *session) snapshotTake(ctx context.Context, raw json.RawMessage) (any, e
 	if st != nil {
 		st.close()
 	}
-	m, err := d.commit(part, meta)
+	m, err := d.commit(part, part, meta)
 	if err != nil {
 		return nil, err
 	}
@@ -90,6 +91,9 @@ func (s *session) snapshotTake(ctx context.Context, raw json.RawMessage) (any, e
 func (d *Daemon) commitStreamed(part string, sr streamed, meta store.Meta) (store.Meta, error) {
 	if sr.err != nil {
 		os.Remove(part)
+		if writingFailed(sr.err, part) {
+			return store.Meta{}, rpcErr(api.CodeStoreFailed, "storing the streamed snapshot: %v", sr.err)
+		}
 		return store.Meta{}, rpcErr(api.CodeBadSnapshot, "the streamed snapshot: %v", sr.err)
 	}
 	meta.Format = "vsm1"
@@ -113,9 +117,18 @@ func (d *Daemon) commitAnalysed(pr store.Prepared, meta store.Meta, res *analyze
 	return m, nil
 }
 
+// writingFailed says whether a stream failed at writing its part file (the
+// disk is full, say) rather than at reading or decoding the stream: the
+// pump's file errors name the part file.
+func writingFailed(err error, part string) bool {
+	var pe *fs.PathError
+	return errors.As(err, &pe) && pe.Path == part
+}
+
 // commit analyses an incoming file (which also proves it is a snapshot),
-// stores it, caches the analysis and tells subscribers.
-func (d *Daemon) commit(part string, meta store.Meta) (store.Meta, error) {
+// stores it, caches the analysis and tells subscribers. name is the file as
+// the caller knows it, for errors: part may be a copy in the incoming dir.
+func (d *Daemon) commit(part, name string, meta store.Meta) (store.Meta, error) {
 	if !inDir(part, d.store.IncomingDir()) {
 		return store.Meta{}, rpcErr(api.CodeInvalidParams, "%s is not in the incoming directory %s", part, d.store.IncomingDir())
 	}
@@ -134,12 +147,19 @@ func (d *Daemon) commit(part string, meta store.Meta) (store.Meta, error) {
 	if err != nil {
 		d.store.Discard(pr.p)
 		os.Remove(part)
-		return store.Meta{}, rpcErr(api.CodeBadSnapshot, "%v", err)
+		return store.Meta{}, rpcErr(api.CodeBadSnapshot, "%s", renamed(err, part, name))
 	}
 	if pr.err != nil {
 		return store.Meta{}, rpcErr(api.CodeStoreFailed, "%v", pr.err)
 	}
 	return d.commitAnalysed(pr.p, meta, res)
+}
+
+// renamed is err's message with the file the engine read (part) called by
+// the name the caller knows (the file it asked to import, not the daemon's
+// copy of it).
+func renamed(err error, part, name string) string {
+	return strings.ReplaceAll(err.Error(), part, name)
 }
 
 func inDir(path, dir string) bool {
@@ -164,7 +184,7 @@ func (s *session) agentCaptured(_ context.Context, raw json.RawMessage) (any, er
 	meta := store.Meta{Reason: reason, Source: firstArg(proc.Argv), PID: proc.PID, Host: proc.Host,
 		Rank: proc.Rank, Device: p.Device, Entries: p.Entries, TookMS: p.TookMS}
 	s.d.nvmlAt(&meta, proc.PID, p.Device)
-	m, err := s.d.commit(p.Path, meta)
+	m, err := s.d.commit(p.Path, p.Path, meta)
 	if err != nil {
 		return nil, err
 	}
@@ -180,18 +200,22 @@ func (s *session) snapshotImport(_ context.Context, raw json.RawMessage) (any, e
 	if err := decode(raw, &p); err != nil {
 		return nil, err
 	}
-	if p.Path == "" {
-		return nil, rpcErr(api.CodeInvalidParams, "snapshot.import needs a path")
+	path, err := importPath(p)
+	if err != nil {
+		return nil, err
+	}
+	if err := importable(path); err != nil {
+		return nil, err
 	}
 	d := s.d
-	part, err := d.store.Stage(p.Path)
+	part, err := d.store.Stage(path)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) || errors.Is(err, os.ErrPermission) {
 			return nil, rpcErr(api.CodeBadSnapshot, "%v", err)
 		}
 		return nil, rpcErr(api.CodeStoreFailed, "%v", err)
 	}
-	m, err := d.commit(part, store.Meta{Reason: "import", Source: p.Path, Label: p.Label})
+	m, err := d.commit(part, path, store.Meta{Reason: "import", Source: path, Label: p.Label})
 	if err != nil {
 		return nil, err
 	}

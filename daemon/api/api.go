@@ -72,18 +72,46 @@ const (
 	EventCountersTick   = "event.counters_tick"
 )
 
-// Error codes beyond JSON-RPC's own (-32700 … -32600).
+// Error codes: JSON-RPC's own (-32700 … -32600) and the daemon's.
 const (
-	CodeUnauthorized  = -32001 // TCP connection without a valid token, or another user
-	CodeVersion       = -32002 // incompatible API major version
-	CodeNotFound      = -32004 // no such snapshot or process
-	CodeNoAgent       = -32005 // the process has no agent attached
-	CodeAgentFailed   = -32006 // the agent could not dump (it died, timed out, or reported an error)
-	CodeStoreFailed   = -32007 // the store could not write (disk full, permissions)
-	CodeBadSnapshot   = -32008 // the file is not a readable snapshot
-	CodeInternal      = -32603 // a bug: the request was recovered, the daemon goes on
-	CodeInvalidParams = -32602 // JSON-RPC: the params do not fit the method
+	CodeParse          = -32700 // JSON-RPC: the message is not JSON (the daemon answers, then closes the connection)
+	CodeInvalidRequest = -32600 // JSON-RPC: JSON, but not a request or response (a batch, a method that is not a string, …)
+	CodeUnauthorized   = -32001 // TCP connection without a valid token, or another user
+	CodeVersion        = -32002 // incompatible API major version
+	CodeNotFound       = -32004 // no such snapshot or process
+	CodeNoAgent        = -32005 // the process has no agent attached
+	CodeAgentFailed    = -32006 // the agent could not dump (it died, timed out, or reported an error)
+	CodeStoreFailed    = -32007 // the store could not write (disk full, permissions)
+	CodeBadSnapshot    = -32008 // the file is not a readable snapshot
+	CodeTooLarge       = -32009 // a message longer than its limit (MaxHelloBytes, MaxMessageBytes, MaxRegisterBytes)
+	CodeBusy           = -32010 // too many TCP connections (per peer address or in total): try again later, or use the Unix socket
+	CodeInternal       = -32603 // a bug: the request was recovered, the daemon goes on
+	CodeInvalidParams  = -32602 // JSON-RPC: the params do not fit the method
 )
+
+// Message size limits: bytes of one JSON-RPC message, whitespace and newlines
+// inside it included. A longer message is answered with CodeTooLarge; one
+// past the limit of the connection's state (before or after daemon.hello) is
+// not read further and its connection is closed.
+const (
+	// MaxHelloBytes bounds each message on a TCP connection until daemon.hello
+	// has proved the token (a hello takes about 200 bytes).
+	MaxHelloBytes = 4 << 10
+	// MaxMessageBytes bounds every other message but agent.register.
+	MaxMessageBytes = 1 << 20
+	// MaxRegisterBytes bounds agent.register, which carries the process's argv:
+	// up to ARG_MAX (2 MiB with the default 8 MiB stack), which Python's JSON
+	// escapes may grow to 6 bytes per byte.
+	MaxRegisterBytes = 16 << 20
+)
+
+// MaxBytes is the longest message a request for method may be.
+func MaxBytes(method string) int {
+	if method == AgentRegister {
+		return MaxRegisterBytes
+	}
+	return MaxMessageBytes
+}
 
 // HelloParams opens a session. Token is required on TCP connections.
 type HelloParams struct {
@@ -158,9 +186,12 @@ type TakeParams struct {
 }
 
 // ImportParams copies a snapshot file into the store (it is validated first).
+// A relative Path is resolved against Cwd; without Cwd it is refused (the
+// daemon's own working directory means nothing to the client).
 type ImportParams struct {
 	Path  string `json:"path"`
 	Label string `json:"label,omitempty"`
+	Cwd   string `json:"cwd,omitempty"` // the client's working directory, absolute
 }
 
 // SnapshotResult is one stored snapshot; Path is the file in the store.

@@ -27,6 +27,12 @@ mode 0600 in a 0700 directory, and refuses connections from other users (SO_PEER
 --tcp 127.0.0.1:PORT it also listens on loopback; a TCP connection must call daemon.hello with the
 token from the token file beside the socket before anything else. Agents (the Python package in
 jupyter/) use the same socket: they call agent.register and then answer agent.dump.`))
+	fmt.Fprintf(&b, "\n\nA message may be at most %s on TCP until daemon.hello has proved the token, else %s\n"+
+		"(%s for agent.register, which carries argv), newlines inside it included; a longer one is\n"+
+		"answered with -32009. A message that is not JSON is answered with -32700 and its connection\n"+
+		"closed; JSON that is not a request or response (a batch, a method that is not a string) with -32600.\n"+
+		"docs/security.md says what else bounds a connection (time to say hello, connections per peer).",
+		kib(MaxHelloBytes), kib(MaxMessageBytes), kib(MaxRegisterBytes))
 	b.WriteString("\n\n## Errors\n\n| code | meaning |\n|---|---|\n")
 	for _, e := range errorCodes(src) {
 		fmt.Fprintf(&b, "| %s | %s |\n", e[0], e[1])
@@ -195,6 +201,14 @@ func exprString(e ast.Expr) string {
 		return e.Op.String() + exprString(e.X)
 	}
 	return "?"
+}
+
+// kib writes a byte count the way the limits are chosen: in KiB or MiB.
+func kib(n int) string {
+	if n >= 1<<20 {
+		return fmt.Sprintf("%d MiB", n>>20)
+	}
+	return fmt.Sprintf("%d KiB", n>>10)
 }
 
 func oneLine(s string) string {

@@ -2,11 +2,14 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/vramscope/vramscope/daemon"
@@ -36,9 +39,22 @@ func (f *daemonFlags) dial(ctx context.Context) (*client.Client, error) {
 	}
 	c, err := client.Dial(ctx, f.socket, "cli")
 	if err != nil {
-		return nil, fmt.Errorf("%v (start one with `vramscope serve`)", err)
+		return nil, dialError(f.socket, err)
 	}
 	return c, nil
+}
+
+// dialError advises starting a daemon only when none is there (no socket, or
+// nobody listening on it); a daemon that is there but does not answer, or
+// answers with an error, is a different problem.
+func dialError(socket string, err error) error {
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ECONNREFUSED) {
+		return fmt.Errorf("%v (start one with `vramscope serve`)", err)
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("the daemon at %s accepted the connection but did not answer in time (is it overloaded? see its log)", socket)
+	}
+	return fmt.Errorf("the daemon at %s: %w", socket, err)
 }
 
 // parseDaemonCmd parses the flags of a command that talks to the daemon;

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/signal"
 	"syscall"
@@ -19,7 +20,7 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&cfg.Socket, "socket", "", "Unix socket (default $VRAMSCOPE_SOCKET, else $XDG_RUNTIME_DIR/vramscope/daemon.sock)")
 	fs.StringVar(&cfg.DataDir, "data-dir", "", "snapshot store (default $XDG_STATE_HOME/vramscope)")
 	fs.StringVar(&cfg.TCP, "tcp", "", "also listen on this loopback address, e.g. 127.0.0.1:7425 (token in the token file)")
-	fs.StringVar(&cfg.TokenFile, "token-file", "", "where the TCP token is written (default beside the socket)")
+	fs.StringVar(&cfg.TokenFile, "token-file", "", "where the TCP token is written (default the socket's path and .token); never over a file vramscope did not write")
 	fs.DurationVar(&cfg.Interval, "interval", 100*time.Millisecond, "NVML sampling interval")
 	fs.IntVar(&cfg.MaxSnapshots, "max-snapshots", 200, "keep at most this many snapshots")
 	var maxGiB float64
@@ -29,7 +30,10 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	if _, ok := parse(fs, args, stderr); !ok {
 		return exitInput
 	}
-	cfg.MaxBytes = int64(maxGiB * (1 << 30))
+	if err := checkServeFlags(&cfg, maxGiB); err != nil {
+		fmt.Fprintf(stderr, "vramscope serve: %v\n", err)
+		return exitInput
+	}
 	cfg.Version = Version
 	if !*quiet {
 		cfg.Logf = func(format string, a ...any) {
@@ -46,4 +50,30 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 		return fail(stderr, err)
 	}
 	return exitOK
+}
+
+// checkServeFlags refuses flag values the daemon cannot use, naming the flag,
+// and sets cfg.MaxBytes from --max-gib.
+func checkServeFlags(cfg *daemon.Config, maxGiB float64) error {
+	var err error
+	if cfg.MaxBytes, err = gibBytes("--max-gib", maxGiB); err != nil {
+		return err
+	}
+	if cfg.MaxSnapshots <= 0 {
+		return fmt.Errorf("--max-snapshots %d: keep at least 1", cfg.MaxSnapshots)
+	}
+	if cfg.Interval <= 0 {
+		return fmt.Errorf("--interval %s: it must be positive", cfg.Interval)
+	}
+	return nil
+}
+
+// gibBytes converts a flag's GiB to bytes: a positive number small enough
+// for an int64 of bytes (float conversion would wrap 1e30 to a negative).
+func gibBytes(flag string, gib float64) (int64, error) {
+	const maxGiB = math.MaxInt64 >> 30
+	if math.IsNaN(gib) || gib <= 0 || gib > maxGiB {
+		return 0, fmt.Errorf("%s %g: give a number of GiB above 0 and at most %d", flag, gib, int64(maxGiB))
+	}
+	return int64(gib * (1 << 30)), nil
 }

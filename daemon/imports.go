@@ -1,0 +1,45 @@
+package daemon
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/vramscope/vramscope/daemon/api"
+)
+
+// importPath is the file snapshot.import names, absolute. The daemon's
+// working directory means nothing to a client, so a relative path needs the
+// client's own (cwd) to be resolved against.
+func importPath(p api.ImportParams) (string, error) {
+	switch {
+	case p.Path == "":
+		return "", rpcErr(api.CodeInvalidParams, "snapshot.import needs a path")
+	case filepath.IsAbs(p.Path):
+		return filepath.Clean(p.Path), nil
+	case p.Cwd == "":
+		return "", rpcErr(api.CodeInvalidParams, "snapshot.import: %q is a relative path, and the daemon's working directory is not yours: send an absolute path, or cwd (the directory it is relative to)", p.Path)
+	case !filepath.IsAbs(p.Cwd):
+		return "", rpcErr(api.CodeInvalidParams, "snapshot.import: cwd %q is not an absolute path", p.Cwd)
+	}
+	return filepath.Join(p.Cwd, p.Path), nil
+}
+
+// importable says why path cannot be imported, before the store copies it:
+// it must be a regular file the daemon can read (a directory or a named pipe
+// is not a snapshot, and reading a pipe could wait for ever).
+func importable(path string) error {
+	fi, err := os.Stat(path)
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return rpcErr(api.CodeBadSnapshot, "cannot read %s: %v", path, err)
+	}
+	if !fi.Mode().IsRegular() {
+		return rpcErr(api.CodeBadSnapshot, "%s is %s, not a snapshot file", path, describeMode(fi.Mode()))
+	}
+	return nil
+}

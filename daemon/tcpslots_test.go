@@ -1,0 +1,141 @@
+package daemon
+
+import (
+	"bufio"
+	"context"
+	"net"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vramscope/vramscope/daemon/api"
+	"github.com/vramscope/vramscope/daemon/client"
+)
+
+// dialFrom opens a TCP connection to addr from the loopback address src
+// (Linux answers on all of 127/8, so one machine can be many peers).
+func dialFrom(t *testing.T, src, addr string) net.Conn {
+	t.Helper()
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(src)}, Timeout: 5 * time.Second}
+	c, err := d.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// refusedWith reads what the daemon says to a connection it turns away: one
+// error and the end.
+func refusedWith(t *testing.T, c net.Conn) (int64, string) {
+	t.Helper()
+	r := bufio.NewReader(c)
+	rep := readReply(t, r, c)
+	if rep.Error == nil {
+		t.Fatalf("answered %+v, want an error", rep)
+	}
+	if !closed(t, r, c) {
+		t.Error("the refused connection stays open")
+	}
+	return rep.Error.Code, rep.Error.Message
+}
+
+// TestHelloTimeout: a TCP connection that has not proved the token within
+// HelloTimeout is told so and closed, whether it sends nothing or a byte at a
+// time; one that has proved it stays.
+func TestHelloTimeout(t *testing.T) {
+	d, cfg := testDaemon(t, func(c *Config) {
+		c.TCP = "127.0.0.1:0"
+		c.TCPLimits.HelloTimeout = 300 * time.Millisecond
+	})
+	idle := dialFrom(t, "127.0.0.1", d.Addr())
+	slow := dialFrom(t, "127.0.0.1", d.Addr())
+	go func() {
+		for _, b := range []byte(`{"jsonrpc":"2.0","id":1,"method":"daemon.hello","params":{}}`) {
+			if _, err := slow.Write([]byte{b}); err != nil {
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}()
+	start := time.Now()
+	for name, c := range map[string]net.Conn{"idle": idle, "slow": slow} {
+		code, msg := refusedWith(t, c)
+		if code != api.CodeUnauthorized || !strings.Contains(msg, "within 300ms") {
+			t.Errorf("%s: %d %q", name, code, msg)
+		}
+	}
+	if took := time.Since(start); took > 3*time.Second {
+		t.Errorf("closed after %s", took)
+	}
+	tok, _ := os.ReadFile(cfg.TokenFile)
+	c, err := client.DialTCP(context.Background(), d.Addr(), strings.TrimSpace(string(tok)), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	time.Sleep(600 * time.Millisecond)
+	call(t, c, api.Status, nil, &api.StatusResult{})
+}
+
+// TestTCPSlots: connections waiting for hello are capped per peer address and
+// in all, connections past hello in all; a refused peer is told why; the
+// Unix socket serves its owner throughout; slots come back when connections
+// end.
+func TestTCPSlots(t *testing.T) {
+	d, cfg := testDaemon(t, func(c *Config) {
+		c.TCP = "127.0.0.1:0"
+		c.TCPLimits = TCPLimits{HelloTimeout: time.Minute, PendingPeer: 3, Pending: 5, Authed: 2}
+	})
+	addr := d.Addr()
+	var waiting []net.Conn
+	for i := 0; i < 3; i++ {
+		waiting = append(waiting, dialFrom(t, "127.0.0.1", addr))
+	}
+	waitSlots(t, d, 3, 0)
+	code, msg := refusedWith(t, dialFrom(t, "127.0.0.1", addr))
+	if code != api.CodeBusy || !strings.Contains(msg, "from 127.0.0.1") {
+		t.Errorf("4th from one address: %d %q", code, msg)
+	}
+	waiting = append(waiting, dialFrom(t, "127.0.0.2", addr), dialFrom(t, "127.0.0.2", addr))
+	waitSlots(t, d, 5, 0)
+	code, msg = refusedWith(t, dialFrom(t, "127.0.0.3", addr))
+	if code != api.CodeBusy || !strings.Contains(msg, "TCP connections are already waiting") {
+		t.Errorf("6th in all: %d %q", code, msg)
+	}
+	call(t, dial(t, cfg.Socket), api.Status, nil, &api.StatusResult{}) // the owner's socket is not TCP's
+	for _, c := range waiting {
+		c.Close()
+	}
+	waitSlots(t, d, 0, 0)
+	tok, _ := os.ReadFile(cfg.TokenFile)
+	hello := func() (*client.Client, error) {
+		return client.DialTCP(context.Background(), addr, strings.TrimSpace(string(tok)), "test")
+	}
+	for i := 0; i < 2; i++ {
+		c, err := hello()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+	}
+	waitSlots(t, d, 0, 2)
+	if _, err := hello(); client.Code(err) != api.CodeBusy {
+		t.Errorf("3rd past hello: %v", err)
+	}
+	waitSlots(t, d, 0, 2)
+}
+
+// waitSlots waits for the daemon's TCP slots to read pending and authed.
+func waitSlots(t *testing.T, d *Daemon, pending, authed int) {
+	t.Helper()
+	for i := 0; i < 500; i++ {
+		if p, a := d.tcp.counts(); p == pending && a == authed {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	p, a := d.tcp.counts()
+	t.Fatalf("slots: %d pending, %d authed; want %d, %d", p, a, pending, authed)
+}

@@ -1,0 +1,266 @@
+package daemon
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/sourcegraph/jsonrpc2"
+	"github.com/vramscope/vramscope/daemon/api"
+)
+
+// wireStream is the daemon's side of a connection, as jsonrpc2 reads and
+// writes it. It reads one message at a time through a framer (bytes per
+// message bounded by the session's state), checks that it is a JSON-RPC
+// request or response, and answers what is not (-32700, -32600, -32009)
+// instead of dropping the connection without a word.
+//
+// jsonrpc2 decodes a request's params into generic values (about 35 bytes of
+// heap per byte of a list of small numbers) before re-encoding them. The
+// stream therefore hands jsonrpc2 a ticket in place of the params and keeps
+// the raw bytes for the handler (session.params): a message costs the daemon
+// about its own size.
+type wireStream struct {
+	conn   net.Conn
+	f      framer
+	authed func() bool // whether the peer may send more than a hello
+	wmu    sync.Mutex  // replies from the reader and jsonrpc2's writes
+	params paramStash
+}
+
+func newWireStream(c net.Conn, authed func() bool) *wireStream {
+	return &wireStream{conn: c, f: framer{r: bufio.NewReaderSize(c, 64<<10)}, authed: authed,
+		params: paramStash{m: map[uint64]json.RawMessage{}}}
+}
+
+// limit is the most bytes the next message may have: a hello's until the
+// peer has proved the token, else the largest any method may send (each
+// method's own limit is checked once the message is whole).
+func (w *wireStream) limit() int {
+	if w.authed() {
+		return api.MaxRegisterBytes
+	}
+	return api.MaxHelloBytes
+}
+
+// envelope is a JSON-RPC message with its parts left raw.
+type envelope struct {
+	ID     json.RawMessage `json:"id"`
+	Method *string         `json:"method"`
+	Params json.RawMessage `json:"params"`
+	Result json.RawMessage `json:"result"`
+	Error  json.RawMessage `json:"error"`
+}
+
+// ReadObject reads the next message jsonrpc2 should see into v, answering
+// those it should not.
+func (w *wireStream) ReadObject(v any) error {
+	for {
+		raw, err := w.f.next(w.limit())
+		if err != nil {
+			var fe *frameError
+			if errors.As(err, &fe) {
+				w.fail(nil, fe.code, fe.msg)
+			}
+			return err
+		}
+		out, err := w.check(raw)
+		if err != nil {
+			if errors.Is(err, errAnswered) {
+				continue
+			}
+			return err
+		}
+		return json.Unmarshal(out, v)
+	}
+}
+
+// errAnswered: the message was answered with an error and the stream goes on.
+var errAnswered = errors.New("answered")
+
+// check decodes one message's envelope and returns what jsonrpc2 is to read.
+func (w *wireStream) check(raw []byte) ([]byte, error) {
+	if raw[0] == '[' {
+		return nil, w.answer(nil, api.CodeInvalidRequest, "batches are not supported: send one request per message")
+	}
+	var e envelope
+	if err := json.Unmarshal(raw, &e); err != nil {
+		var te *json.UnmarshalTypeError
+		if !errors.As(err, &te) {
+			w.fail(nil, api.CodeParse, "parse error: "+err.Error())
+			return nil, err
+		}
+		return nil, w.answer(echo(e.ID), api.CodeInvalidRequest, fmt.Sprintf("invalid request: %q must be a string", te.Field))
+	}
+	isResponse := e.Result != nil || e.Error != nil
+	switch {
+	case e.Method != nil && !isResponse:
+		return w.request(&e, len(raw))
+	case e.Method == nil && isResponse:
+		return w.response(raw)
+	}
+	return nil, w.answer(echo(e.ID), api.CodeInvalidRequest, "invalid request: a message has a method (a request) or a result or error (a response), not both or neither")
+}
+
+// request checks a request's id and size, and stashes its params.
+func (w *wireStream) request(e *envelope, size int) ([]byte, error) {
+	id := e.ID
+	if string(id) == "null" {
+		id = nil // jsonrpc2 reads a null id as a notification; so does the daemon
+	}
+	if id != nil && !validID(id) {
+		return nil, w.answer(nil, api.CodeInvalidRequest, "invalid request: \"id\" must be a string or an integer")
+	}
+	if max := api.MaxBytes(*e.Method); size > max {
+		return nil, w.answer(id, api.CodeTooLarge, fmt.Sprintf("%s: the message is %d bytes; the limit is %d", *e.Method, size, max))
+	}
+	req := struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id,omitempty"`
+		Method  string          `json:"method"`
+		Params  *uint64         `json:"params,omitempty"`
+	}{JSONRPC: "2.0", ID: id, Method: *e.Method}
+	if e.Params != nil && string(e.Params) != "null" {
+		t := w.params.put(e.Params)
+		req.Params = &t
+	}
+	return json.Marshal(req)
+}
+
+// response passes on a reply to one of the daemon's calls (agent.dump's),
+// which jsonrpc2 matches to the call. Only a peer past hello may send one, and
+// at most MaxMessageBytes: jsonrpc2 decodes results into generic values.
+func (w *wireStream) response(raw []byte) ([]byte, error) {
+	if !w.authed() {
+		return nil, w.answer(nil, api.CodeUnauthorized, "call daemon.hello with the token first")
+	}
+	if len(raw) > api.MaxMessageBytes {
+		return nil, w.answer(nil, api.CodeTooLarge, fmt.Sprintf("a response of %d bytes; the limit is %d", len(raw), api.MaxMessageBytes))
+	}
+	return raw, nil
+}
+
+// echo is id if it may go back in a reply, else nil (a null id).
+func echo(id json.RawMessage) json.RawMessage {
+	if id != nil && validID(id) {
+		return id
+	}
+	return nil
+}
+
+func validID(id json.RawMessage) bool {
+	var s string
+	if json.Unmarshal(id, &s) == nil {
+		return true
+	}
+	_, err := strconv.ParseInt(string(id), 10, 64)
+	return err == nil
+}
+
+// answer replies to a message the daemon does not pass on; the stream goes on.
+func (w *wireStream) answer(id json.RawMessage, code int64, msg string) error {
+	w.reply(id, code, msg)
+	return errAnswered
+}
+
+// fail replies and then closes the connection, from the reader: it shuts
+// down its writing side, so the reply arrives before the end, and reads what
+// the peer still sends for a moment (at most lingerBytes, discarded), so the
+// kernel does not reset the connection over unread bytes, which can drop the
+// reply.
+func (w *wireStream) fail(id json.RawMessage, code int64, msg string) {
+	w.reply(id, code, msg)
+	w.closeWrite()
+	w.conn.SetReadDeadline(time.Now().Add(lingerTime))
+	io.CopyN(io.Discard, w.conn, lingerBytes)
+	w.conn.Close()
+}
+
+// end tells the peer why and closes the connection, from outside the reader.
+func (w *wireStream) end(code int64, msg string) {
+	w.conn.SetWriteDeadline(time.Now().Add(lingerTime)) // a write the peer does not read must not hold us
+	w.reply(nil, code, msg)
+	w.closeWrite()
+	w.conn.Close()
+}
+
+func (w *wireStream) closeWrite() {
+	if cw, ok := w.conn.(interface{ CloseWrite() error }); ok {
+		cw.CloseWrite()
+	}
+}
+
+// How long, and how many bytes, a connection being closed is still read.
+const (
+	lingerTime  = 200 * time.Millisecond
+	lingerBytes = 1 << 20
+)
+
+func (w *wireStream) reply(id json.RawMessage, code int64, msg string) {
+	if id == nil {
+		id = json.RawMessage("null")
+	}
+	b, _ := json.Marshal(struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Error   jsonrpc2.Error  `json:"error"`
+	}{"2.0", id, jsonrpc2.Error{Code: code, Message: msg}})
+	w.write(append(b, '\n'))
+}
+
+// WriteObject writes one message and a newline.
+func (w *wireStream) WriteObject(v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return w.write(append(b, '\n'))
+}
+
+func (w *wireStream) write(b []byte) error {
+	w.wmu.Lock()
+	defer w.wmu.Unlock()
+	_, err := w.conn.Write(b)
+	return err
+}
+
+func (w *wireStream) Close() error { return w.conn.Close() }
+
+// paramStash holds the raw params of requests read but not yet handled, by
+// ticket.
+type paramStash struct {
+	mu   sync.Mutex
+	next uint64
+	m    map[uint64]json.RawMessage
+}
+
+func (p *paramStash) put(raw json.RawMessage) uint64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.next++
+	p.m[p.next] = raw
+	return p.next
+}
+
+// take returns (and forgets) the params a request's ticket stands for; nil
+// for a request without params.
+func (p *paramStash) take(ticket *json.RawMessage) json.RawMessage {
+	if ticket == nil {
+		return nil
+	}
+	t, err := strconv.ParseUint(string(*ticket), 10, 64)
+	if err != nil {
+		return nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	raw := p.m[t]
+	delete(p.m, t)
+	return raw
+}
