@@ -9,7 +9,11 @@ import (
 // so the agent writing a snapshot waits less on the daemon's reads.
 func growPipe(f *os.File) {
 	const fSetPipeSz = 1031 // F_SETPIPE_SZ
-	syscall.Syscall(syscall.SYS_FCNTL, f.Fd(), fSetPipeSz, 1<<20)
+	// Through SyscallConn, not Fd: Fd puts the file in blocking mode, where
+	// read deadlines (stream.wait's timeout) no longer work.
+	if rc, err := f.SyscallConn(); err == nil {
+		rc.Control(func(fd uintptr) { syscall.Syscall(syscall.SYS_FCNTL, fd, fSetPipeSz, 1<<20) })
+	}
 }
 
 // startWriteback starts writing n bytes of f from off to disk without waiting

@@ -64,7 +64,11 @@ func (s *session) snapshotTake(ctx context.Context, raw json.RawMessage) (any, e
 		GPUBytes: nv.GPUBytes, OtherGPUBytes: nv.OtherGPUBytes, OtherPIDs: nv.OtherPIDs, Phases: res.Phases}
 	answered := time.Now()
 	if st != nil && res.Streamed {
-		sr := <-st.done
+		sr := st.wait(cctx)
+		if sr.stopped {
+			os.Remove(part)
+			return nil, rpcErr(api.CodeAgentFailed, "process %d did not finish streaming its snapshot within %s: %v", p.PID, timeout, sr.err)
+		}
 		finished := time.Now()
 		meta.Phases.Finish = millis(finished.Sub(answered))
 		m, err := d.commitStreamed(part, sr, meta)
@@ -129,8 +133,8 @@ func writingFailed(err error, part string) bool {
 // stores it, caches the analysis and tells subscribers. name is the file as
 // the caller knows it, for errors: part may be a copy in the incoming dir.
 func (d *Daemon) commit(part, name string, meta store.Meta) (store.Meta, error) {
-	if !inDir(part, d.store.IncomingDir()) {
-		return store.Meta{}, rpcErr(api.CodeInvalidParams, "%s is not in the incoming directory %s", part, d.store.IncomingDir())
+	if err := d.checkIncoming(part); err != nil {
+		return store.Meta{}, err
 	}
 	// Sync and hash the file while the engine reads it: both read it whole.
 	type prepared struct {

@@ -1,12 +1,14 @@
 package daemon
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -20,17 +22,22 @@ import (
 // so analysis is ready about when the agent finishes writing.
 
 type streamed struct {
-	res  *analyze.Result
-	size int64
-	sum  string
-	got  bool // a writer sent at least one byte
-	err  error
+	res     *analyze.Result
+	size    int64
+	sum     string
+	got     bool // a writer sent at least one byte
+	err     error
+	stopped bool // wait gave up on the stream (err says how far it got)
 }
 
 // stream is one FIFO the agent may write to.
 type stream struct {
 	fifo string
 	done chan streamed
+
+	mu      sync.Mutex
+	f       *os.File // the FIFO, once the reader has it open
+	stopped bool
 }
 
 // openStream makes the FIFO beside part and starts reading it. Without FIFOs
@@ -42,8 +49,40 @@ func openStream(part string) *stream {
 		return nil
 	}
 	s := &stream{fifo: fifo, done: make(chan streamed, 1)}
-	go func() { s.done <- readStream(fifo, part) }()
+	go func() { s.done <- s.read(part) }()
 	return s
+}
+
+// wait returns what the reader made of the stream, or gives up on it once
+// ctx is done (the capture's timeout covers the stream too): an agent that
+// answers that it streams and then never opens the FIFO, or writes part of a
+// snapshot and holds the FIFO open, held snapshot.take for ever. The reader
+// is stopped either way, and has removed the FIFO and the part file when
+// wait returns.
+func (s *stream) wait(ctx context.Context) streamed {
+	select {
+	case sr := <-s.done:
+		return sr
+	case <-ctx.Done():
+	}
+	s.mu.Lock()
+	s.stopped = true
+	if s.f != nil {
+		s.f.SetReadDeadline(time.Now()) // ends a read the agent keeps waiting
+	}
+	s.mu.Unlock()
+	s.close() // ends an open that waits for the agent
+	sr := <-s.done
+	sr.stopped = true
+	return sr
+}
+
+// opened hands the reader's FIFO to wait; false: wait gave up already.
+func (s *stream) opened(f *os.File) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.f = f
+	return !s.stopped
 }
 
 // close unblocks the reader if no agent opened the FIFO (one that wrote a
@@ -66,13 +105,16 @@ func (s *stream) close() {
 	}
 }
 
-func readStream(fifo, part string) streamed {
-	f, err := os.OpenFile(fifo, os.O_RDONLY, 0) // until a writer opens it
-	os.Remove(fifo)
+func (s *stream) read(part string) streamed {
+	f, err := os.OpenFile(s.fifo, os.O_RDONLY, 0) // until a writer opens it
+	os.Remove(s.fifo)
 	if err != nil {
 		return streamed{err: err}
 	}
 	defer f.Close()
+	if !s.opened(f) {
+		return streamed{err: errors.New("stopped before the agent opened the stream")}
+	}
 	growPipe(f)
 	var first [4]byte
 	n, err := io.ReadFull(f, first[:])

@@ -671,6 +671,9 @@ func (s *Store) checkPart(part string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("store: refusing to commit %q: %w", part, err)
 	}
+	if abs == s.incoming {
+		return "", fmt.Errorf("store: refusing to commit %s: it is the incoming directory itself, not a file in it", abs)
+	}
 	if filepath.Dir(abs) != s.incoming {
 		return "", fmt.Errorf("store: refusing to commit %s: not inside %s", abs, s.incoming)
 	}
