@@ -44,6 +44,7 @@ type Server struct {
 	published map[string]bool // URIs with diagnostics from us
 	daemon    *daemonLink
 	shutdown  bool
+	inited    bool // initialize was answered
 	exited    chan struct{}
 	ready     chan struct{} // closed once conn is set: handlers may run before NewConn returns
 }
@@ -75,9 +76,12 @@ func New(cfg Config) *Server {
 }
 
 // Serve speaks LSP (Content-Length framing) on rwc until the client exits or
-// the stream ends.
+// the stream ends. A stream that breaks the protocol (a bad header, a
+// message over its limit, input that ends inside a message) ends the session
+// with an error that says what was wrong.
 func (s *Server) Serve(ctx context.Context, rwc io.ReadWriteCloser) error {
-	s.conn = jsonrpc2.NewConn(ctx, jsonrpc2.NewBufferedStream(rwc, jsonrpc2.VSCodeObjectCodec{}), s, jsonrpc2.SetLogger(quiet{}))
+	st := newStream(rwc)
+	s.conn = jsonrpc2.NewConn(ctx, st, s, jsonrpc2.SetLogger(quiet{}), jsonrpc2.OnRecv(st.onRecv))
 	close(s.ready)
 	select {
 	case <-s.conn.DisconnectNotify():
@@ -88,6 +92,9 @@ func (s *Server) Serve(ctx context.Context, rwc io.ReadWriteCloser) error {
 	}
 	if d := s.link(); d != nil {
 		d.close()
+	}
+	if err := st.readErr(); err != nil {
+		return fmt.Errorf("reading from the editor: %w", err)
 	}
 	return nil
 }
@@ -128,6 +135,12 @@ func (s *Server) call(ctx context.Context, req *jsonrpc2.Request) (res any, err 
 			res, err = nil, &jsonrpc2.Error{Code: jsonrpc2.CodeInternalError, Message: fmt.Sprintf("internal error in %s: %v", req.Method, r)}
 		}
 	}()
+	if !s.isInitialized() && req.Method != "initialize" && req.Method != "exit" {
+		if req.Notif {
+			return nil, nil // dropped, as the protocol asks
+		}
+		return nil, &jsonrpc2.Error{Code: codeServerNotInitialized, Message: "server not initialized: " + req.Method + " before initialize"}
+	}
 	h, ok := methods[req.Method]
 	if !ok {
 		if req.Notif {
@@ -139,7 +152,23 @@ func (s *Server) call(ctx context.Context, req *jsonrpc2.Request) (res any, err 
 	if req.Params != nil {
 		params = *req.Params
 	}
-	return h(s, ctx, params)
+	res, err = h(s, ctx, params)
+	if req.Method == "initialize" && err == nil {
+		s.mu.Lock()
+		s.inited = true
+		s.mu.Unlock()
+	}
+	return res, err
+}
+
+// codeServerNotInitialized is LSP's ServerNotInitialized: the answer to any
+// request before initialize.
+const codeServerNotInitialized = -32002
+
+func (s *Server) isInitialized() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.inited
 }
 
 func decode(params json.RawMessage, v any) error {
