@@ -14,6 +14,7 @@ import (
 	"net"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/vramscope/vramscope/daemon/api"
@@ -35,6 +36,7 @@ type Daemon struct {
 	counters *counterSource
 	tcp      *tcpSlots
 	refusals refusalLog
+	requests atomic.Int64 // requests handled, all connections; tests count what a peer got through
 
 	socket    *ownedFile // the socket and token this daemon made, removed by Close
 	tokenFile *ownedFile

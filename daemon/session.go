@@ -125,6 +125,7 @@ func (s *session) handle(ctx context.Context, _ *jsonrpc2.Conn, req *jsonrpc2.Re
 			result, err = nil, rpcErr(api.CodeInternal, "internal error in %s: %v (the daemon goes on; please report it)", req.Method, r)
 		}
 	}()
+	s.d.requests.Add(1)
 	params := s.wire.params.take(req.Params)
 	if !s.isAuthed() && req.Method != api.Hello {
 		s.closeAfterReply()
@@ -167,6 +168,7 @@ type closingHandler struct {
 }
 
 func (h closingHandler) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.Request) {
+	defer h.s.wire.handled()
 	h.inner.Handle(ctx, conn, req)
 	h.s.mu.Lock()
 	closing := h.s.closing

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -151,4 +152,47 @@ func TestUnauthenticatedPeerCost(t *testing.T) {
 			t.Errorf("peer %d could send all %d bytes: the daemon read them", i, n)
 		}
 	}
+}
+
+// TestPendingPeersCost: the most peers without the token can hold at once,
+// with the default limits: 40 connections from 5 addresses, each with a
+// message of MaxHelloBytes-1 bytes that never ends. The daemon keeps 32 (8 an
+// address), costing at most 16 MiB of resident memory, and cuts every one off
+// within HelloTimeout (5 s) and a second.
+func TestPendingPeersCost(t *testing.T) {
+	pid, _, addr := serveTCP(t, 1024)
+	fds, rss := openFDs(pid), procStatus(t, pid, "VmRSS")
+	partial := append([]byte(`{"jsonrpc":"2.0","id":1,"method":"daemon.hello","params":{"pad":"`), strings.Repeat("x", api.MaxHelloBytes)...)
+	partial = partial[:api.MaxHelloBytes-1]
+	var conns []net.Conn
+	start := time.Now()
+	for i := 0; i < 40; i++ {
+		c := dialFrom(t, fmt.Sprintf("127.0.0.%d", 1+i%5), addr)
+		c.Write(partial)
+		conns = append(conns, c)
+	}
+	time.Sleep(time.Second)
+	heldFDs, heldRSS := openFDs(pid)-fds, procStatus(t, pid, "VmRSS")-rss
+	if heldFDs > 32 || heldRSS > 16<<10 {
+		t.Errorf("40 peers hold %d descriptors and %d KiB", heldFDs, heldRSS)
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var last time.Duration
+	for _, c := range conns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c.SetReadDeadline(time.Now().Add(20 * time.Second))
+			io.Copy(io.Discard, c)
+			mu.Lock()
+			last = max(last, time.Since(start))
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	if last > DefaultTCPLimits.HelloTimeout+time.Second {
+		t.Errorf("the last peer was cut off after %s", last)
+	}
+	t.Logf("40 peers without the token: the daemon held %d descriptors and %d KiB more (VmRSS), and cut the last off after %s", heldFDs, heldRSS, last.Round(time.Millisecond))
 }

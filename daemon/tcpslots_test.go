@@ -3,8 +3,10 @@ package daemon
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"net"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -138,4 +140,35 @@ func waitSlots(t *testing.T, d *Daemon, pending, authed int) {
 	}
 	p, a := d.tcp.counts()
 	t.Fatalf("slots: %d pending, %d authed; want %d, %d", p, a, pending, authed)
+}
+
+// TestBeforeHelloOneAnswer: before hello, a TCP peer gets one answer and the
+// end of the connection, whatever it sends (each hostile message of
+// testdata/wire, or a thousand requests in one write: the daemon does not
+// start a goroutine for each).
+func TestBeforeHelloOneAnswer(t *testing.T) {
+	d, _ := testDaemon(t, func(c *Config) { c.TCP = "127.0.0.1:0" })
+	files, _ := filepath.Glob("testdata/wire/*")
+	var pipelined []byte
+	for i := 0; i < 1000; i++ {
+		pipelined = append(pipelined, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"daemon.status"}`+"\n", i)...)
+	}
+	inputs := map[string][]byte{"1000 requests": pipelined}
+	for _, f := range files {
+		inputs[f], _ = os.ReadFile(f)
+	}
+	for name, msg := range inputs {
+		before := d.requests.Load()
+		c := dialFrom(t, "127.0.0.1", d.Addr())
+		r := sendAll(c, msg)
+		if rep := readReply(t, r, c); rep.Error == nil {
+			t.Errorf("%s: answered %s without an error", name, rep.Result)
+		}
+		if !closed(t, r, c) {
+			t.Errorf("%s: a second answer or an open connection", name)
+		}
+		if n := d.requests.Load() - before; n > 1 {
+			t.Errorf("%s: %d requests handled", name, n)
+		}
+	}
 }

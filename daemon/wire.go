@@ -32,11 +32,20 @@ type wireStream struct {
 	authed func() bool // whether the peer may send more than a hello
 	wmu    sync.Mutex  // replies from the reader and jsonrpc2's writes
 	params paramStash
+
+	// Until the peer has proved the token, one request at a time is passed
+	// on: jsonrpc2 starts a goroutine per request, and a peer pipelining
+	// small requests could otherwise start thousands before the first
+	// answer closes its connection. turn holds the request in flight.
+	turn      chan struct{}
+	done      chan struct{} // closed by Close: a reader waiting for its turn gives up
+	closeOnce sync.Once
 }
 
 func newWireStream(c net.Conn, authed func() bool) *wireStream {
 	return &wireStream{conn: c, f: framer{r: bufio.NewReaderSize(c, 64<<10)}, authed: authed,
-		params: paramStash{m: map[uint64]json.RawMessage{}}}
+		params: paramStash{m: map[uint64]json.RawMessage{}},
+		turn:   make(chan struct{}, 1), done: make(chan struct{})}
 }
 
 // limit is the most bytes the next message may have: a hello's until the
@@ -71,13 +80,32 @@ func (w *wireStream) ReadObject(v any) error {
 			return err
 		}
 		out, err := w.check(raw)
-		if err != nil {
-			if errors.Is(err, errAnswered) {
+		if errors.Is(err, errAnswered) {
+			if w.authed() {
 				continue
 			}
+			w.linger() // before hello, one error and the peer is gone
+		}
+		if err != nil {
 			return err
 		}
+		if !w.authed() {
+			select {
+			case w.turn <- struct{}{}:
+			case <-w.done:
+				return net.ErrClosed
+			}
+		}
 		return json.Unmarshal(out, v)
+	}
+}
+
+// handled ends the turn of a request passed on before hello (see turn); it
+// does nothing for one passed on after.
+func (w *wireStream) handled() {
+	select {
+	case <-w.turn:
+	default:
 	}
 }
 
@@ -138,7 +166,7 @@ func (w *wireStream) request(e *envelope, size int) ([]byte, error) {
 // at most MaxMessageBytes: jsonrpc2 decodes results into generic values.
 func (w *wireStream) response(raw []byte) ([]byte, error) {
 	if !w.authed() {
-		return nil, w.answer(nil, api.CodeUnauthorized, "call daemon.hello with the token first")
+		return nil, w.answer(nil, api.CodeUnauthorized, "call daemon.hello with the token first, not a response")
 	}
 	if len(raw) > api.MaxMessageBytes {
 		return nil, w.answer(nil, api.CodeTooLarge, fmt.Sprintf("a response of %d bytes; the limit is %d", len(raw), api.MaxMessageBytes))
@@ -176,10 +204,14 @@ func (w *wireStream) answer(id json.RawMessage, code int64, msg string) error {
 // reply.
 func (w *wireStream) fail(id json.RawMessage, code int64, msg string) {
 	w.reply(id, code, msg)
+	w.linger()
+}
+
+func (w *wireStream) linger() {
 	w.closeWrite()
 	w.conn.SetReadDeadline(time.Now().Add(lingerTime))
 	io.CopyN(io.Discard, w.conn, lingerBytes)
-	w.conn.Close()
+	w.Close()
 }
 
 // end tells the peer why and closes the connection, from outside the reader.
@@ -187,7 +219,7 @@ func (w *wireStream) end(code int64, msg string) {
 	w.conn.SetWriteDeadline(time.Now().Add(lingerTime)) // a write the peer does not read must not hold us
 	w.reply(nil, code, msg)
 	w.closeWrite()
-	w.conn.Close()
+	w.Close()
 }
 
 func (w *wireStream) closeWrite() {
@@ -230,37 +262,7 @@ func (w *wireStream) write(b []byte) error {
 	return err
 }
 
-func (w *wireStream) Close() error { return w.conn.Close() }
-
-// paramStash holds the raw params of requests read but not yet handled, by
-// ticket.
-type paramStash struct {
-	mu   sync.Mutex
-	next uint64
-	m    map[uint64]json.RawMessage
-}
-
-func (p *paramStash) put(raw json.RawMessage) uint64 {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.next++
-	p.m[p.next] = raw
-	return p.next
-}
-
-// take returns (and forgets) the params a request's ticket stands for; nil
-// for a request without params.
-func (p *paramStash) take(ticket *json.RawMessage) json.RawMessage {
-	if ticket == nil {
-		return nil
-	}
-	t, err := strconv.ParseUint(string(*ticket), 10, 64)
-	if err != nil {
-		return nil
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	raw := p.m[t]
-	delete(p.m, t)
-	return raw
+func (w *wireStream) Close() error {
+	w.closeOnce.Do(func() { close(w.done) })
+	return w.conn.Close()
 }
