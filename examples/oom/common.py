@@ -1,0 +1,36 @@
+"""Shared parts of the OOM programs: a memory cap, GPT-2 built from a config
+(random weights, no download), one training step, and the JSON line each
+program prints when the error came (run them under `vramscope run`; the
+agent's OOM observer hands the snapshot to the daemon)."""
+import json
+import time
+
+import torch
+from transformers import GPT2Config, GPT2LMHeadModel
+
+
+def cap(gib):
+    """Limit this process to gib GiB of the device, as a smaller card would."""
+    total = torch.cuda.get_device_properties(0).total_memory
+    torch.cuda.set_per_process_memory_fraction(gib * 2**30 / total)
+
+
+def gpt2(layers=6, embd=768, heads=12):
+    cfg = GPT2Config(n_layer=layers, n_embd=embd, n_head=heads, n_positions=1024)
+    return GPT2LMHeadModel(cfg).cuda()
+
+
+def train_step(model, opt, ids):
+    with torch.autocast("cuda", dtype=torch.bfloat16):
+        out = model(input_ids=ids, labels=ids)
+    out.loss.backward()
+    opt.step()
+    opt.zero_grad(set_to_none=True)
+    return out
+
+
+def report(step, err, **extra):
+    """After the OutOfMemoryError: give the agent's thread time to hand the
+    snapshot over, then print what happened as one JSON line."""
+    time.sleep(6)
+    print(json.dumps(dict(oom_step=step, message=str(err).splitlines()[0] if err else None, **extra)), flush=True)
