@@ -23,6 +23,9 @@ const (
 
 var categoryOrder = []string{CatParameter, CatGradient, CatOptimizerState, CatActivation, CatTemporary, CatOther}
 
+// namedCategoryOrder is the order when the agent named tensors: what it could not name is unknown.
+var namedCategoryOrder = append(categoryOrder[:len(categoryOrder):len(categoryOrder)], CatUnknown)
+
 // Category is the memory of one category at a moment (the peak).
 type Category struct {
 	Name   string  `json:"name"`
@@ -36,6 +39,7 @@ type lifetimes struct {
 	a         *analysis
 	order     []string         // the categories reported (categoryOrder, and unknown with named tensors)
 	pre       map[string]int64 // with named tensors: pre-trace memory alive at the end, by category
+	named     map[int64]string // with named tensors: the category of each block (by seq) alive at the end that the agent named
 	frameless []int64          // times of allocations with no frames at all: the backward pass
 	userAlloc []int64          // times of allocations whose stack reaches user code
 	opt       []window
@@ -48,7 +52,7 @@ func newLifetimes(a *analysis, lv levels, opt []window, steps []Step, pre map[st
 	lt := &lifetimes{a: a, opt: opt, optCode: map[profiler.StackID]bool{}, build: map[profiler.StackID]bool{},
 		order: categoryOrder, pre: pre}
 	if a.names != nil {
-		lt.order = append(categoryOrder[:len(categoryOrder):len(categoryOrder)], CatUnknown)
+		lt.order = namedCategoryOrder
 	}
 	for i := 0; i < lv.log.len(); i++ {
 		switch e := lv.log.at(i); {
@@ -244,7 +248,10 @@ func (lt *lifetimes) tally(blocks []block, untracked int64, h int64, future bool
 	out := make([]catBlock, 0, len(blocks))
 	var total int64
 	for _, b := range blocks {
-		c := lt.classify(b, h, future)
+		c, ok := lt.named[b.seq]
+		if !ok || b.seq < 0 {
+			c = lt.classify(b, h, future)
+		}
 		out = append(out, catBlock{b, c})
 		sum[c].Bytes += b.size
 		sum[c].Blocks++

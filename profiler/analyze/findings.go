@@ -119,6 +119,10 @@ func (a *analysis) diagnose(d *Device, t *tracker, snap *torchsnap.Snapshot, oom
 	dg := &devDiag{a: a, t: t}
 	d.Steps, d.Categories = []Step{}, []Category{}
 	if t == nil {
+		if a.names != nil { // no trace, only the allocator's state: the names still say what it holds
+			lt := &lifetimes{a: a, order: namedCategoryOrder, pre: d.preCats}
+			d.Categories, _ = lt.tally(nil, d.PreTraceBytes, 0, false)
+		}
 		return dg
 	}
 	dg.opt = stepWindows(snap.Annotations, d.Device)
@@ -130,6 +134,7 @@ func (a *analysis) diagnose(d *Device, t *tracker, snap *torchsnap.Snapshot, oom
 	d.Steps, d.StepSource = findSteps(lv, dg.opt, t.truncated)
 	d.StepsIncomplete = t.truncated
 	dg.lt = newLifetimes(a, lv, dg.opt, d.Steps, d.preCats)
+	dg.lt.named = a.namedLive(d.Device, t)
 	var blocks []block
 	for _, b := range t.live {
 		if b.seq <= t.peakAt {

@@ -80,10 +80,16 @@ func (x *tensorIndex) at(dev int, addr uint64) *profiler.NamedTensor {
 	return x.byAddr[[2]uint64{uint64(dev), addr}]
 }
 
-var layerIndex = regexp.MustCompile(`\.\d+(\.|$| )`)
+var (
+	layerIndex = regexp.MustCompile(`\.\d+(\.|$| )`)
+	listIndex  = regexp.MustCompile(`\[\d+\]`)
+)
 
-// groupName puts the layers of a module stack together: "h.3.mlp" -> "h.*.mlp".
-func groupName(s string) string { return layerIndex.ReplaceAllString(s, ".*$1") }
+// groupName puts the layers of a module stack, and the elements of a list,
+// together: "h.3.mlp" -> "h.*.mlp", "kept[17] in main" -> "kept[*] in main".
+func groupName(s string) string {
+	return listIndex.ReplaceAllString(layerIndex.ReplaceAllString(s, ".*$1"), "[*]")
+}
 
 func (x *tensorIndex) key(e *profiler.NamedTensor) groupKey {
 	return groupKey{kind: e.Kind, name: groupName(e.Name)}
@@ -170,4 +176,20 @@ func (a *analysis) countNamed(name *profiler.NamedTensor, o int32, size int64) {
 	case a.origins.names(o):
 		a.lineBytes += size
 	}
+}
+
+// namedLive maps the blocks the trace allocated that are still alive at the
+// end (so the block at that address when the agent looked is the same one)
+// and that the agent named, by seq, to their tensor's category.
+func (a *analysis) namedLive(dev int, t *tracker) map[int64]string {
+	if a.names == nil {
+		return nil
+	}
+	out := map[int64]string{}
+	for addr, b := range t.live {
+		if nt := a.names.at(dev, addr); nt != nil {
+			out[b.seq] = tensorCategory(nt.Kind)
+		}
+	}
+	return out
 }
