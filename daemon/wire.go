@@ -109,7 +109,8 @@ func (w *wireStream) handled() {
 	}
 }
 
-// errAnswered: the message was answered with an error and the stream goes on.
+// errAnswered: the message was answered with an error; after hello the
+// stream goes on, before it the connection ends.
 var errAnswered = errors.New("answered")
 
 // check decodes one message's envelope and returns what jsonrpc2 is to read.
