@@ -28,6 +28,12 @@ type Meta struct {
 	GPUBytes      uint64 `json:"gpu_bytes,omitempty"`
 	OtherGPUBytes uint64 `json:"other_gpu_bytes,omitempty"`
 	OtherPIDs     string `json:"other_pids,omitempty"` // comma-separated (Meta stays comparable)
+	// The Kubernetes pod and container of the process, when it ran in one:
+	// the UID from its cgroup, the names from the kubelet where allowed.
+	PodUID    string `json:"pod_uid,omitempty"`
+	Pod       string `json:"pod,omitempty"`
+	Namespace string `json:"namespace,omitempty"`
+	Container string `json:"container,omitempty"`
 }
 
 // Phases splits a capture's time, in milliseconds: the agent waiting for a
