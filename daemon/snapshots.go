@@ -194,9 +194,36 @@ func (s *session) agentCaptured(_ context.Context, raw json.RawMessage) (any, er
 	}
 	r := s.d.snapshotResult(m)
 	if reason == "oom" {
-		s.d.events.publish(api.EventOOMCaptured, api.OOMEvent{Snapshot: r, OOM: p.OOM})
+		go s.d.publishOOM(r, p.OOM)
 	}
 	return r, nil
+}
+
+// publishOOM analyses an OOM snapshot (the analysis is cached for the
+// editor and the notebook that will ask next) and tells subscribers what
+// filled the device. Off the agent's call: the agent is waiting at exit.
+func (d *Daemon) publishOOM(r api.SnapshotResult, oom *api.OOMRaw) {
+	ev := api.OOMEvent{Snapshot: r, OOM: oom}
+	if res, err := d.analyses.get(r.ID); err == nil {
+		for _, f := range res.Findings {
+			if f.Kind == analyze.KindOOM {
+				ev.Title = f.Title
+				break
+			}
+		}
+		if t := res.Tensors; t != nil {
+			ev.NamedShare = t.NamedShare
+			for i, g := range t.Groups {
+				if i == 5 {
+					break
+				}
+				ev.Named = append(ev.Named, api.NamedGroup{Name: g.Name, Kind: g.Kind, Bytes: g.Bytes, Tensors: g.Tensors})
+			}
+		}
+	} else {
+		d.cfg.Logf("oom snapshot %s not analysed: %v", r.ID, err)
+	}
+	d.events.publish(api.EventOOMCaptured, ev)
 }
 
 func (s *session) snapshotImport(_ context.Context, raw json.RawMessage) (any, error) {

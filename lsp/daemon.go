@@ -4,12 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/vramscope/vramscope/daemon/api"
 	"github.com/vramscope/vramscope/daemon/client"
+	"github.com/vramscope/vramscope/profiler"
 )
 
 // daemonLink is the server's connection to the daemon, kept up in the
@@ -112,11 +115,28 @@ func (s *Server) onDaemonEvent(method string, params json.RawMessage) {
 		var ev api.OOMEvent
 		json.Unmarshal(params, &ev)
 		snap = ev.Snapshot
-		s.showMessage(msgWarning, "vramscope: out of memory in pid "+itoa(snap.PID)+"; snapshot "+snap.ID+" captured")
+		s.showMessage(msgWarning, oomMessage(ev))
 	default:
 		return
 	}
 	if snap.Path != "" && s.currentSettings().FollowNewSnapshots {
 		go s.openAndShow(snap.Path)
 	}
+}
+
+// oomMessage says who ran out and, as far as the agent named it, what
+// filled the device.
+func oomMessage(ev api.OOMEvent) string {
+	msg := "vramscope: out of memory in pid " + itoa(ev.Snapshot.PID) + "; snapshot " + ev.Snapshot.ID + " captured"
+	if len(ev.Named) == 0 {
+		return msg
+	}
+	var parts []string
+	for i, g := range ev.Named {
+		if i == 3 {
+			break
+		}
+		parts = append(parts, fmt.Sprintf("%s %s (%s)", profiler.FormatBytes(g.Bytes), strings.ReplaceAll(g.Kind, "_", " "), g.Name))
+	}
+	return fmt.Sprintf("%s. Filled by: %s; %.0f%% of it named", msg, strings.Join(parts, ", "), 100*ev.NamedShare)
 }

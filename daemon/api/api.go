@@ -379,10 +379,27 @@ type AgentEvent struct {
 	Reason  string  `json:"reason,omitempty"`
 }
 
-// OOMEvent is the payload of oom_captured.
+// OOMEvent is the payload of oom_captured, sent once the snapshot is
+// analysed: what filled the device, as far as it is named.
 type OOMEvent struct {
 	Snapshot SnapshotResult `json:"snapshot"`
 	OOM      *OOMRaw        `json:"oom,omitempty"`
+	// Title is the analysis's out-of-memory finding ("CUDA out of memory:
+	// ... (cause: ...)"); empty when the analysis failed.
+	Title string `json:"title,omitempty"`
+	// NamedShare is the share of the memory alive at the failure that has a
+	// name (a tensor or a user line); Named its largest named groups.
+	NamedShare float64      `json:"named_share,omitempty"`
+	Named      []NamedGroup `json:"named,omitempty"`
+}
+
+// NamedGroup is one name the agent gave live tensors (the same name in
+// every layer counts once: "model.transformer.h.*.mlp.c_fc.weight").
+type NamedGroup struct {
+	Name    string `json:"name"`
+	Kind    string `json:"kind"` // parameter, buffer, gradient, optimizer_state, attribute, local, activation
+	Bytes   int64  `json:"bytes"`
+	Tensors int    `json:"tensors"`
 }
 
 // Methods is the contract, in the order docs/api.md lists it.

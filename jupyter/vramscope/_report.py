@@ -119,12 +119,31 @@ def facts(result, name=None):
         out.append("%s allocated before the trace began" % fmt_bytes(dev["pre_trace_bytes"]))
     at = result.get("attribution") or {}
     if at.get("peak_bytes"):
-        out.append("%.1f%% of the peak on user lines or named phases" % (100 * float(at.get("attributed_share") or 0)))
+        s = "%.1f%% of the peak named (user lines, phases, tensors)" % (100 * float(at.get("attributed_share") or 0))
+        if at.get("unknown_bytes"):
+            s += "; %s from before recording not named" % fmt_bytes(at["unknown_bytes"])
+        out.append(s)
+    out.extend(named_tensors(result))
     al = dev.get("allocator") or {}
     if al.get("reserved"):
         out.append("allocator: %s reserved in %s segments, %s allocated, fragmentation %d%%" % (
             fmt_bytes(al["reserved"]), fmt_count(al.get("segments")), fmt_bytes(al.get("allocated")),
             round(100 * float(al.get("fragmentation") or 0))))
+    return out
+
+
+def named_tensors(result, top=3):
+    """What the agent named among the memory alive at the snapshot (at an OOM:
+    what filled the device), as fact lines; none without names."""
+    t = result.get("named_tensors")
+    if not t or not t.get("live_bytes"):
+        return []
+    out = ["%.1f%% of the %s alive named (tensor walk: %d names in %.0f ms%s)" % (
+        100 * float(t.get("named_share") or 0), fmt_bytes(t["live_bytes"]), int(t.get("entries") or 0),
+        float(t.get("walk_ms") or 0), ", stopped early" if t.get("truncated") else "")]
+    for g in (t.get("groups") or [])[:top]:
+        out.append("%s %s: %s (%d)" % (fmt_bytes(g.get("bytes")), (g.get("kind") or "").replace("_", " "),
+                                       g.get("name") or "", int(g.get("tensors") or 0)))
     return out
 
 

@@ -127,11 +127,14 @@ def _gc_objects(w, torch):
     modules, optims, tensors = [], [], []
     for o in gc.get_objects():
         w.tick()
-        if isinstance(o, tensor_cls):
+        # type(), not isinstance(): isinstance also asks an object for its
+        # __class__, which runs code in lazy proxies (one of torch's own warns).
+        t = type(o)
+        if issubclass(t, tensor_cls):
             tensors.append(o)
-        elif isinstance(o, module_cls):
+        elif issubclass(t, module_cls):
             modules.append(o)
-        elif isinstance(o, optim_cls):
+        elif issubclass(t, optim_cls):
             optims.append(o)
     return modules, optims, tensors
 

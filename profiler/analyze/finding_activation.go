@@ -2,6 +2,7 @@ package analyze
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 
 	"github.com/vramscope/vramscope/profiler"
@@ -147,7 +148,38 @@ func (dg *devDiag) activationFinding(blocks []catBlock, act, total int64, when s
 	case kinds["sequential"]:
 		how = "use torch.utils.checkpoint.checkpoint_sequential(model, segments, x) on the nn.Sequential"
 	}
-	f.Fix = fmt.Sprintf("recompute activations instead of keeping them: %s (most are made at %s); "+
-		"or lower the batch size or sequence length, which activations grow with linearly", how, strings.Join(names, ", "))
+	where := "most are made at " + strings.Join(names, ", ")
+	if len(names) == 0 { // no stacks (an OOM between recorded windows): the agent's names say where
+		where = "most are saved in " + dg.activationModules(3)
+	}
+	f.Fix = fmt.Sprintf("recompute activations instead of keeping them: %s (%s); "+
+		"or lower the batch size or sequence length, which activations grow with linearly", how, where)
 	return f
+}
+
+// activationModules lists the modules whose forward saved the most
+// activations, by the agent's names ("model.transformer.h.*.mlp.c_fc").
+func (dg *devDiag) activationModules(n int) string {
+	by := map[string]int64{}
+	if t := dg.r.Tensors; t != nil {
+		for _, g := range t.Groups {
+			if g.Kind == "activation" && g.Module != "" {
+				by[g.Module] += g.Bytes
+			}
+		}
+	}
+	var mods []string
+	for m := range by {
+		mods = append(mods, m)
+	}
+	sort.Slice(mods, func(i, j int) bool {
+		return by[mods[i]] > by[mods[j]] || by[mods[i]] == by[mods[j]] && mods[i] < mods[j]
+	})
+	if len(mods) > n {
+		mods = mods[:n]
+	}
+	if len(mods) == 0 {
+		return "the model's forward"
+	}
+	return strings.Join(mods, ", ")
 }

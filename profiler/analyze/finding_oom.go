@@ -1,6 +1,9 @@
 package analyze
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // oomFinding reports one OOM event with the state around it and its cause:
 // the finding kind that explains it, decided from the evidence in this order —
@@ -40,6 +43,7 @@ func (dg *devDiag) oomFinding(i int, leak bool) Finding {
 	for _, c := range od.cats {
 		f.Evidence.Numbers["allocated_"+c.Name] = c.Bytes
 	}
+	dg.namedEvidence(&f, od)
 	if od.atEnd {
 		f.Evidence.Numbers["largest_free_block"] = dg.d.Allocator.LargestFreeBlock
 	}
@@ -66,4 +70,29 @@ func (dg *devDiag) oomFinding(i int, leak bool) Finding {
 		f.Fix = "the working set does not fit: lower the batch size, enable gradient checkpointing, or shard the model and optimizer state"
 	}
 	return f
+}
+
+// namedEvidence adds, for an OOM whose snapshot the agent took at the failure
+// and named, what filled the device: the largest named groups, in the title
+// and as evidence (a local's own line among the evidence lines).
+func (dg *devDiag) namedEvidence(f *Finding, od oomDiag) {
+	t := dg.r.Tensors
+	if t == nil || !od.atEnd || len(t.Groups) == 0 {
+		return
+	}
+	var parts []string
+	for i, g := range t.Groups {
+		if i == 5 {
+			break
+		}
+		f.Evidence.Tensors = append(f.Evidence.Tensors, g)
+		if i < 3 {
+			parts = append(parts, fmt.Sprintf("%s %s (%s)", fb(g.Bytes), strings.ReplaceAll(g.Kind, "_", " "), g.Name))
+		}
+		if g.File != "" && g.Line > 0 {
+			f.Evidence.Lines = append(f.Evidence.Lines, EvidenceLine{File: g.File, Line: g.Line, Bytes: g.Bytes, Note: g.Name})
+		}
+	}
+	f.Evidence.Numbers["named"] = t.NamedBytes + t.LineBytes
+	f.Title += fmt.Sprintf("; filled by %s; %.0f%% of the memory named", strings.Join(parts, ", "), 100*t.NamedShare)
 }

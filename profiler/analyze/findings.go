@@ -28,6 +28,8 @@ type Evidence struct {
 	Lines   []EvidenceLine   `json:"lines,omitempty"`
 	StartUS int64            `json:"start_us,omitempty"`
 	EndUS   int64            `json:"end_us,omitempty"`
+	// Tensors are the largest named groups (out_of_memory, when the agent named tensors).
+	Tensors []TensorGroup `json:"tensors,omitempty"`
 }
 
 // EvidenceLine is a source line that a finding points at.
