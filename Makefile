@@ -17,8 +17,9 @@ demo: build
 	$(BIN) analyze --root . --html example_flame.html $(EXAMPLE)
 
 # setup installs the test dependencies from the project's own files: Go modules
-# (go.sum), the npm workspace (package-lock.json), and Debian's chromium for the
-# real-browser tests (only when missing, and only as root).
+# (go.sum), the npm workspace (package-lock.json), Debian's chromium for the
+# real-browser tests and Debian's prometheus for the daemon's scrape test
+# (only when missing, and only as root).
 setup:
 	$(GO) mod download
 	npm ci --no-audit --no-fund
@@ -32,6 +33,10 @@ setup:
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libkrb5-dev ripgrep >/dev/null; \
 	  else echo "install Debian's libkrb5-dev and ripgrep (apt-get install libkrb5-dev ripgrep) for code-server" >&2; exit 1; fi; }
+	@command -v prometheus >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq prometheus >/dev/null; \
+	  else echo "install Debian's prometheus (apt-get install prometheus) for the daemon's scrape test" >&2; exit 1; fi; }
 	sh vscode-ext/test/code-server/install.sh
 
 test: clean-artifacts setup test-go test-web test-py test-fixtures test-vscode

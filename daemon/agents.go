@@ -10,13 +10,17 @@ import (
 	"time"
 
 	"github.com/vramscope/vramscope/daemon/api"
+	"github.com/vramscope/vramscope/daemon/kube"
 )
 
 // agent is one attached training process.
 type agent struct {
-	s    *session
-	mu   sync.Mutex
-	proc api.Process
+	s     *session
+	ref   kube.Ref // its pod and container, from its cgroup at registration
+	nsPID int      // the pid it registered with, when it lives in another pid namespace (proc.PID is the daemon's view)
+	mu    sync.Mutex
+	proc  api.Process
+	peak  int64 // torch.cuda.max_memory_allocated, from agent.torch
 }
 
 func (a *agent) process() api.Process {
@@ -66,16 +70,22 @@ func (s *session) agentRegister(_ context.Context, raw json.RawMessage) (any, er
 	if p.APIVersion != "" && major(p.APIVersion) != major(api.Version) {
 		return nil, rpcErr(api.CodeVersion, "agent speaks API %s, the daemon %s", p.APIVersion, api.Version)
 	}
-	a := &agent{s: s, proc: api.Process{
-		PID: p.PID, Agent: true, Host: p.Host, Rank: p.Rank, LocalRank: p.LocalRank, WorldSize: p.WorldSize,
+	d := s.d
+	pid, nsPID := p.PID, 0
+	if host := peerPID(s.wire.conn); host > 0 && host != p.PID && otherPIDNamespace(host) {
+		// A process in a container knows itself by its namespace's pid (often
+		// 1, in every pod); NVML, /proc and other pods' agents need the node's.
+		pid, nsPID = host, p.PID
+	}
+	a := &agent{s: s, ref: d.podRef(pid), nsPID: nsPID, proc: api.Process{
+		PID: pid, Agent: true, Host: p.Host, Rank: p.Rank, LocalRank: p.LocalRank, WorldSize: p.WorldSize,
 		Argv: p.Argv, Python: p.Python, Torch: p.Torch, CUDA: p.CUDA, Device: p.Device,
 		Recording: p.Recording, MaxEntries: p.MaxEntries, Note: p.Note,
 		Connected: time.Now().UTC().Format(time.RFC3339),
 	}}
-	d := s.d
 	d.agents.mu.Lock()
-	old := d.agents.byPID[p.PID]
-	d.agents.byPID[p.PID] = a
+	old := d.agents.byPID[pid]
+	d.agents.byPID[pid] = a
 	d.agents.mu.Unlock()
 	if old != nil && old.s != s {
 		old.s.rpc().Close() // a re-registration after a reconnect replaces the stale one
@@ -83,7 +93,7 @@ func (s *session) agentRegister(_ context.Context, raw json.RawMessage) (any, er
 	s.mu.Lock()
 	s.agent = a
 	s.mu.Unlock()
-	d.cfg.Logf("agent %d registered (rank %d/%d, %s)", p.PID, p.Rank, p.WorldSize, firstArg(p.Argv))
+	d.cfg.Logf("agent %d registered (rank %d/%d, %s%s)", pid, p.Rank, p.WorldSize, firstArg(p.Argv), a.where())
 	d.events.publish(api.EventAgentConnected, api.AgentEvent{Process: a.process()})
 	return api.RegisterResult{IncomingDir: d.store.IncomingDir(), APIVersion: api.Version}, nil
 }
@@ -120,7 +130,7 @@ func (s *session) agentTorch(_ context.Context, raw json.RawMessage) (any, error
 		return nil, err
 	}
 	a.mu.Lock()
-	a.proc.Allocated, a.proc.Reserved, a.proc.Device = p.Allocated, p.Reserved, p.Device
+	a.proc.Allocated, a.proc.Reserved, a.proc.Device, a.peak = p.Allocated, p.Reserved, p.Device, p.MaxAlloc
 	a.mu.Unlock()
 	return nil, nil
 }

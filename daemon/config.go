@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/vramscope/vramscope/daemon/counters"
+	"github.com/vramscope/vramscope/daemon/kube"
 )
 
 // Config is the daemon's one typed configuration; Defaults fills what is unset.
@@ -24,7 +25,29 @@ type Config struct {
 	Version      string           // the build, reported by daemon.hello
 	NoCounters   bool             // do not start NVML sampling (tests)
 	Sampler      counters.Sampler // sample this instead of NVML (tests, replays); nil = NVML
+	Export       Export           // Prometheus metrics and pprof profiles over HTTP; off by default
+	Kube         Kube             // pod names from the kubelet; off by default
 	Logf         func(format string, args ...any)
+}
+
+// Export is the HTTP listener for Prometheus (/metrics) and pprof tools
+// (/debug/pprof/gpu_memory). It serves without a token, so it binds loopback
+// addresses only unless Public says otherwise (docs/security.md).
+type Export struct {
+	Addr   string // e.g. "127.0.0.1:9464"; "" = no listener
+	Public bool   // allow a non-loopback address (a pod's IP, 0.0.0.0)
+}
+
+// Kube says where the kubelet's pod list is. Without it processes in pods
+// still get their pod UID and container ID from /proc/PID/cgroup.
+type Kube struct {
+	KubeletURL string // e.g. "https://10.0.0.5:10250/pods"; "" = names unknown
+	TokenFile  string // bearer token (a service account's)
+	CAFile     string // the kubelet's CA; "" = system roots
+	Insecure   bool   // do not verify the kubelet's certificate
+	// ReadCgroup reads a process's pod and container; nil reads
+	// /proc/PID/cgroup (tests give processes pods).
+	ReadCgroup func(pid int) (kube.Ref, error)
 }
 
 // TCPLimits bound the connections of the loopback TCP listener, so that peers

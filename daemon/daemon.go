@@ -12,12 +12,14 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/vramscope/vramscope/daemon/api"
+	"github.com/vramscope/vramscope/daemon/kube"
 	"github.com/vramscope/vramscope/daemon/store"
 	"github.com/vramscope/vramscope/profiler/analyze"
 )
@@ -34,6 +36,8 @@ type Daemon struct {
 	analyses *analyses
 	events   *events
 	counters *counterSource
+	pods     *kube.Resolver // pod names for processes in Kubernetes pods
+	counts   *exportCounts  // events since start, for Prometheus
 	tcp      *tcpSlots
 	refusals refusalLog
 	requests atomic.Int64 // requests handled, all connections; tests count what a peer got through
@@ -41,13 +45,15 @@ type Daemon struct {
 	socket    *ownedFile // the socket and token this daemon made, removed by Close
 	tokenFile *ownedFile
 
-	mu        sync.Mutex
-	listeners []net.Listener
-	sessions  map[*session]struct{}
-	wg        sync.WaitGroup
-	closed    bool
-	closeOnce sync.Once
-	closeErr  error
+	mu         sync.Mutex
+	listeners  []net.Listener
+	export     *http.Server // metrics and profiles (export.go), once serving
+	exportAddr string
+	sessions   map[*session]struct{}
+	wg         sync.WaitGroup
+	closed     bool
+	closeOnce  sync.Once
+	closeErr   error
 }
 
 // New opens the store and, unless disabled, the NVML sampler. It does not
@@ -63,6 +69,11 @@ func New(cfg Config) (*Daemon, error) {
 	for _, r := range st.Recovered() {
 		cfg.Logf("store: %s", r)
 	}
+	pods, err := newPods(cfg)
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
 	host, _ := os.Hostname()
 	d := &Daemon{
 		cfg: cfg, store: st, started: time.Now(), host: host,
@@ -70,7 +81,10 @@ func New(cfg Config) (*Daemon, error) {
 		events:   newEvents(),
 		tcp:      newTCPSlots(cfg.TCPLimits),
 		sessions: map[*session]struct{}{},
+		pods:     pods,
+		counts:   newExportCounts(),
 	}
+	d.events.listen(d.count)
 	d.analyses = newAnalyses(st, 8)
 	d.analyses.augment = func(id string, r *analyze.Result) {
 		if m, ok := st.Get(id); ok {
@@ -110,6 +124,17 @@ func (d *Daemon) Serve(ctx context.Context) error {
 		d.mu.Lock()
 		d.token, d.tokenFile = tok, file
 		d.mu.Unlock()
+	}
+	if d.cfg.Export.Addr != "" {
+		el, err := listenExport(d.cfg.Export)
+		if err != nil {
+			d.Close()
+			return err
+		}
+		d.mu.Lock()
+		d.exportAddr = el.Addr().String()
+		d.mu.Unlock()
+		go d.serveExport(el)
 	}
 	d.cfg.Logf("listening on %s (data in %s)", d.cfg.Socket, d.cfg.DataDir)
 	if tl != nil {
@@ -180,6 +205,7 @@ func (d *Daemon) Close() error {
 		d.mu.Lock()
 		d.closed = true
 		ls := d.listeners
+		export := d.export
 		owned := []*ownedFile{d.socket, d.tokenFile}
 		ss := make([]*session, 0, len(d.sessions))
 		for s := range d.sessions {
@@ -188,6 +214,9 @@ func (d *Daemon) Close() error {
 		d.mu.Unlock()
 		for _, l := range ls {
 			l.Close()
+		}
+		if export != nil {
+			export.Close()
 		}
 		for _, s := range ss {
 			s.rpc().Close()

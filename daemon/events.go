@@ -9,10 +9,20 @@ import (
 	"github.com/vramscope/vramscope/daemon/api"
 )
 
-// events fans notifications out to the sessions that subscribed.
+// events fans notifications out to the sessions that subscribed, and to
+// the daemon's own listeners (the Prometheus counters).
 type events struct {
-	mu   sync.Mutex
-	subs map[*session]map[string]bool
+	mu        sync.Mutex
+	subs      map[*session]map[string]bool
+	listeners []func(method string, params any)
+}
+
+// listen calls f with every event, on the publisher's goroutine: f must be
+// quick and must not publish.
+func (e *events) listen(f func(method string, params any)) {
+	e.mu.Lock()
+	e.listeners = append(e.listeners, f)
+	e.mu.Unlock()
 }
 
 func newEvents() *events { return &events{subs: map[*session]map[string]bool{}} }
@@ -33,7 +43,11 @@ func (e *events) publish(method string, params any) {
 			to = append(to, s)
 		}
 	}
+	ls := e.listeners
 	e.mu.Unlock()
+	for _, f := range ls {
+		f(method, params)
+	}
 	for _, s := range to {
 		s.notify(method, params)
 	}

@@ -15,3 +15,9 @@ func peerUID(net.Conn) (int, error) { return -1, nil }
 func fileUID(os.FileInfo) int { return -1 }
 
 func umask(m int) int { return m }
+
+// peerPID is unknown off Linux.
+func peerPID(net.Conn) int { return 0 }
+
+// otherPIDNamespace: no pid namespaces off Linux.
+func otherPIDNamespace(int) bool { return false }

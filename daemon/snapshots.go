@@ -38,6 +38,7 @@ func (s *session) snapshotTake(ctx context.Context, raw json.RawMessage) (any, e
 	proc0 := a.process()
 	var nv store.Meta
 	d.nvmlAt(&nv, p.PID, proc0.Device)
+	d.podMeta(&nv, p.PID)
 	part := d.store.NewIncoming(fmt.Sprintf("%d", p.PID))
 	params := api.DumpParams{Path: part}
 	st := openStream(part)
@@ -61,7 +62,8 @@ func (s *session) snapshotTake(ctx context.Context, raw json.RawMessage) (any, e
 	proc := a.process()
 	meta := store.Meta{Reason: "request", Source: firstArg(proc.Argv), PID: proc.PID, Host: proc.Host,
 		Rank: proc.Rank, Device: res.Device, Entries: res.Entries, TookMS: res.TookMS, Label: p.Label,
-		GPUBytes: nv.GPUBytes, OtherGPUBytes: nv.OtherGPUBytes, OtherPIDs: nv.OtherPIDs, Phases: res.Phases}
+		GPUBytes: nv.GPUBytes, OtherGPUBytes: nv.OtherGPUBytes, OtherPIDs: nv.OtherPIDs, Phases: res.Phases,
+		PodUID: nv.PodUID, Pod: nv.Pod, Namespace: nv.Namespace, Container: nv.Container}
 	answered := time.Now()
 	if st != nil && res.Streamed {
 		sr := st.wait(cctx)
@@ -188,6 +190,7 @@ func (s *session) agentCaptured(_ context.Context, raw json.RawMessage) (any, er
 	meta := store.Meta{Reason: reason, Source: firstArg(proc.Argv), PID: proc.PID, Host: proc.Host,
 		Rank: proc.Rank, Device: p.Device, Entries: p.Entries, TookMS: p.TookMS}
 	s.d.nvmlAt(&meta, proc.PID, p.Device)
+	s.d.podMeta(&meta, proc.PID)
 	m, err := s.d.commit(p.Path, p.Path, meta)
 	if err != nil {
 		return nil, err

@@ -31,7 +31,9 @@ var allowed = []struct {
 	{"daemon/counters", []string{"github.com/NVIDIA/go-nvml/..."}, "NVML behind a small interface"},
 	{"daemon/api", []string{"daemon/store", "profiler/analyze"}, "the JSON-RPC contract: types, names, the doc generator"},
 	{"daemon/client", []string{"daemon/api", "github.com/sourcegraph/jsonrpc2"}, "the Go client of the API (CLI, LSP, tests)"},
-	{"daemon", []string{"daemon/api", "daemon/store", "daemon/counters", "daemon/client", "profiler", "profiler/analyze", "profiler/flame", "profiler/gpuphase", "github.com/sourcegraph/jsonrpc2"}, "the server: sessions, agents, store, analyses, counters"},
+	{"daemon/kube", nil, "a process's pod from its cgroup and the kubelet: standard library only"},
+	{"daemon/metrics", []string{"daemon/counters", "profiler/gpuphase", "github.com/prometheus/client_golang/..."}, "the Prometheus collector over a State the daemon hands it"},
+	{"daemon", []string{"daemon/api", "daemon/store", "daemon/counters", "daemon/client", "daemon/kube", "daemon/metrics", "profiler", "profiler/analyze", "profiler/flame", "profiler/gpuphase", "profiler/pprofenc", "github.com/sourcegraph/jsonrpc2", "github.com/prometheus/client_golang/..."}, "the server: sessions, agents, store, analyses, counters, exports"},
 	{"lsp", []string{"daemon/api", "daemon/client", "profiler", "profiler/analyze", "profiler/flame", "github.com/sourcegraph/jsonrpc2", "go.lsp.dev/protocol", "go.lsp.dev/uri"}, "the language server: a daemon client, never the NVML sampler"},
 	{"internal/cli", []string{"profiler/...", "internal/synth", "daemon", "daemon/...", "lsp"}, "subcommands call the engine or the daemon"},
 	{"internal/synth", []string{"profiler", "profiler/pickle", "profiler/torchsnap"}, ""},
@@ -42,6 +44,7 @@ var allowed = []struct {
 	{"cmd/vramscope", []string{"internal/cli"}, "a thin entry point"},
 	{"cmd/vramscope-synth", []string{"internal/synth"}, "a thin entry point"},
 	{"bench", nil, "runs the built binaries; imports nothing of ours"},
+	{"deploy/kubernetes", nil, "manifests; only its test imports (the Kubernetes API types, to validate them)"},
 	{"bench/lspbench", nil, "drives the built binary's language server; imports nothing of ours"},
 }
 

@@ -26,6 +26,12 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	var maxGiB float64
 	fs.Float64Var(&maxGiB, "max-gib", 20, "keep at most this many GiB of snapshots")
 	fs.BoolVar(&cfg.NoCounters, "no-counters", false, "do not sample NVML counters")
+	fs.StringVar(&cfg.Export.Addr, "metrics", "", "serve Prometheus metrics (/metrics) and pprof profiles (/debug/pprof/gpu_memory) on this address, e.g. :9464 (loopback unless --metrics-public)")
+	fs.BoolVar(&cfg.Export.Public, "metrics-public", false, "allow --metrics on a non-loopback address: anyone who reaches it reads the metrics and profiles, without a token")
+	fs.StringVar(&cfg.Kube.KubeletURL, "kubelet", "", "name pods from this kubelet's pod list, e.g. https://$NODE_IP:10250/pods (needs nodes/proxy; docs/cluster.md)")
+	fs.StringVar(&cfg.Kube.TokenFile, "kubelet-token", "/var/run/secrets/kubernetes.io/serviceaccount/token", "bearer token for --kubelet")
+	fs.StringVar(&cfg.Kube.CAFile, "kubelet-ca", "", "CA of the kubelet's serving certificate (default the system roots)")
+	fs.BoolVar(&cfg.Kube.Insecure, "kubelet-insecure-skip-verify", false, "do not verify the kubelet's certificate (it is often self-signed)")
 	quiet := fs.Bool("quiet", false, "log nothing")
 	if _, ok := parse(fs, args, stderr); !ok {
 		return exitInput
