@@ -9,7 +9,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 	"strings"
+	"time"
 )
 
 // Exit statuses: 2 is bad input (a file that cannot be read as a snapshot, a
@@ -25,44 +27,81 @@ type command struct {
 	run         func(args []string, stdout, stderr io.Writer) int
 }
 
-var commands = []command{
-	{"analyze", "analyze FILE [--map REMOTE=LOCAL] [--root DIR] [--json] [--html OUT]  peak, top lines, stacks, allocator state, findings", runAnalyze},
-	{"flame", "flame FILE [-o OUT] [--weight peak|alloc|current] [--format html|json|collapsed|pprof]  flame graph", runFlame},
-	{"diff", "diff A B [--json]  per-line change between two snapshots", runDiff},
-	{"whatif", "whatif A B ... [--sizes N,N,...] [--device-memory 80GiB] [--predict N]  fit peak memory against batch size or length; the largest size that fits", runWhatIf},
-	{"convert", "convert FILE.vsm [-o OUT.pickle]  write a streamed (VSM1) snapshot as PyTorch's pickle", runConvert},
-	{"serve", "serve [--socket S] [--data-dir D] [--tcp 127.0.0.1:PORT]  run the per-user daemon", runServe},
-	{"run", "run [--max-entries N] -- COMMAND ARGS...  run a training command with the agent in every Python process", runRun},
-	{"attach", "attach PID  attach the agent to a running Python >= 3.14 process", runAttach},
-	{"lsp", "lsp [--snapshot FILE] [--daemon auto|connect|off]  the language server, over stdio", runLSP},
-	{"status", "status  the daemon's state", runStatus},
-	{"ps", "ps  processes with an agent, and GPU processes without one", runPS},
-	{"snap", "snap PID [--label L]  take a snapshot of a process through its agent", runSnap},
-	{"snapshots", "snapshots  the stored snapshots", runSnapshots},
-	{"counters", "counters [--interval 100ms] [--duration 5s] [--json]  sample the GPUs' NVML counters; counters FILE [--json] classifies a recording (vramscope JSON or nvidia-smi dmon) into phases", runCounters},
-	{"version", "version  print the version", runVersion},
+// commands is filled in init: help and completions read it, and the commands read them.
+var commands []command
+
+func init() {
+	commands = []command{
+		{"analyze", "analyze FILE [--map REMOTE=LOCAL] [--root DIR] [--json] [--html OUT] [--top N] [--device-memory SIZE]  peak, top lines, stacks, allocator state, findings", runAnalyze},
+		{"flame", "flame FILE [-o OUT] [--weight peak|alloc|current] [--format html|json|collapsed|pprof] [--keep-wrappers]  flame graph", runFlame},
+		{"diff", "diff A B [--json]  per-line change between two snapshots A and B", runDiff},
+		{"whatif", "whatif A B C... [--sizes 2,4,8] [--device-memory 80GiB] [--overhead 1GiB] [--predict N,...] [--json]  fit peak memory against batch size or length; the largest size that fits", runWhatIf},
+		{"convert", "convert FILE.vsm [-o OUT.pickle]  write a streamed (VSM1) snapshot as PyTorch's pickle", runConvert},
+		{"serve", "serve [--socket S] [--data-dir D] [--tcp 127.0.0.1:PORT]  run the per-user daemon", runServe},
+		{"run", "run [--socket S] [--max-entries N] [--python PY] -- COMMAND ARGS...  run a training command with the agent in every Python process", runRun},
+		{"attach", "attach PID  attach the agent to a running Python >= 3.14 process", runAttach},
+		{"lsp", "lsp [--snapshot FILE] [--daemon auto|connect|off]  the language server, over stdio", runLSP},
+		{"status", "status  the daemon's state", runStatus},
+		{"ps", "ps  processes with an agent, and GPU processes without one", runPS},
+		{"snap", "snap PID [--label L]  take a snapshot of process PID through its agent", runSnap},
+		{"snapshots", "snapshots  the stored snapshots", runSnapshots},
+		{"counters", "counters [--interval 100ms] [--duration 5s] [--json]  sample the GPUs' NVML counters; counters FILE [--json] classifies a recording (vramscope JSON or nvidia-smi dmon) into phases", runCounters},
+		{"completion", "completion bash|zsh|fish  print the shell completion script", runCompletion},
+		{"help", "help [COMMAND]  this list, or COMMAND's arguments and every flag", nil},
+		{"version", "version  print the version (also --version)", runVersion},
+	}
 }
 
-// Version is set at build time with -ldflags.
+// Version is set at build time with -ldflags (make dist does); a binary from
+// `go install .../cmd/vramscope@vX.Y.Z` reports its module version instead.
 var Version = "0.1.0-dev"
 
-// Main runs one subcommand and returns the process exit status.
+func version() string {
+	if Version != "0.1.0-dev" {
+		return Version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return Version
+}
+
+// Main runs one subcommand and returns the process exit status. Asked for
+// help (help, -h, --help, help COMMAND, COMMAND --help) it prints to stdout
+// and exits 0; without a command it prints the list to stderr and exits 2.
 func Main(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+	if len(args) == 0 {
 		usage(stderr)
-		if len(args) == 0 {
-			return exitInput
-		}
+		return exitInput
+	}
+	switch args[0] {
+	case "-h", "-help", "--help":
+		usage(stdout)
 		return exitOK
+	case "--version", "-version":
+		return runVersion(nil, stdout, stderr)
+	case "help":
+		return runHelp(args[1:], stdout, stderr)
 	}
+	c, ok := lookup(args[0])
+	if !ok {
+		fmt.Fprintf(stderr, "vramscope: unknown command %q\n", args[0])
+		usage(stderr)
+		return exitInput
+	}
+	if asksHelp(args[1:]) {
+		return commandHelp(c, stdout)
+	}
+	return c.run(args[1:], stdout, stderr)
+}
+
+func lookup(name string) (command, bool) {
 	for _, c := range commands {
-		if c.name == args[0] {
-			return c.run(args[1:], stdout, stderr)
+		if c.name == name && c.run != nil {
+			return c, true
 		}
 	}
-	fmt.Fprintf(stderr, "vramscope: unknown command %q\n", args[0])
-	usage(stderr)
-	return exitInput
+	return command{}, false
 }
 
 func usage(w io.Writer) {
@@ -70,16 +109,27 @@ func usage(w io.Writer) {
 	for _, c := range commands {
 		fmt.Fprintf(w, "  vramscope %s\n", c.usage)
 	}
+	fmt.Fprintln(w, "\n`vramscope help COMMAND` or `vramscope COMMAND --help` lists a command's arguments and every flag; --version prints the version.")
 }
 
-func runVersion(_ []string, stdout, _ io.Writer) int {
-	fmt.Fprintln(stdout, "vramscope", Version)
+func runVersion(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("version", flag.ContinueOnError)
+	if _, ok := parse(fs, args, stderr); !ok {
+		return exitInput
+	}
+	fmt.Fprintln(stdout, "vramscope", version())
 	return exitOK
 }
 
 // parse reads flags given before, between or after positional arguments.
+// While flagsOf captures a command's flags, it stops here without parsing.
 func parse(fs *flag.FlagSet, args []string, stderr io.Writer) ([]string, bool) {
+	if capturing != nil {
+		capturing.fs = fs
+		return nil, false
+	}
 	fs.SetOutput(stderr)
+	fs.Usage = func() { writeCommandHelp(fs.Output(), fs.Name(), fs) }
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {
@@ -126,23 +176,23 @@ type inputError struct{ error }
 
 func (e inputError) Unwrap() error { return e.error }
 
-// progress draws a bar on stderr when it is a terminal.
+// progress draws a line on stderr for work that has run a second or more,
+// when stderr is a terminal; into a pipe or a file it draws nothing. It never
+// uses colour (nor any escape sequence), so NO_COLOR holds by construction.
 func progress(stderr io.Writer, label string) (func(done, total int64), func()) {
 	f, ok := stderr.(*os.File)
-	if !ok {
+	if !ok || !isTerminal(f) {
 		return nil, func() {}
 	}
-	if st, err := f.Stat(); err != nil || st.Mode()&os.ModeCharDevice == 0 {
-		return nil, func() {}
-	}
+	start := now()
 	drawn := false
 	return func(done, total int64) {
-			if total <= 0 {
+			if total <= 0 || now().Sub(start) < progressAfter {
 				return
 			}
 			pct := float64(done) / float64(total)
-			n := int(pct * 30)
-			fmt.Fprintf(f, "\r%s [%s%s] %3.0f%%", label, strings.Repeat("#", n), strings.Repeat(".", max(0, 30-n)), 100*pct)
+			n := min(30, max(0, int(pct*30)))
+			fmt.Fprintf(f, "\r%s [%s%s] %3.0f%%", label, strings.Repeat("#", n), strings.Repeat(".", 30-n), 100*pct)
 			drawn = true
 		}, func() {
 			if drawn {
@@ -150,3 +200,15 @@ func progress(stderr io.Writer, label string) (func(done, total int64), func()) 
 			}
 		}
 }
+
+// progressAfter is how long work runs before its progress line appears.
+const progressAfter = time.Second
+
+// isTerminal and now are variables so that tests can stand in for a terminal and a clock.
+var (
+	isTerminal = func(f *os.File) bool {
+		st, err := f.Stat()
+		return err == nil && st.Mode()&os.ModeCharDevice != 0 && os.Getenv("TERM") != "dumb"
+	}
+	now = time.Now
+)

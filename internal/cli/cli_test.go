@@ -388,7 +388,7 @@ func TestVersionAndHelp(t *testing.T) {
 		t.Errorf("version printed %q", o.stdout)
 	}
 	h := run("help")
-	if h.code != 0 || !strings.Contains(h.stderr, "analyze") || !strings.Contains(h.stderr, "flame") || !strings.Contains(h.stderr, "diff") {
+	if h.code != 0 || !strings.Contains(h.stdout, "analyze") || !strings.Contains(h.stdout, "flame") || !strings.Contains(h.stdout, "diff") {
 		t.Errorf("help: %v", h)
 	}
 }

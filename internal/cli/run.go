@@ -22,15 +22,15 @@ import (
 // process under it (each torchrun rank too) attaches once it initialises CUDA.
 func runRun(args []string, stdout, stderr io.Writer) int {
 	cmdArgs, own := splitDashDash(args)
-	if cmdArgs == nil {
-		fmt.Fprintln(stderr, "vramscope run: usage: vramscope run [--socket S] [--max-entries N] -- COMMAND ARGS...")
-		return exitInput
-	}
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	socket := fs.String("socket", "", "the daemon's socket")
 	maxEntries := fs.Int("max-entries", 100000, "allocator history ring size per process")
 	python := fs.String("python", "", "the Python that has the vramscope package (default: the command's, else python3)")
 	if _, ok := parse(fs, own, stderr); !ok {
+		return exitInput
+	}
+	if cmdArgs == nil {
+		fmt.Fprintln(stderr, "vramscope run: usage: vramscope run [--socket S] [--max-entries N] -- COMMAND ARGS...")
 		return exitInput
 	}
 	if *socket == "" {
