@@ -13,8 +13,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 MD = """# `%%vramscope` on a GPU
 
 Executed by `jupyter/examples/run_gpu_notebook.py` through nbclient in a real ipykernel on the GPU
-machine (see jupyter/README.md, "GPU notebook"); the outputs below are that run's. Each report is one
-output holding the anywidget view and a static HTML fallback (what GitHub and nbconvert show)."""
+machine (see jupyter/README.md, "GPU notebook"); the outputs below are that run's. Each report is two
+outputs: its static copy (what GitHub and nbconvert show), then the anywidget view."""
 
 CELLS = [
     # 1

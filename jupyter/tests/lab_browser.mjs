@@ -76,6 +76,11 @@ try {
   assert.match(await widget.locator(".vs-title").textContent(), /example_train\.pickle/);
   const info = await widget.evaluate((el) => ({ nodes: el.__vramscope.state().nodes, rowH: el.__vramscope.state().rowHeight }));
   assert.ok(info.nodes > 20, `flame graph has ${info.nodes} nodes`);
+  // The report's static copy (an output of its own, for exporters) is in the
+  // page but hidden while the widget shows: the report reads once.
+  const copies = await page.locator(".vramscope-static").all();
+  assert.ok(copies.length >= 1, "the static copy is in the page");
+  for (const c of copies) assert.equal(await c.isVisible(), false, "the static copy is hidden while the widget shows");
   const rows = await widget.locator(".vs-top tbody tr").allTextContents();
   assert.ok(rows.length >= 3, `top lines: ${rows.length}`);
   assert.match(rows[0], /record_examples\.py:69/);

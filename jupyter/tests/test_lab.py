@@ -1,11 +1,11 @@
 """The widget in a real JupyterLab 4 and a real Notebook 7, driven by a real browser.
 
-Starts JupyterLab on loopback (a free port, a random token, private config and
-runtime directories) with a notebook that runs `%vramscope open
+Starts JupyterLab on loopback (labserver.py) with a notebook that runs `%vramscope open
 examples/snapshots/example_train.pickle` and shows a 100k-frame tree, then runs
 lab_browser.mjs (Debian's chromium through playwright-core): the widget
 renders, flame-graph nodes exist, hovering shows bytes, a click selects a frame
-and the kernel holds the selection, another weight is computed by the kernel.
+and the kernel holds the selection, another weight is computed by the kernel,
+and the report's static copy (an output of its own, for exporters) is hidden.
 Screenshots go to test-artifacts/ (or $VRAMSCOPE_ARTIFACTS); the 100k render
 time is printed.
 
@@ -13,33 +13,21 @@ Needs node, chromium (/usr/bin/chromium or $VRAMSCOPE_CHROMIUM), go (for the
 100k demo tree) and `npm ci`; a missing piece fails the test.
 VRAMSCOPE_SKIP_BROWSER=1 skips it on purpose.
 """
-import json
 import os
 import re
-import secrets
-import shutil
-import socket
 import subprocess
 import sys
-import time
-import urllib.request
 
 import pytest
 
 from conftest import EXAMPLE, ROOT
+from labserver import UIS, need_browser, serve
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCRIPT = os.path.join(HERE, "lab_browser.mjs")
-CHROMIUM = os.environ.get("VRAMSCOPE_CHROMIUM", "/usr/bin/chromium")
 ARTIFACTS = os.path.abspath(os.environ.get("VRAMSCOPE_ARTIFACTS") or os.path.join(ROOT, "test-artifacts"))
 
 pytestmark = pytest.mark.skipif(os.environ.get("VRAMSCOPE_SKIP_BROWSER") == "1", reason="VRAMSCOPE_SKIP_BROWSER=1")
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def demo_tree(path):
@@ -67,67 +55,15 @@ def write_notebook(path, tree_path):
     nbformat.write(nb, path)
 
 
-UIS = {
-    # name: (module, app class for expose_app_in_browser, page path)
-    "lab": ("jupyterlab", "LabApp", "lab/tree/"),
-    "notebook7": ("notebook", "JupyterNotebookApp", "notebooks/"),
-}
-
-
 @pytest.fixture(params=sorted(UIS))
 def lab(tmp_path, request):
-    for tool, hint in (("node", "install Node.js"), ("go", "install Go")):
-        assert shutil.which(tool), "%s not found: %s, or set VRAMSCOPE_SKIP_BROWSER=1" % (tool, hint)
-    assert os.path.exists(CHROMIUM), "chromium not found at %s: apt-get install chromium, or set " \
-                                     "VRAMSCOPE_SKIP_BROWSER=1" % CHROMIUM
-    root = tmp_path / "lab"
-    cfg = tmp_path / "config"
-    root.mkdir()
-    cfg.mkdir()
-    # No news feed, no update check: nothing leaves the machine.
-    (cfg / "jupyter_server_config.json").write_text(json.dumps({"LabApp": {
-        "news_url": None, "check_for_updates_class": "jupyterlab.NeverCheckForUpdate"}}))
-    # ... and no "fetch news?" toast over the notebook in the screenshots.
-    settings = tmp_path / "settings" / "@jupyterlab" / "apputils-extension"
-    settings.mkdir(parents=True)
-    (settings / "notification.jupyterlab-settings").write_text(json.dumps({"fetchNews": "false",
-                                                                            "checkForUpdates": False}))
+    need_browser(("node", "go"))
     tree = str(tmp_path / "tree100k.json")
     demo_tree(tree)
-    write_notebook(str(root / "widget.ipynb"), tree)
-    port, token = free_port(), secrets.token_hex(16)
-    env = dict(os.environ, JUPYTER_CONFIG_DIR=str(cfg), JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime"),
-               JUPYTERLAB_WORKSPACES_DIR=str(tmp_path / "workspaces"),
-               JUPYTERLAB_SETTINGS_DIR=str(tmp_path / "settings"), PYTHONPATH=os.path.dirname(HERE))
-    env.pop("VRAMSCOPE_SOCKET", None)
-    module, app, _ = UIS[request.param]
-    args = [sys.executable, "-m", module, "--no-browser", "--ServerApp.ip=127.0.0.1",
-            "--ServerApp.port=%d" % port, "--ServerApp.port_retries=0", "--IdentityProvider.token=%s" % token,
-            "--ServerApp.root_dir=%s" % root, "--%s.expose_app_in_browser=True" % app]
-    if os.geteuid() == 0:
-        args.append("--allow-root")
-    log = open(tmp_path / "lab.log", "w")
-    p = subprocess.Popen(args, cwd=str(root), env=env, stdout=log, stderr=subprocess.STDOUT)
-    url = "http://127.0.0.1:%d/" % port
-    try:
-        deadline = time.time() + 60
-        while True:
-            assert p.poll() is None, "JupyterLab exited: %s" % (tmp_path / "lab.log").read_text()[-2000:]
-            try:
-                urllib.request.urlopen(url + "api/status?token=" + token, timeout=2).read()
-                break
-            except OSError:
-                assert time.time() < deadline, "JupyterLab did not start in 60 s"
-                time.sleep(0.3)
+    (tmp_path / "lab").mkdir()
+    write_notebook(str(tmp_path / "lab" / "widget.ipynb"), tree)
+    with serve(tmp_path, request.param) as (url, token, _root):
         yield url, token, tmp_path, request.param
-    finally:
-        p.terminate()
-        try:
-            p.wait(10)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait()
-        log.close()
 
 
 def test_widget_in_jupyterlab(lab, capsys):
@@ -182,30 +118,3 @@ def write_widget_bench(path, out):
                       t["display_s"])]
     with open(path, "w") as f:
         f.write("\n".join(md) + "\n")
-
-
-def test_html_fallback_in_nbconvert(tmp_path, capsys):
-    """Where widgets cannot render: a notebook saved without widget state (as
-    JupyterLab saves by default), converted by nbconvert, shows the report from
-    the text/html fallback, drawn by the inlined flame.js with no network."""
-    import nbclient
-    import nbconvert
-    import nbformat
-
-    assert shutil.which("node") and os.path.exists(CHROMIUM), "node and chromium are needed"
-    nb = nbformat.v4.new_notebook()
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    nb.cells = [nbformat.v4.new_code_cell("%load_ext vramscope"),
-                nbformat.v4.new_code_cell("%vramscope open examples/snapshots/example_train.pickle")]
-    env = {k: v for k, v in os.environ.items() if not k.startswith("VRAMSCOPE_")}
-    nbclient.NotebookClient(nb, kernel_name="python3", store_widget_state=False,
-                            resources={"metadata": {"path": ROOT}}).execute(env=env)
-    body, _ = nbconvert.HTMLExporter().from_notebook_node(nb)
-    page = tmp_path / "converted.html"
-    page.write_text(body, encoding="utf-8")
-    r = subprocess.run(["node", os.path.join(HERE, "fallback_browser.mjs")], cwd=ROOT, stdout=subprocess.PIPE,
-                       stderr=subprocess.STDOUT, text=True, timeout=120,
-                       env=dict(os.environ, FALLBACK_HTML=str(page), VRAMSCOPE_ARTIFACTS=ARTIFACTS))
-    with capsys.disabled():
-        sys.stdout.write("\n  " + r.stdout.strip().replace("\n", "\n  ") + "\n")
-    assert r.returncode == 0, r.stdout[-4000:]

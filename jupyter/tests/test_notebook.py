@@ -1,11 +1,13 @@
 """Real notebooks in a real ipykernel, run by nbclient: %vramscope open / diff on
 the shared fixtures and the example snapshot, %%vramscope on this CPU-only
-kernel, output bundles holding both the widget and the HTML fallback, and
+kernel, each report as its static copy (an output of its own, see
+test_export.py) followed by the widget view, and
 cell-relative names built from the file names the running kernel gives its
 cells. A second kernel imports the fake torch (tests/faketorch) to follow
 %%vramscope's recording path: start, restore, the user's own recording left
 alone, errors in the cell and in the magic. The real GPU run is
 jupyter/examples/gpu_cell.ipynb (see jupyter/README.md)."""
+import base64
 import json
 import os
 import pickle
@@ -73,12 +75,15 @@ def result(cell):
 
 
 def report(cell):
-    """The one display of a report: it must hold the widget view and the fallbacks."""
-    ds = [o for o in outputs(cell, "display_data") if WIDGET in o.data]
-    assert len(ds) == 1, cell.outputs
-    data = ds[0].data
-    assert {WIDGET, "text/html", "text/plain"} <= set(data), list(data)
-    return data
+    """A report's two display outputs: its static copy (text/html, text/plain;
+    what exporters show), then the widget view. Returned merged, as one bundle."""
+    ds = outputs(cell, "display_data")
+    views = [i for i, o in enumerate(ds) if WIDGET in o.data]
+    assert len(views) == 1 and views[0] >= 1, cell.outputs
+    static, view = ds[views[0] - 1].data, ds[views[0]].data
+    assert set(static) == {"text/html", "text/plain"} and 'class="vramscope-static' in static["text/html"], list(static)
+    assert set(view) == {WIDGET, "text/plain"} and view["text/plain"] == "", view
+    return dict(view, **static)
 
 
 def widget_state(nb, data):
@@ -98,11 +103,15 @@ def engine_analysis(engine, path):
     return json.loads(subprocess.run([engine, "analyze", "--json", path], check=True, capture_output=True).stdout)
 
 
-def fallback_flame(html_text):
-    """The flame tree inlined in a text/html fallback."""
-    m = re.search(r'<script type="application/json" id="vs-[0-9a-f]+-data">(.*?)</script>', html_text, re.S)
+def static_svg(html_text):
+    """The flame graph's SVG document in a static copy (an <img> data URI)."""
+    m = re.search(r'<img class="vs-flame" src="data:image/svg\+xml;base64,([A-Za-z0-9+/=]+)"', html_text)
     assert m, html_text[:500]
-    return json.loads(m.group(1))
+    return base64.b64decode(m.group(1)).decode("utf-8")
+
+
+def svg_total(svg):
+    return int(re.search(r'data-total="(\d+)"', svg).group(1))
 
 
 # --- the CPU-only kernel -----------------------------------------------------------
@@ -162,18 +171,16 @@ def test_open_shows_widget_and_html(cpu_nb, engine, index, path):
     assert not outputs(cell, "error") and not stderr(cell), cell.outputs
     data = report(cell)
     html = data["text/html"]
-    # The fallback is self-contained and draws with the very same flame.js.
-    with open(os.path.join(STATIC, "flame.js"), encoding="utf-8") as f:
-        assert f.read() in html
-    assert "http://" not in html and "https://" not in html and "<iframe" not in html
-    assert 'class="vramscope-static"' in html
+    # The static copy needs nothing: no script, no URL; its flame graph is an SVG image.
+    assert "<script" not in html and "http://" not in html and "https://" not in html and "<iframe" not in html
     # The numbers are the engine's: the top line and the peak.
     res = engine_analysis(engine, path)
     top = res["sites"][0]
     state = widget_state(cpu_nb, data)
     assert state["top_lines"][0]["file"] == top["file"] and state["top_lines"][0]["line"] == top["line"]
     assert state["top_lines"][0]["peak_bytes"] == top["peak_bytes"]
-    assert state["tree"]["root"]["v"] == fallback_flame(html)["root"]["v"]
+    assert state["tree"]["root"]["v"] == svg_total(static_svg(html))
+    assert 'class="vramscope-static vs-static-%s"' % state["static_key"] in html
     assert state["weight"] == "peak" and state["weights"] == ["peak", "alloc", "current"]
     assert state["findings"] == [] or state["findings"][0]["title"]
     assert any(os.path.basename(path) in f for f in state["facts"])
@@ -265,10 +272,11 @@ def test_cell_relative_names_from_the_kernels_own_file_names(cpu_nb):
     assert labels[0] == "cell [%d], line 69 (example_train)" % n, labels
     assert all(cell_file not in lab for lab in labels)
     assert "cell [%d], line 69" % n in data["text/html"]
-    # the flame tree's frames of that cell are renamed too, in the widget and the fallback
+    # the flame tree's frames of that cell are renamed too, in the widget and the static copy
     files = {x.get("f") for x in tree_nodes(state["tree"])}
     assert "cell [%d]" % n in files and cell_file not in files
-    assert "cell [%d]" % n in {x.get("f") for x in tree_nodes(fallback_flame(data["text/html"]))}
+    svg = static_svg(data["text/html"])
+    assert "cell [%d]:69" % n in svg and cell_file not in svg
     # and the engine's phase names lose the file name ("[backward pass of 1234.py:70]")
     names = [x["n"] for x in tree_nodes(state["tree"]) if "backward pass of" in x["n"]]
     assert names and all(nm == "[backward pass of cell [%d]:70]" % n for nm in names), names
@@ -410,8 +418,8 @@ def test_magic_leaves_the_users_recording_alone(gpu_nb):
 def test_magic_reports_then_raises(gpu_nb):
     cell = gpu_nb.cells[8]
     kinds = [o.output_type for o in cell.outputs]
-    assert kinds == ["display_data", "error"], kinds
-    assert cell.outputs[1].ename == "RuntimeError"
+    assert kinds == ["display_data", "display_data", "error"], kinds  # static copy, widget, error
+    assert cell.outputs[2].ename == "RuntimeError"
     state = widget_state(gpu_nb, report(cell))
     assert "raised RuntimeError" in state["note"]
     assert state["top_lines"][0]["label"] == "cell [2], line 2 (make)"

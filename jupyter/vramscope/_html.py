@@ -1,13 +1,14 @@
-"""The static views of a report: `text/html` (a self-contained fragment: the
-facts, top lines and findings as plain HTML, then the flame graph drawn by the
-very same flame.js, inlined with flame.css and the tree's JSON; no external
-URL) and `text/plain`. They go into the same output as the widget, for the
-places where widgets cannot render (nbconvert, GitHub, a terminal)."""
+"""The static copy of a report: `text/html` (the facts, the flame graph as an
+SVG image drawn in the kernel by _flamesvg, the top lines and the findings;
+no script, no external URL) and `text/plain`. It is a display output of its
+own, beside the widget's, for the places where widgets cannot render
+(nbconvert, "Export as HTML", static viewers, a terminal); the widget hides it
+while it is rendered (see _widget and static/dom.js)."""
+import base64
 import html
-import json
 import os
-import uuid
 
+from . import _flamesvg
 from ._report import fmt_bytes, fmt_count, fmt_delta, fmt_share
 
 STATIC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "static")
@@ -23,49 +24,18 @@ def asset(name):
     return s
 
 
-def script_json(obj):
-    """JSON safe inside a <script> element: no "</script", no "<!--", no U+2028."""
-    s = json.dumps(obj, separators=(",", ":"), ensure_ascii=True)
-    return s.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
-
-
-def prune(tree, min_share=1e-5):
-    """A copy of a flame tree without the frames narrower than min_share of the
-    root (they would draw under a pixel wide at any zoom a page shows)."""
-    root = tree.get("root") if isinstance(tree, dict) else None
-    if not root:
-        return tree
-    limit = float(root.get("v") or 0) * min_share
-    out = dict(tree)
-    new_root = {k: v for k, v in root.items() if k != "c"}
-    out["root"] = new_root
-    stack = [(root, new_root)]
-    while stack:
-        src, dst = stack.pop()
-        kids = [c for c in (src.get("c") or ()) if float(c.get("v") or 0) >= limit]
-        if kids:
-            dst["c"] = []
-            for c in kids:
-                d = {k: v for k, v in c.items() if k != "c"}
-                dst["c"].append(d)
-                stack.append((c, d))
-    return out
-
-
 def _e(s):
     return html.escape(str(s), quote=True)
 
 
-def _table(head, rows, classes=None):
-    h = "".join("<th>%s</th>" % _e(c) for c in head)
-    body = []
-    for r in rows:
-        cells = []
-        for i, c in enumerate(r):
-            cls = (classes or {}).get(i)
-            cells.append("<td%s>%s</td>" % (' class="%s"' % cls if cls else "", _e(c)))
-        body.append("<tr>%s</tr>" % "".join(cells))
-    return '<table class="vs-table"><thead><tr>%s</tr></thead><tbody>%s</tbody></table>' % (h, "".join(body))
+def _table(head, rows):
+    """A table whose last column (the line) is left-aligned, the numbers right."""
+    def row(tag, cells):
+        n = len(cells)
+        return "<tr>%s</tr>" % "".join('<%s style="text-align:%s">%s</%s>' % (tag, "left" if i == n - 1 else "right",
+                                                                              _e(c), tag) for i, c in enumerate(cells))
+    return '<table class="vs-table"><thead>%s</thead><tbody>%s</tbody></table>' % (
+        row("th", head), "".join(row("td", r) for r in rows))
 
 
 def top_rows(view):
@@ -82,64 +52,92 @@ def diff_rows(view):
              r["label"]) for r in view.get("diff") or []]
 
 
-_CSS = """
-.vramscope-static { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; font-size: 13px; color: var(--vf-fg); }
-.vramscope-static .vs-title { font-weight: 600; font-size: 1.1em; margin: 2px 0 4px; }
-.vramscope-static .vs-facts, .vramscope-static .vs-note { color: var(--vf-muted); margin: 2px 0; }
-.vramscope-static .vs-peak { margin: 4px 0; font-weight: 600; }
-.vramscope-static .vs-table { border-collapse: collapse; margin: 6px 0; font-variant-numeric: tabular-nums; }
-.vramscope-static .vs-table th, .vramscope-static .vs-table td { padding: 1px 10px 1px 0; text-align: right; }
-.vramscope-static .vs-table th:last-child, .vramscope-static .vs-table td:last-child { text-align: left; font-family: var(--vf-font-family); }
-.vramscope-static .vs-findings { margin: 4px 0; padding-left: 18px; }
-.vramscope-static .vs-sev-error { color: var(--vf-error); font-weight: 600; }
-.vramscope-static .vs-flame { border: 1px solid var(--vf-border); margin-top: 6px; }
-"""
+# The static copy must read the same where a sanitizer has been at it
+# (JupyterLab for an untrusted notebook, GitHub): no <style> (dropped there),
+# a few inline styles (JupyterLab keeps them) over plain tables, lists and <b>,
+# which read well without them too. The flame graph is
+# an <img> of an SVG data URI rather than inline <svg>: sanitizers keep <img>
+# and drop <svg> (leaving its text behind), and an SVG image runs no script
+# and loads nothing.
+MUTED = 'style="opacity:0.75;margin:2px 0"'  # the theme's text colour, lighter: light and dark themes
+STATIC_CLASS = "vramscope-static"
+SEVERITY_COLOR = {"error": "#cf222e", "warning": "#9a6700"}  # inline: sanitizers keep style attributes
 
 
-def page(view, min_share=1e-4):
-    """The text/html fallback of a report view (the dict _magic builds). Frames
-    narrower than min_share of the total are left out of its flame graph (they
-    are under a pixel wide unless zoomed in; the widget keeps them)."""
-    vid = "vs-" + uuid.uuid4().hex[:12]
-    parts = ['<div class="vramscope-static" id="%s">' % vid,
-             "<style>%s%s</style>" % (asset("flame.css"), _CSS),
-             '<div class="vs-title">vramscope \u00b7 %s</div>' % _e(view.get("title") or "GPU memory")]
+def static_class(key):
+    """The class a widget's front end hides while a view of it is rendered (see static/dom.js)."""
+    return "vs-static-" + key if key else ""
+
+
+def data_uri(svg):
+    return "data:image/svg+xml;base64," + base64.b64encode(svg.encode("utf-8")).decode("ascii")
+
+
+def flame_image(tree, caption):
+    """The flame graph as an <img> with a caption line, or a note saying why there is none."""
+    try:
+        d = _flamesvg.render(tree or {})
+    except Exception as e:  # a bug here must not take the report with it
+        return "<div %s>flame graph not drawn: %s</div>" % (MUTED, _e(e))
+    if not d:
+        return "<div %s>flame graph: %s</div>" % (MUTED, _e(d.reason))
+    head = "Flame graph%s: %s in all" % ((" (" + caption + ")") if caption else "", fmt_bytes(d.total))
+    left = []
+    if d.hidden:
+        n = fmt_count(d.hidden + d.frames)
+        left.append("%s of %s frames too narrow to draw left out" % (fmt_count(d.hidden), n))
+    if d.cut:
+        left.append("stacks cut at %d levels" % _flamesvg.MAX_ROWS)
+    alt = "flame graph of %s: %s in all, %s frames" % (d.title or "GPU memory", fmt_bytes(d.total), fmt_count(d.frames))
+    return ('<div><b>%s</b></div><img class="vs-flame" src="%s" width="%d" alt="%s" '
+            'style="display:block;max-width:100%%;height:auto;margin:4px 0">%s'
+            % (_e(head), data_uri(d.svg), _flamesvg.WIDTH, _e(alt),
+               "<div %s>%s</div>" % (MUTED, _e("; ".join(left))) if left else ""))
+
+
+def page(view, key=""):
+    """The static copy of a report view (the dict _magic builds): a text/html
+    fragment without script or external URL. key: the widget's static_key,
+    whose view hides this copy while it is rendered."""
+    cls = (STATIC_CLASS + " " + static_class(key)).strip()
+    parts = ['<div class="%s">' % cls, "<div><b>vramscope \u00b7 %s</b></div>" % _e(view.get("title") or "GPU memory")]
     if view.get("facts"):
-        parts.append('<div class="vs-facts">%s</div>' % " \u00b7 ".join(_e(f) for f in view["facts"]))
+        parts.append("<div %s>%s</div>" % (MUTED, " \u00b7 ".join(_e(f) for f in view["facts"])))
     if view.get("peak_line"):
-        parts.append('<div class="vs-peak">%s</div>' % _e(view["peak_line"]))
+        parts.append("<div><b>%s</b></div>" % _e(view["peak_line"]))
     if view.get("note"):
-        parts.append('<div class="vs-note">%s</div>' % _e(view["note"]))
+        parts.append("<div %s>%s</div>" % (MUTED, _e(view["note"])))
     if view.get("diff") is not None:
         parts.append(_table(DIFF_HEAD, diff_rows(view)))
-    if view.get("top_lines"):
-        parts.append(_table(TOP_HEAD, top_rows(view)))
-    fs = view.get("findings")
-    if fs is not None:
-        if fs:
-            items = []
-            for f in fs:
-                where = (" \u2014 " + _e(f["where"])) if f.get("where") else ""
-                fix = ("<br>fix: " + _e(f["fix"])) if f.get("fix") else ""
-                items.append('<li><span class="vs-sev-%s">%s</span> %s%s%s</li>' % (
-                    _e(f["severity"]), _e(f["severity"]), _e(f["title"]), where, fix))
-            parts.append('<div>Findings:</div><ul class="vs-findings">%s</ul>' % "".join(items))
-        else:
-            parts.append('<div class="vs-note">Findings: none</div>')
     tree = view.get("tree")
-    if tree and tree.get("root"):
-        parts.append('<div class="vs-flame" id="%s-flame"></div>' % vid)
-        parts.append('<script type="application/json" id="%s-data">%s</script>' % (vid, script_json(prune(tree, min_share))))
-        parts.append("<script>%s</script>" % asset("flame.js"))
-        parts.append('<script>(function () { var d = JSON.parse(document.getElementById("%s-data").textContent); '
-                     'VramscopeFlame.render(document.getElementById("%s-flame"), d, {}); })();</script>'
-                     % (vid, vid))
+    if tree:
+        parts.append(flame_image(tree, _flame_caption(view, tree)))
+    if view.get("top_lines"):
+        parts.append("<div><b>Top lines at the peak</b></div>" + _table(TOP_HEAD, top_rows(view)))
+    fs = view.get("findings")
+    if fs:
+        items = []
+        for f in fs:
+            where = (" \u2014 " + _e(f.get("where"))) if f.get("where") else ""
+            fix = ("<br>fix: " + _e(f["fix"])) if f.get("fix") else ""
+            sev = str(f.get("severity") or "info")
+            items.append('<li><b style="color:%s">%s</b> %s%s%s</li>' % (SEVERITY_COLOR.get(sev, "inherit"), _e(sev),
+                                                                        _e(f.get("title") or ""), where, fix))
+        parts.append('<div><b>Findings</b></div><ul style="margin:2px 0">%s</ul>' % "".join(items))
+    elif fs is not None:
+        parts.append("<div %s>Findings: none</div>" % MUTED)
     parts.append("</div>")
     return "".join(parts)
 
 
-def plain(view, rows=5):
-    """The text/plain view: title, facts and the first top lines."""
+def _flame_caption(view, tree):
+    """What the graph weighs ("peak"), and which side of a diff it shows."""
+    return ", ".join(x for x in (tree.get("weight") or view.get("weight"), view.get("side")) if x)
+
+
+def plain(view, rows=10):
+    """The text/plain view (terminals, and nbconvert's LaTeX/PDF, which takes
+    no HTML): title, facts, the top lines and the findings."""
     out = ["vramscope \u00b7 " + (view.get("title") or "GPU memory")]
     out += ["  " + f for f in view.get("facts") or []]
     if view.get("peak_line"):

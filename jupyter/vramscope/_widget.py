@@ -8,18 +8,31 @@ the kernel runs the Go engine, sets `tree` and answers {"type": "view", "id",
 
 The front end (static/widget.js) runs the very same flame.js as the CLI's page
 and the VS Code webview: the ESM is flame.js wrapped as a module followed by
-widget.js (see esm()). Displaying a report gives one output that holds both
-the widget view and a text/html fallback (_html.page) for places where
-widgets cannot render.
+widget.js (see esm()).
+
+Displaying a widget in IPython gives two outputs (_ipython_display_): first
+its static copy (_html.page / _livestatic.page: text/html without script, the
+flame graph as an SVG image, and text/plain), then the widget view. Exporters
+(nbconvert, "Export as HTML", static viewers) pick the widget view over
+text/html whenever the notebook holds widget state, so a copy inside the
+widget's own output would never be shown there; as an output of its own it
+always is. In a live notebook the widget's front end hides its copy while a
+view is rendered (static/dom.js), keyed by `static_key`. The copy's
+display_id is that key, so a new weight, side or live sample updates every
+copy of the widget in place (what an export shows is the last state).
 
 Needs anywidget (pip install 'vramscope[notebook]'); without it report()
-returns a Static object that displays the HTML fallback only.
+returns a Static object that displays the static copy only.
 """
 import linecache
+import logging
 import threading
+import time
+import uuid
 
 from . import _engine, _html
 
+log = logging.getLogger("vramscope")
 _lock = threading.Lock()
 _last = []  # the last report displayed (for notebook.last())
 
@@ -45,6 +58,56 @@ def _bundle(out):
     return dict(out or {}), meta
 
 
+def static_bundle(make_html, make_plain):
+    """{text/html, text/plain} of a static copy; a failure to build it is
+    said in the copy (the widget beside it must still be displayed)."""
+    try:
+        return {"text/html": make_html(), "text/plain": make_plain()}
+    except Exception as e:
+        msg = "vramscope: the static copy could not be built (%s: %s)" % (type(e).__name__, e)
+        return {"text/html": '<div class="%s">%s</div>' % (_html.STATIC_CLASS, _html._e(msg)), "text/plain": msg}
+
+
+class StaticCopy:
+    """Shared by the widgets: the static copy as a display output of its own
+    (display_id = static_key), then the widget view. Subclasses give
+    _static_html() and _static_plain()."""
+
+    def _ipython_display_(self, **kwargs):
+        from IPython.display import display
+
+        display(self._static(), raw=True, display_id=self.static_key)
+        self._static_shown = True
+        data, meta = self._repr_mimebundle_()
+        display(data, raw=True, metadata=meta)
+
+    def _static(self):
+        return static_bundle(self._static_html, self._static_plain)
+
+    def update_static(self):
+        """Rewrites every displayed static copy of this widget with its state
+        now. Never raises: it runs in trait observers and the sampling thread."""
+        if not getattr(self, "_static_shown", False):
+            return
+        try:
+            from IPython.display import update_display
+
+            update_display(self._static(), raw=True, display_id=self.static_key)
+        except Exception as e:
+            log.debug("vramscope: could not update the static copy: %s", e)
+
+    def _repr_mimebundle_(self, **kwargs):
+        # The widget view only: its text/plain stays empty, because exporters
+        # show it (under the static copy) when the notebook has no widget state.
+        data, meta = _bundle(super()._repr_mimebundle_(**kwargs))
+        data["text/plain"] = ""
+        return data, meta
+
+
+def new_key():
+    return uuid.uuid4().hex[:16]
+
+
 def anywidget_available():
     try:
         import anywidget  # noqa: F401
@@ -61,7 +124,7 @@ class Static:
         self.timings = None  # %%vramscope: what the report cost (see _magic)
 
     def _repr_mimebundle_(self, include=None, exclude=None):
-        return {"text/plain": _html.plain(self.view), "text/html": _html.page(self.view)}
+        return static_bundle(lambda: _html.page(self.view), lambda: _html.plain(self.view))
 
 
 _FlameWidget = None
@@ -78,7 +141,7 @@ def _classes():
         import anywidget
         import traitlets as t
 
-        class FlameWidget(anywidget.AnyWidget):
+        class FlameWidget(StaticCopy, anywidget.AnyWidget):
             """An interactive flame graph with its report (see module doc)."""
 
             _esm = esm("widget.js")
@@ -99,6 +162,11 @@ def _classes():
             selected = t.Dict().tag(sync=True)
             selected_info = t.Dict().tag(sync=True)
             height = t.Int(0).tag(sync=True)  # px; 0: as tall as the graph (120 to 560 px)
+            static_key = t.Unicode().tag(sync=True)  # marks this widget's static copies (see module doc)
+
+            @t.default("static_key")
+            def _new_key(self):
+                return new_key()
 
             def __init__(self, view=None, files=None, labeler=None, **kw):
                 view = dict(view or {})
@@ -126,12 +194,15 @@ def _classes():
                         "note": self.note, "top_lines": list(self.top_lines), "findings": self.findings,
                         "diff": self.diff, "tree": self.tree}
 
-            def _repr_mimebundle_(self, **kwargs):
-                data, meta = _bundle(super()._repr_mimebundle_(**kwargs))
-                v = self.view()
-                data["text/plain"] = _html.plain(v)
-                data["text/html"] = _html.page(v)
-                return data, meta
+            def _static_html(self):
+                return _html.page(dict(self.view(), weight=self.weight, side=self.side), self.static_key)
+
+            def _static_plain(self):
+                return _html.plain(self.view())
+
+            @t.observe("tree")
+            def _on_tree(self, _change):
+                self.update_static()  # another weight or side: exports show what was shown last
 
             def set_view(self, weight=None, side=None):
                 """Recompute the tree for another weight / side of a diff (runs the engine)."""
@@ -174,8 +245,10 @@ def _classes():
                 self.selected_info = {"name": sel.get("name") or "", "where": where, "source": src,
                                       "path": list(sel.get("path") or [])}
 
-        class LiveWidget(anywidget.AnyWidget):
+        class LiveWidget(StaticCopy, anywidget.AnyWidget):
             """GPU memory, utilisation and torch allocated/reserved over time (see _live)."""
+
+            STATIC_EVERY_S = 5.0  # how often a running view rewrites its static copy
 
             _esm = esm("live.js")
             _css = _html.asset("flame.css") + _html.asset("widget.css")
@@ -187,17 +260,38 @@ def _classes():
             device = t.Int(0).tag(sync=True)
             total = t.Int(0).tag(sync=True)
             interval = t.Float(1.0).tag(sync=True)
+            static_key = t.Unicode().tag(sync=True)
+
+            @t.default("static_key")
+            def _new_key(self):
+                return new_key()
 
             def __init__(self, sampler=None, **kw):
                 self._sampler = sampler
                 self._thread = None
                 self._stop = threading.Event()
+                self._static_at = 0.0
                 super().__init__(**kw)
 
-            def _repr_mimebundle_(self, **kwargs):
-                data, meta = _bundle(super()._repr_mimebundle_(**kwargs))
-                data["text/plain"] = "vramscope live: %s (%s)" % (self.source, self.note or "stopped")
-                return data, meta
+            def state(self):
+                return {"samples": list(self.samples), "running": self.running, "source": self.source,
+                        "note": self.note, "device": self.device, "total": self.total, "interval": self.interval}
+
+            def _static_html(self):
+                from . import _livestatic
+
+                return _livestatic.page(self.state(), self.static_key)
+
+            def _static_plain(self):
+                from . import _livestatic
+
+                return _livestatic.plain(self.state())
+
+            def _maybe_update_static(self, force=False):
+                now = time.monotonic()
+                if force or now - self._static_at >= self.STATIC_EVERY_S:
+                    self._static_at = now
+                    self.update_static()
 
             def start(self):
                 if self._thread is not None and self._thread.is_alive():
@@ -211,7 +305,9 @@ def _classes():
                 """Stop sampling (the Stop button does the same)."""
                 self._stop.set()
                 if self.running:
-                    self.running = False
+                    self.running = False  # the observer rewrites the static copy
+                else:
+                    self._maybe_update_static(force=True)
 
             @t.observe("running")
             def _on_running(self, change):
@@ -220,6 +316,11 @@ def _classes():
                         self.start()
                 else:
                     self._stop.set()
+                    # Here, in the thread that stopped it (a cell, the Stop
+                    # button's message), not only in the sampling thread:
+                    # nbclient takes a display update only while the cell it
+                    # belongs to runs.
+                    self._maybe_update_static(force=True)
 
             def _loop(self):
                 s = self._sampler
@@ -232,6 +333,7 @@ def _classes():
                         if point is not None:
                             self.total = int(point.get("total") or self.total or 0)
                             self.samples = (list(self.samples) + [point])[-s.keep:]
+                            self._maybe_update_static()
                         self._stop.wait(s.interval)
                 except Exception as e:  # never into the kernel
                     self.note = "stopped: %s" % e
@@ -239,6 +341,8 @@ def _classes():
                     s.close()
                     if self.running:
                         self.running = False
+                    else:
+                        self._maybe_update_static(force=True)
 
         _FlameWidget, _LiveWidget = FlameWidget, LiveWidget
         return _FlameWidget, _LiveWidget

@@ -104,7 +104,9 @@ function render({ model, el }) {
   const ro = new ResizeObserver(redraw);
   ro.observe(canvas);
   draw();
+  const showStatic = hideStaticCopy(el, model.get("static_key")); // see dom.js
   return () => {
+    showStatic();
     ro.disconnect();
     model.off(null, redraw);
   };

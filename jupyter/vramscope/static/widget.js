@@ -12,6 +12,9 @@
 // messages are only requests: {type: "view", id, weight, side}, answered by
 // {type: "view", id, ok, error} once the kernel has set `tree`.
 //
+// The report's static copy, a display output of its own for exporters, is
+// hidden while this view is rendered (hideStaticCopy in dom.js).
+//
 // For tests and hosts: the root element carries data-nodes, data-render-ms
 // (flame.js's own layout+paint measure) and data-view-ms, and el.__vramscope
 // is the flame controller ({state, frameAt, zoomTo, search, reset}).
@@ -202,6 +205,8 @@ function render({ model, el }) {
   drawHeader();
   drawTables();
   drawSelected();
+  // The view is up: its static copy (an output of its own) would show the report twice.
+  const showStatic = hideStaticCopy(el, model.get("static_key"));
   const unwatch = whenVisible(root, () => {
     performance.mark("vramscope-widget-render-start");
     drawFlame();
@@ -213,6 +218,7 @@ function render({ model, el }) {
   });
 
   return () => {
+    showStatic();
     unwatch();
     flameHost.removeEventListener("click", onClick, true);
     model.off("change:tree", onTree);
