@@ -301,9 +301,14 @@ def _classes():
                 self._thread.start()
                 self.running = True  # the observer sees the thread alive: no second one
 
-            def stop(self):
-                """Stop sampling (the Stop button does the same)."""
+            def stop(self, wait=3.0):
+                """Stop sampling (the Stop button does the same). Waits up to
+                `wait` s for the sampling thread, so that the samples, and the
+                static copy rewritten here, are the last ones."""
                 self._stop.set()
+                th = self._thread
+                if wait and th is not None and th is not threading.current_thread():
+                    th.join(wait)
                 if self.running:
                     self.running = False  # the observer rewrites the static copy
                 else:
