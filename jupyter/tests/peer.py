@@ -101,6 +101,8 @@ class Conn:
             with d.cond:
                 d.captured.append(params)
                 d.cond.notify_all()
+            if d.hang_captured:
+                return  # a daemon that hangs while it stores the snapshot
             self.send({"jsonrpc": "2.0", "id": rid, "result": {"id": "snap-%d" % len(d.captured),
                                                                 "path": params.get("path")}})
         else:
@@ -129,6 +131,7 @@ class FakeDaemon:
         self.socket = socket_path
         self.incoming_dir = incoming_dir
         self.hang = hang  # accept nothing, answer nothing (a hung daemon)
+        self.hang_captured = False  # take agent.captured and never answer it
         self.cond = threading.Condition()
         self.conns = []
         self.messages = []

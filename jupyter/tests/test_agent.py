@@ -136,6 +136,10 @@ import json, sys, time
 sys.modules["torch"] = None
 if sys.argv[1] == "attach":
     import vramscope
+    from vramscope import _link
+    # A hung daemon answers nothing: an attach() that waited for its hello
+    # would take this long, far beyond any bound below, loaded machine or not.
+    _link.REQUEST_TIMEOUT = _link.CONNECT_TIMEOUT = 30.0
     t = time.perf_counter(); vramscope.attach(); attach_s = time.perf_counter() - t
 else:
     attach_s = 0.0
@@ -163,12 +167,12 @@ def run_busy(env, mode, tmp):
 def test_daemon_absent_program_runs_normally(env, tmp):
     base, _, _ = run_busy(env, "plain", tmp)
     out, err, wall = run_busy(env, "attach", tmp)
-    # attach() must not wait for the daemon: a synchronous connect would take
-    # the connect timeout (2 s) against a hung one. The bound leaves room for
-    # a loaded CI machine; speed itself is a benchmark's business.
-    assert out["attach_s"] < 1.0
-    assert out["n"] > 0.5 * base["n"], (out["n"], base["n"])
-    assert wall < 5
+    # attach() must not wait for the daemon. The bounds are far from the 30 s
+    # a waiting attach() would take and leave room for a loaded CI machine
+    # (the soak runs beside stress-ng); speed itself is a benchmark's business.
+    assert out["attach_s"] < 5.0
+    assert out["n"] > 0.25 * base["n"], (out["n"], base["n"])
+    assert wall < 20
     assert out["status"]["connected"] is False and out["status"]["registered"] is False
     assert out["status"]["last_error"]
     assert err.count("no vramscope daemon at") == 1
@@ -182,9 +186,9 @@ def test_hung_daemon_costs_nothing(env, tmp):
         out, err, wall = run_busy(env, "attach", tmp)
     finally:
         hung.stop()
-    assert out["attach_s"] < 1.0  # a synchronous connect to the hung daemon would take 2 s
-    assert out["n"] > 0.5 * base["n"]
-    assert wall < 5
+    assert out["attach_s"] < 5.0  # one that waited for the hung daemon's hello would take 30 s
+    assert out["n"] > 0.25 * base["n"], (out["n"], base["n"])
+    assert wall < 20
     assert out["status"]["registered"] is False
 
 
@@ -217,6 +221,30 @@ def test_oom_capture_handed_to_daemon(daemon, env, spawn):
     rc, _, err = c.quit()
     assert rc == 0
     assert "out of memory on cuda:0: snapshot handed to the daemon (snap-1)" in err
+
+
+def test_oom_unanswered_at_exit_goes_to_the_spool(tmp, env, spawn, daemon):
+    """The daemon hangs while the job exits: the snapshot must not be left in
+    incoming/ (a restarted daemon deletes unfinished uploads) but moved to the
+    spool, as on a disconnect."""
+    daemon.hang_captured = True
+    c = spawn(no_torch(env, VRAMSCOPE_TEST_SNAPSHOT=EXAMPLE, VRAMSCOPE_EXIT_WAIT="2"), ATTACH)
+    daemon.wait_register(pid=c.pid)
+    assert c.wait("vramscope.status()['registered']")
+    c("vramscope._agent._simulate_oom(device=0, requested=5, device_total=8, device_free=0)")
+    cap = daemon.wait_captured(pid=c.pid)
+    assert os.path.exists(cap["path"])
+    rc, _, err = c.quit()
+    assert rc == 0
+    assert not os.path.exists(cap["path"]), "the snapshot stayed in incoming/"
+    spool = os.path.join(env["XDG_CACHE_HOME"], "vramscope", "spool")
+    names = sorted(os.listdir(spool))
+    assert [n.rsplit(".", 1)[1] for n in names] == ["json", "pickle"], names
+    side = json.load(open(os.path.join(spool, names[0])))
+    assert side["pid"] == c.pid and side["captured"]["oom"]["requested"] == 5
+    with open(os.path.join(spool, names[1]), "rb") as a, open(EXAMPLE, "rb") as b:
+        assert a.read() == b.read()
+    assert "did not take the out-of-memory snapshot" in err
 
 
 def test_oom_without_daemon_is_spooled_then_handed_over(tmp, env, spawn):

@@ -38,7 +38,7 @@ from ._common import (
     _say,
     log,
 )
-from ._capture import _Captures
+from ._capture import Jobs, _Captures
 from ._link import _Link
 
 _lock = threading.RLock()  # attach / detach
@@ -57,7 +57,7 @@ class Agent(_Link, _Captures):
         self.wlock = threading.Lock()  # writes to the socket
         self.thread = None
         self.worker = None
-        self.jobs = queue.Queue()
+        self.jobs = Jobs()
         self.notes = queue.Queue(maxsize=QUEUE_MAX)
         self.dropped = 0
         self.sock = None
@@ -84,6 +84,7 @@ class Agent(_Link, _Captures):
         self.no_cuda = False
         self.oom_hooked = False
         self.captures_pending = 0
+        self.handing = None  # (name, path, params) of the capture waiting for agent.captured's answer
         self.captures = 0
         self.last_oom = None
 
@@ -383,6 +384,11 @@ def _at_exit():
     deadline = time.monotonic() + wait
     while a.captures_pending > 0 and time.monotonic() < deadline:
         time.sleep(0.05)
+    if a.captures_pending > 0:
+        spooled = a.spool_unanswered()
+        if spooled:
+            _say("oom-exit", "the daemon did not take the out-of-memory snapshot within %.0f s; saved to %s "
+                 "(handed over when a daemon is back)" % (wait, spooled))
     try:
         a.stop.set()
         a._close_socket()

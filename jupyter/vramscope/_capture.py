@@ -1,5 +1,6 @@
 """The agent's worker thread (a mixin of Agent): agent.dump answers, out-of-memory
 captures, and the spool of captures made while no daemon was connected."""
+import collections
 import json
 import os
 import stat
@@ -14,6 +15,7 @@ from ._common import (
     CAPTURED_TIMEOUT,
     CODE_AGENT_FAILED,
     CODE_INVALID_PARAMS,
+    MAX_DUMPS_QUEUED,
     OOM_MIN_INTERVAL,
     RPCError,
     _Disconnected,
@@ -84,6 +86,35 @@ def _name_into(snap):
     return True
 
 
+class Jobs:
+    """The worker's queue: an out-of-memory capture goes before anything
+    queued (it must be written before the process exits), and at most
+    MAX_DUMPS_QUEUED agent.dump requests wait (a daemon that sends thousands
+    must not delay a capture); put() says whether the job was taken."""
+
+    def __init__(self):
+        self.cond = threading.Condition()
+        self.urgent, self.rest = collections.deque(), collections.deque()
+
+    def put(self, job):
+        with self.cond:
+            if job is not None and job[0] == "dump" and sum(1 for j in self.rest if j and j[0] == "dump") >= MAX_DUMPS_QUEUED:
+                return False
+            (self.urgent if job is not None and job[0] == "capture" else self.rest).append(job)
+            self.cond.notify()
+            return True
+
+    def get(self):
+        with self.cond:
+            while not self.urgent and not self.rest:
+                self.cond.wait()
+            return (self.urgent or self.rest).popleft()
+
+    def qsize(self):
+        with self.cond:
+            return len(self.urgent) + len(self.rest)
+
+
 class _Captures:
     """Dump and capture methods of Agent (which holds the state)."""
 
@@ -92,7 +123,10 @@ class _Captures:
             if self.worker is None:
                 self.worker = threading.Thread(target=self._work, name="vramscope-worker", daemon=True)
                 self.worker.start()
-        self.jobs.put(job)
+        if not self.jobs.put(job):
+            log.warning("vramscope: refused agent.dump: %d dumps already queued", MAX_DUMPS_QUEUED)
+            self.respond(job[1], job[2], error=(CODE_AGENT_FAILED, "agent.dump refused: %d dumps already queued"
+                                                % MAX_DUMPS_QUEUED))
 
     def _work(self):
         while True:
@@ -240,6 +274,26 @@ class _Captures:
                     self.captures_pending -= 1
 
     def _capture(self, snap, oom, took_ms):
+        try:
+            self._capture_one(snap, oom, took_ms)
+        finally:
+            self.handing = None
+
+    def spool_unanswered(self):
+        """At exit, when the daemon has not answered agent.captured in time
+        (hung): move the snapshot from its incoming dir, where a restarted
+        daemon would delete it as an unfinished upload, to this agent's spool,
+        to be handed over by the next agent of this program."""
+        h = self.handing
+        if h is None:
+            return None
+        name, path, params = h
+        try:
+            return self._spool_file(name, path, params)
+        except OSError:  # the daemon took it after all
+            return None
+
+    def _capture_one(self, snap, oom, took_ms):
         self.captures += 1
         name = "oom-%d-%d-%d" % (self.pid, int(time.time() * 1000), self.captures)
         device = oom["device"]
@@ -256,6 +310,7 @@ class _Captures:
             params = {"path": path, "bytes": size, "entries": entries,
                       "took_ms": round(took_ms + (time.perf_counter() - t0) * 1000.0, 3),
                       "device": device, "reason": "oom", "oom": oom}
+            self.handing = (name, path, params)  # for _at_exit, if the daemon never answers
             try:
                 res = self.request(_api.AGENT_CAPTURED, params, CAPTURED_TIMEOUT) or {}
                 _say("oom-%d" % self.captures, "out of memory on cuda:%d: snapshot handed to the daemon%s"
