@@ -431,12 +431,14 @@ test("the extension in code-server (VS Code 1.100.3)", { skip, timeout: 300_000 
     const box = page.locator(".settings-editor .settings-header .monaco-editor textarea").first();
     await attempt("Settings editor", press("settings"), async () => (await box.count()) > 0);
     const count = async () => (await page.textContent(".settings-editor .settings-count-widget").catch(() => "")) || "";
+    // "@id:" filters by the exact setting id: a plain search is fuzzy and,
+    // now and then, also lists settings that merely mention a word of it.
     await attempt(
-      `"1 Setting Found" for ${key}`,
+      `"1 Setting Found" for @id:${key}`,
       async () => {
         await box.focus();
         await page.keyboard.press("Control+A");
-        await page.keyboard.type(key);
+        await page.keyboard.type(`@id:${key}`);
       },
       async () => /^1 Setting Found/.test(await count()),
     );
