@@ -4,9 +4,12 @@
 GO      ?= go
 BIN     := bin/vramscope
 EXAMPLE := examples/snapshots/example_train.pickle
+# Where examples/record/record_examples.py ran when the bundled snapshots were
+# recorded: the demo reads those files from this checkout instead.
+RECORDED := /work/main
 SHARED  ?= ../shared
 
-.PHONY: all build demo test clean-artifacts setup test-go test-web test-py test-fixtures test-vscode bench bench-lsp bench-widget fuzz gpu-e2e clean
+.PHONY: all build dist test-dist demo test clean-artifacts setup test-go test-web test-py test-fixtures test-vscode bench bench-lsp bench-widget fuzz gpu-e2e clean
 
 all: build
 
@@ -14,7 +17,13 @@ build:
 	$(GO) build -o $(BIN) ./cmd/vramscope
 
 demo: build
-	$(BIN) analyze --root . --html example_flame.html $(EXAMPLE)
+	$(BIN) analyze --map $(RECORDED)=$(CURDIR) --root . --html example_flame.html $(EXAMPLE)
+
+# What users install, in dist/: platform wheels carrying the engine (manylinux
+# x86_64 and aarch64, macOS arm64 and x86_64), the sdist, and a .vsix per
+# target (deploy/dist/dist.py; docs/install.md).
+dist:
+	python3 deploy/dist/dist.py --out dist
 
 # setup installs the test dependencies from the project's own files: Go modules
 # (go.sum), the npm workspace (package-lock.json), Debian's chromium for the
@@ -39,7 +48,7 @@ setup:
 	  else echo "install Debian's prometheus (apt-get install prometheus) for the daemon's scrape test" >&2; exit 1; fi; }
 	sh vscode-ext/test/code-server/install.sh
 
-test: clean-artifacts setup test-go test-web test-py test-fixtures test-vscode
+test: clean-artifacts setup test-go test-web test-py test-dist test-fixtures test-vscode
 
 # Screenshots and logs of this run only (the browser tests write them).
 ARTIFACTS ?= $(or $(VRAMSCOPE_ARTIFACTS),test-artifacts)
@@ -58,6 +67,12 @@ test-web:
 # for the torch-facing parts (the GPU run is make gpu-e2e).
 test-py: build
 	.venv/bin/python -m pytest -q jupyter/tests
+
+# make dist, then each wheel's tags and engine header, the x86_64 wheel
+# installed offline into a fresh venv without Go (vramscope analyze, %vramscope
+# open through nbclient), each .vsix's files and engine header (deploy/dist/check.py).
+test-dist: dist
+	PATH="$(CURDIR)/.venv/bin:$$PATH" python3 deploy/dist/check.py --dist dist
 
 # The shared fixture facts (peak within 1%, top user line, no false alarms).
 test-fixtures: build
@@ -93,4 +108,4 @@ fuzz:
 	$(GO) test -run XXX -fuzz FuzzSnapshot -fuzztime 60s ./profiler/torchsnap
 
 clean:
-	rm -rf bin example_flame.html test-artifacts .bench .venv gpu-e2e-out
+	rm -rf bin dist example_flame.html test-artifacts .bench .venv gpu-e2e-out

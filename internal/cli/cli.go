@@ -60,7 +60,8 @@ func version() string {
 	if Version != "0.1.0-dev" {
 		return Version
 	}
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+	// A build from a checkout is stamped "(devel)" or a pseudo-version ending in +dirty; neither names a release.
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" && !strings.HasSuffix(bi.Main.Version, "+dirty") {
 		return bi.Main.Version
 	}
 	return Version

@@ -11,6 +11,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import threading
 
 PKG_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -52,8 +53,23 @@ def find_binary():
         return on_path
     if _executable(CHECKOUT):
         return CHECKOUT
-    raise EngineError("the vramscope engine was not found: set VRAMSCOPE_BIN, put the `vramscope` binary on PATH, "
-                      "or run `make build` in the repository")
+    raise EngineError("the vramscope engine was not found: this install of the package carries none (a platform "
+                      "wheel does: `make dist` builds them into dist/), `vramscope` is not on PATH "
+                      "(`go install github.com/vramscope/vramscope/cmd/vramscope@latest`) and VRAMSCOPE_BIN is "
+                      "not set; in a checkout, `make build` makes bin/vramscope")
+
+
+def main():
+    """The `vramscope` console script of a platform wheel: runs the engine it carries."""
+    try:
+        exe = BUNDLED if _executable(BUNDLED) else find_binary()
+    except EngineError as e:
+        sys.stderr.write("vramscope: %s (this wheel carries no engine for this platform; pip install a platform "
+                         "wheel, or go install github.com/vramscope/vramscope/cmd/vramscope@latest)\n" % e)
+        return 1
+    if os.name != "posix":
+        return subprocess.call([exe] + sys.argv[1:])
+    os.execv(exe, [exe] + sys.argv[1:])
 
 
 def run(args, timeout=None):

@@ -2,9 +2,11 @@
 //   profiler/flame/web/flame.js, flame.css, page.css -> media/ (the one flame-graph renderer;
 //     test/package.test.mjs fails when the copies differ from the originals)
 //   bin/vramscope -> bin/vramscope (the language server for linux-x64; `make build`
-//     makes it, and this script builds it with go when it is missing)
+//     makes it, and this script builds it with go when it is missing), and bin/target
+//     saying which platform it is for (deploy/dist/dist.py packages one .vsix per
+//     target, each with its engine and its bin/target)
 import { execFileSync } from "node:child_process";
-import { chmodSync, copyFileSync, existsSync, mkdirSync } from "node:fs";
+import { chmodSync, copyFileSync, existsSync, mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -24,3 +26,5 @@ if (!existsSync(server)) {
 mkdirSync(path.join(ext, "bin"), { recursive: true });
 copyFileSync(server, path.join(ext, "bin/vramscope"));
 chmodSync(path.join(ext, "bin/vramscope"), 0o755);
+// bin/vramscope is built for this machine (make build), so that is its target.
+writeFileSync(path.join(ext, "bin/target"), `${process.platform}-${process.arch}\n`);

@@ -56,14 +56,31 @@ export class Config {
   }
 
   /**
-   * The server binary: vramscope.path, else the one bundled in the .vsix
-   * (bin/vramscope, linux-x64), else vramscope on PATH.
+   * The server binary: vramscope.path, else the one bundled in the .vsix when
+   * it was built for this platform (bin/target names it: a .vsix per target,
+   * `vsce package --target`), else vramscope on PATH.
    */
   serverCommand(extensionPath: string): string {
     if (this.path) return expandHome(this.path);
     const bundled = path.join(extensionPath, "bin", process.platform === "win32" ? "vramscope.exe" : "vramscope");
-    if (process.platform === "linux" && process.arch === "x64" && fs.existsSync(bundled)) return bundled;
+    if (fs.existsSync(bundled) && bundledTarget(extensionPath) === `${process.platform}-${process.arch}`) return bundled;
     return "vramscope";
+  }
+
+  /**
+   * Why no server can start, or undefined when one may: the .vsix carries
+   * none for this platform and `vramscope` is not on PATH.
+   */
+  missingServer(extensionPath: string): string | undefined {
+    if (this.path || this.serverCommand(extensionPath) !== "vramscope" || onPath("vramscope")) return undefined;
+    const here = `${process.platform}-${process.arch}`;
+    const carried = bundledTarget(extensionPath);
+    return (
+      `vramscope: no language server. This extension carries ${carried ? `the engine for ${carried}, not ${here}` : "no engine"}, ` +
+      "and `vramscope` is not on PATH. Install the .vsix for your platform, or the engine " +
+      "(pip install vramscope, or go install github.com/vramscope/vramscope/cmd/vramscope@latest), " +
+      "or set vramscope.path to the binary."
+    );
   }
 
   serverArgs(): string[] {
@@ -88,6 +105,29 @@ export function resolveInWorkspace(p: string): string {
   if (path.isAbsolute(p)) return p;
   const root = workspaceRoot();
   return root ? path.join(root, p) : p;
+}
+
+/** The platform the bundled engine was built for (bin/target, "linux-x64" when absent). */
+function bundledTarget(extensionPath: string): string | undefined {
+  const bin = path.join(extensionPath, "bin");
+  if (!fs.existsSync(path.join(bin, "vramscope"))) return undefined;
+  try {
+    return fs.readFileSync(path.join(bin, "target"), "utf8").trim();
+  } catch {
+    return "linux-x64";
+  }
+}
+
+function onPath(name: string): boolean {
+  return (process.env.PATH || "").split(path.delimiter).some((dir) => {
+    if (!dir) return false;
+    try {
+      fs.accessSync(path.join(dir, name), fs.constants.X_OK);
+      return fs.statSync(path.join(dir, name)).isFile();
+    } catch {
+      return false;
+    }
+  });
 }
 
 function expandHome(p: string): string {

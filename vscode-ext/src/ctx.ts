@@ -82,6 +82,14 @@ export class Ctx implements vscode.Disposable {
   async start(): Promise<void> {
     if (this.client) return;
     const command = this.config.serverCommand(this.extension.extensionPath);
+    const missing = this.config.missingServer(this.extension.extensionPath);
+    if (missing) {
+      this.output.appendLine(missing);
+      void vscode.window.showErrorMessage(missing, "Open Settings").then((pick) => {
+        if (pick) void vscode.commands.executeCommand("workbench.action.openSettings", "vramscope.path");
+      });
+      return;
+    }
     const serverOptions: ServerOptions = {
       command,
       args: this.config.serverArgs(),
