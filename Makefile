@@ -78,9 +78,11 @@ test-dist: dist
 test-fixtures: build
 	python3 $(SHARED)/checks/fixtures.py $(BIN)
 
-# The VS Code extension: packages the .vsix and checks it, then runs it in
+# The VS Code extension: which server it starts (its engine, PATH's, or a message
+# saying what to install); then packages the .vsix and checks it, and runs it in
 # code-server (VS Code 1.100.3) with headless chromium; screenshots in test-artifacts/vscode.
 test-vscode: build
+	node --test vscode-ext/test/server.test.mjs
 	VRAMSCOPE_SHARED=$(SHARED) node --test vscode-ext/test/e2e.test.mjs
 
 # Large-snapshot benchmarks beside python3 pickle.load; writes docs/benchmarks.md (KEEP=1 keeps the 50M file).

@@ -127,8 +127,18 @@ func TestCompletion(t *testing.T) {
 			}
 		}
 		if bin, err := exec.LookPath(sh); err == nil {
-			if out, err := exec.Command(bin, "-n", "-c", o.stdout).CombinedOutput(); err != nil && sh != "fish" {
+			script := filepath.Join(t.TempDir(), "vramscope."+sh)
+			if err := os.WriteFile(script, []byte(o.stdout), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if out, err := exec.Command(bin, "-n", script).CombinedOutput(); err != nil {
 				t.Errorf("%s -n: %v\n%s", sh, err, out)
+			}
+			if sh == "fish" {
+				out, err := exec.Command(bin, "-c", "source "+script+"; complete -C 'vramscope analyze --dev'").CombinedOutput()
+				if err != nil || !strings.HasPrefix(string(out), "--device-memory") {
+					t.Errorf("fish completing 'vramscope analyze --dev': %q, %v", out, err)
+				}
 			}
 		}
 	}
