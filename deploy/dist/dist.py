@@ -220,11 +220,15 @@ def main():
     args = ap.parse_args()
     proj = project()
     os.makedirs(os.path.join(args.out, "engines"), exist_ok=True)
-    engines = {}
+    engines, tags = {}, {}
     for target in args.only or list(TARGETS):
         exe = build_engine(target, args.out, proj["version"])
         engines[target] = exe
         tag = TARGETS[target][3] or linux_amd64_tag(exe)
+        if tag in tags:  # linux/amd64 built without cgo (no C compiler): the static wheel is the same
+            log("%s: a wheel tagged %s is already written (%s)" % (target, tag, tags[tag]))
+            continue
+        tags[tag] = target
         write_wheel(proj, exe, tag, args.out)
     if not args.no_sdist:
         write_sdist(proj, args.out)
