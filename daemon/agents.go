@@ -21,6 +21,17 @@ type agent struct {
 	mu    sync.Mutex
 	proc  api.Process
 	peak  int64 // torch.cuda.max_memory_allocated, from agent.torch
+	// cudaDevice is the device by CUDA's numbering in the process, nvmlDevice
+	// the same GPU by NVML's index (-1: not known, from its UUID).
+	cudaDevice, nvmlDevice int
+}
+
+// device maps a device index the agent reports (CUDA's numbering) to NVML's.
+func (a *agent) device(cuda int) int {
+	if cuda == a.cudaDevice && a.nvmlDevice >= 0 {
+		return a.nvmlDevice
+	}
+	return cuda
 }
 
 func (a *agent) process() api.Process {
@@ -82,7 +93,11 @@ func (s *session) agentRegister(_ context.Context, raw json.RawMessage) (any, er
 		Argv: p.Argv, Python: p.Python, Torch: p.Torch, CUDA: p.CUDA, Device: p.Device,
 		Recording: p.Recording, MaxEntries: p.MaxEntries, Note: p.Note,
 		Connected: time.Now().UTC().Format(time.RFC3339),
-	}}
+	}, cudaDevice: p.Device, nvmlDevice: -1}
+	if i, ok := d.counters.deviceByUUID(p.DeviceUUID); ok {
+		a.nvmlDevice = i
+		a.proc.Device = i
+	}
 	d.agents.mu.Lock()
 	old := d.agents.byPID[pid]
 	d.agents.byPID[pid] = a
@@ -130,7 +145,7 @@ func (s *session) agentTorch(_ context.Context, raw json.RawMessage) (any, error
 		return nil, err
 	}
 	a.mu.Lock()
-	a.proc.Allocated, a.proc.Reserved, a.proc.Device, a.peak = p.Allocated, p.Reserved, p.Device, p.MaxAlloc
+	a.proc.Allocated, a.proc.Reserved, a.proc.Device, a.peak = p.Allocated, p.Reserved, a.device(p.Device), p.MaxAlloc
 	a.mu.Unlock()
 	return nil, nil
 }

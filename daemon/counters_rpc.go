@@ -140,3 +140,13 @@ func (d *Daemon) deviceTotal(device int) int64 {
 	}
 	return 0
 }
+
+// deviceByUUID maps a GPU's UUID (from an agent) to NVML's index: the device
+// an agent reports by CUDA's numbering (CUDA_VISIBLE_DEVICES renumbers, and
+// LOCAL_RANK is not a device) becomes the one NVML and the counters use.
+func (c *counterSource) deviceByUUID(uuid string) (int, bool) {
+	if c == nil || c.col == nil || uuid == "" {
+		return 0, false
+	}
+	return c.col.DeviceByUUID(uuid)
+}

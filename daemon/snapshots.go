@@ -61,7 +61,7 @@ func (s *session) snapshotTake(ctx context.Context, raw json.RawMessage) (any, e
 	}
 	proc := a.process()
 	meta := store.Meta{Reason: "request", Source: firstArg(proc.Argv), PID: proc.PID, Host: proc.Host,
-		Rank: proc.Rank, Device: res.Device, Entries: res.Entries, TookMS: res.TookMS, Label: p.Label,
+		Rank: proc.Rank, Device: a.device(res.Device), Entries: res.Entries, TookMS: res.TookMS, Label: p.Label,
 		GPUBytes: nv.GPUBytes, OtherGPUBytes: nv.OtherGPUBytes, OtherPIDs: nv.OtherPIDs, Phases: res.Phases,
 		PodUID: nv.PodUID, Pod: nv.Pod, Namespace: nv.Namespace, Container: nv.Container}
 	answered := time.Now()
@@ -188,8 +188,8 @@ func (s *session) agentCaptured(_ context.Context, raw json.RawMessage) (any, er
 		reason = "agent"
 	}
 	meta := store.Meta{Reason: reason, Source: firstArg(proc.Argv), PID: proc.PID, Host: proc.Host,
-		Rank: proc.Rank, Device: p.Device, Entries: p.Entries, TookMS: p.TookMS}
-	s.d.nvmlAt(&meta, proc.PID, p.Device)
+		Rank: proc.Rank, Device: a.device(p.Device), Entries: p.Entries, TookMS: p.TookMS}
+	s.d.nvmlAt(&meta, proc.PID, meta.Device)
 	s.d.podMeta(&meta, proc.PID)
 	m, err := s.d.commit(p.Path, p.Path, meta)
 	if err != nil {

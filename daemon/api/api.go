@@ -302,20 +302,23 @@ type SubscribeParams struct {
 
 // RegisterParams is what an agent says about its process.
 type RegisterParams struct {
-	PID        int      `json:"pid"`
-	Host       string   `json:"host"`
-	Rank       int      `json:"rank"`
-	LocalRank  int      `json:"local_rank"`
-	WorldSize  int      `json:"world_size"`
-	Argv       []string `json:"argv"`
-	Python     string   `json:"python"`
-	Torch      string   `json:"torch,omitempty"`
-	CUDA       string   `json:"cuda,omitempty"`
-	Device     int      `json:"device"`
-	Recording  bool     `json:"recording"`
-	MaxEntries int      `json:"max_entries,omitempty"`
-	Note       string   `json:"note,omitempty"` // why it is counters only
-	APIVersion string   `json:"api_version"`
+	PID       int      `json:"pid"`
+	Host      string   `json:"host"`
+	Rank      int      `json:"rank"`
+	LocalRank int      `json:"local_rank"`
+	WorldSize int      `json:"world_size"`
+	Argv      []string `json:"argv"`
+	Python    string   `json:"python"`
+	Torch     string   `json:"torch,omitempty"`
+	CUDA      string   `json:"cuda,omitempty"`
+	Device    int      `json:"device"` // CUDA's index, in the process's CUDA_VISIBLE_DEVICES numbering
+	// DeviceUUID is that device's UUID once CUDA is initialised: the daemon
+	// reports the device by NVML's index, found from it.
+	DeviceUUID string `json:"device_uuid,omitempty"`
+	Recording  bool   `json:"recording"`
+	MaxEntries int    `json:"max_entries,omitempty"`
+	Note       string `json:"note,omitempty"` // why it is counters only
+	APIVersion string `json:"api_version"`
 }
 
 // RegisterResult tells the agent where to write snapshots: files it writes go

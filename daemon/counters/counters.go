@@ -43,6 +43,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 )
@@ -630,6 +631,28 @@ func NewCollector(s Sampler, opts Options) *Collector {
 		}
 	}
 	return c
+}
+
+// DeviceByUUID is the NVML index of the GPU with this UUID ("GPU-…", or
+// torch's form without the prefix), if NVML knows it.
+func (c *Collector) DeviceByUUID(uuid string) (int, bool) {
+	want := NormalUUID(uuid)
+	if want == "" {
+		return 0, false
+	}
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	for i, u := range c.uuids {
+		if u != "" && NormalUUID(u) == want {
+			return i, true
+		}
+	}
+	return 0, false
+}
+
+// NormalUUID puts NVML's "GPU-ab04…" and torch's "ab04…" in one form.
+func NormalUUID(u string) string {
+	return strings.ToLower(strings.TrimPrefix(strings.TrimSpace(u), "GPU-"))
 }
 
 // Options returns the options in force, defaults filled in.

@@ -57,14 +57,15 @@ def test_older_torch_without_global_record_annotations(daemon, env, spawn):
 
 
 def test_attach_after_cuda_init_starts_now_and_sends_counters(daemon, env, spawn):
-    c = spawn(faketorch_env(env, LOCAL_RANK="1"), "import torch\ntorch.cuda.init()\nimport vramscope\nvramscope.attach()")
+    c = spawn(faketorch_env(env, LOCAL_RANK="1", FAKE_TORCH_MEMORY_ON="1"),
+              "import torch\ntorch.cuda.init()\nimport vramscope\nvramscope.attach()")
     reg = daemon.wait_register(pid=c.pid)
     assert reg["recording"] is True and reg["device"] == 1
     assert ["_lazy_call", True] in c(CALLS)
     t = daemon.wait_torch(pid=c.pid, timeout=5)
     assert (t["allocated"], t["reserved"], t["max_allocated"], t["device"]) == (1000, 4096, 2000, 1)
     assert abs(t["time_ms"] / 1000 - time.time()) < 10
-    assert ["counter", 1] in c(CALLS)  # asked torch about LOCAL_RANK's device, by index
+    assert ["counter", 1] in c(CALLS)  # asked torch about the device its memory is on, by index
 
 
 def test_no_counters_before_cuda_init(daemon, env, spawn):
@@ -294,6 +295,19 @@ def test_snapshot_between_windows_waits_for_the_next_window(daemon, env, spawn):
     assert sizes == [4096, 8192]  # the window's history: consistent with the segments
     c("O._fake_step()")  # released: the overdue window closes
     assert records(c(CALLS))[-1] == (None, False)
+
+
+def test_registers_the_device_it_holds_memory_on_with_its_uuid(daemon, env, spawn):
+    """The device is the one the allocator holds memory on, with its UUID for
+    the daemon to find NVML's index (LOCAL_RANK said 1 here: wrong for ranks
+    that share a GPU or have their own CUDA_VISIBLE_DEVICES)."""
+    c = spawn(faketorch_env(env, LOCAL_RANK="1"), SAMPLED)
+    daemon.wait_register(pid=c.pid)
+    c("torch.cuda.memory._fake_alloc(1 << 20)")
+    reg = daemon._wait(lambda: next((r for r in daemon.registrations if r.get("pid") == c.pid and r.get("device_uuid")),
+                                    None), 10, "a registration with the device's UUID")
+    assert reg["device"] == 0 and reg["local_rank"] == 1
+    assert reg["device_uuid"] == "00000000-1edc-5c0a-7a0b-fc688ee35bbc"
 
 
 def test_oom_between_windows_keeps_the_request_and_its_stack(daemon, env, spawn):

@@ -207,8 +207,14 @@ class Agent(_Link, _Captures):
             log.warning("vramscope: CUDA-init hook failed", exc_info=True)
 
     def device(self):
-        """The CUDA device this process uses, as reported: LOCAL_RANK (torchrun),
-        else the current device when CUDA initialised, else -1."""
+        """The CUDA device this process uses, by its CUDA numbering: the one it
+        holds memory on; before it holds any, LOCAL_RANK (torchrun) or the
+        current device when CUDA initialised; else -1. (LOCAL_RANK alone was
+        wrong for ranks sharing a GPU or each given one by CUDA_VISIBLE_DEVICES.)"""
+        torch = _torch.imported()
+        used = _torch.used_device(torch) if torch is not None else None
+        if used is not None:
+            return used
         lr = _env_rank("LOCAL_RANK")
         if lr is not None:
             return lr
@@ -245,6 +251,9 @@ class Agent(_Link, _Captures):
             "max_entries": self.opts["max_entries"],
             "api_version": _api.API_VERSION,
         }
+        uuid = _torch.device_uuid(torch, f["device"]) if torch is not None else ""
+        if uuid:
+            f["device_uuid"] = uuid  # the daemon finds NVML's index of the device from it
         if tv:
             f["torch"] = tv
         if cv:

@@ -33,7 +33,7 @@ POLL = 0.2
 OOM_MIN_INTERVAL = 10.0  # torch calls the observer again for each retry of one failing op
 MAX_LINE = 1 << 20  # one message from the daemon (requests and answers are small)
 MAX_DUMPS_QUEUED = 4  # agent.dump requests waiting for the worker; more are refused at once
-_REFRESH_KEYS = ("torch", "cuda", "device", "recording", "note")
+_REFRESH_KEYS = ("torch", "cuda", "device", "device_uuid", "recording", "note")
 _CLOSED = object()  # a pending request's answer when the connection closed
 
 _said = set()  # keys _say has printed

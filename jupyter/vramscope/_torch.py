@@ -172,10 +172,42 @@ def counters(torch, index):
     return int(c.memory_allocated(index)), int(c.memory_reserved(index)), int(c.max_memory_allocated(index))
 
 
+def used_device(torch):
+    """The device this process holds memory on (the most reserved), by CUDA's
+    numbering, or None before it holds any or before CUDA is up. Asked of the
+    allocator, so right whatever LOCAL_RANK or CUDA_VISIBLE_DEVICES say."""
+    if not cuda_initialized(torch):
+        return None
+    best, most = None, 0
+    try:
+        for i in range(int(torch.cuda.device_count())):
+            r = int(torch.cuda.memory_reserved(i))
+            if r > most:
+                best, most = i, r
+    except Exception:
+        return None
+    return best
+
+
+def device_uuid(torch, index):
+    """The UUID of a device ("ab0427df-…"; NVML writes "GPU-ab0427df-…"), or
+    "" (never initialises CUDA: only once it is up)."""
+    if index is None or index < 0 or not cuda_initialized(torch):
+        return ""
+    try:
+        return str(torch.cuda.get_device_properties(index).uuid)
+    except Exception:
+        return ""
+
+
 def torch_index(torch, local_rank, init_device):
     """The device index to ask torch about (its current device is per thread, so
-    the agent's thread cannot just ask): LOCAL_RANK when it is a valid index, else
-    the device current when CUDA was initialised, else 0."""
+    the agent's thread cannot just ask): the one holding memory, else LOCAL_RANK
+    when it is a valid index, else the device current when CUDA was
+    initialised, else 0."""
+    used = used_device(torch)
+    if used is not None:
+        return used
     try:
         n = int(torch.cuda.device_count())
     except Exception:

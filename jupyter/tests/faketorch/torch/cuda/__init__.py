@@ -82,6 +82,17 @@ def current_device():
     return _device
 
 
+class _Properties:
+    def __init__(self, index):
+        self.name = "Fake H200"
+        self.uuid = "0000000%d-1edc-5c0a-7a0b-fc688ee35bbc" % index  # torch's form: no "GPU-"
+
+
+def get_device_properties(d=None):
+    _lazy_init()
+    return _Properties(_device if d is None else d)
+
+
 def set_device(d):
     global _device
     _lazy_init()

@@ -144,12 +144,17 @@ def _snapshot(device=None):
             "external_annotations": []}
 
 
+# The device the fake's memory is on (FAKE_TORCH_MEMORY_ON, default 0): the
+# others report nothing, as a real process's unused GPUs do.
+_ON = int(os.environ.get("FAKE_TORCH_MEMORY_ON", "0"))
+
+
 def _stat(value):
     def f(device=None):
         from . import is_initialized
 
         _log("counter", device)
-        return value if is_initialized() else 0
+        return value if is_initialized() and device in (None, _ON) else 0
     return f
 
 
@@ -158,12 +163,12 @@ def _live_bytes():
 
 
 def memory_allocated(device=None):
-    return _stat(ALLOCATED)(device) + (_live_bytes() if device in (None, 0) else 0)
+    return _stat(ALLOCATED)(device) + (_live_bytes() if device in (None, _ON) else 0)
 
 
 def memory_reserved(device=None):
-    return _stat(RESERVED)(device) + (SEGMENT_SIZE if _live or _peak[0] else 0)
+    return _stat(RESERVED)(device) + (SEGMENT_SIZE if (_live or _peak[0]) and device in (None, _ON) else 0)
 
 
 def max_memory_allocated(device=None):
-    return _stat(MAX_ALLOCATED)(device) + (_peak[0] if device in (None, 0) else 0)
+    return _stat(MAX_ALLOCATED)(device) + (_peak[0] if device in (None, _ON) else 0)
