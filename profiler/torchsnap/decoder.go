@@ -360,9 +360,18 @@ func (d *decoder) set(f int, k string, v pickle.Value) (bool, error) {
 		return false, err
 	}
 	if !ok {
-		return false, fmt.Errorf("%q is a %s", k, v.TypeName())
+		return false, badField(k, v)
 	}
 	return false, nil
+}
+
+// badField says what is wrong with a trace entry's field in plain words: a
+// negative size is not "an int" (it is one), it is a negative number.
+func badField(k string, v pickle.Value) error {
+	if n, isInt := v.AsInt(); isInt && n < 0 {
+		return fmt.Errorf("%q is %d: it must not be negative", k, n)
+	}
+	return fmt.Errorf("%q must be a number, not a %s", k, v.TypeName())
 }
 
 // stack interns a frames list, caching the result on the list itself.
