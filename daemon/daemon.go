@@ -115,15 +115,18 @@ func (d *Daemon) Serve(ctx context.Context) error {
 			d.Close()
 			return err
 		}
-		d.addListener(tl)
+		// The token is on disk before the port is announced (Addr): a client
+		// that sees the port reads this run's token, not an earlier one.
 		tok, file, err := writeToken(d.cfg.TokenFile)
 		if err != nil {
+			tl.Close()
 			d.Close()
 			return err
 		}
 		d.mu.Lock()
 		d.token, d.tokenFile = tok, file
 		d.mu.Unlock()
+		d.addListener(tl)
 	}
 	if d.cfg.Export.Addr != "" {
 		el, err := listenExport(d.cfg.Export)

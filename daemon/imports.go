@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/vramscope/vramscope/daemon/api"
+	"github.com/vramscope/vramscope/daemon/store"
 )
 
 // importPath is the file snapshot.import names, absolute. The daemon's
@@ -39,7 +40,7 @@ func importable(path string) error {
 		return rpcErr(api.CodeBadSnapshot, "cannot read %s: %v", path, err)
 	}
 	if !fi.Mode().IsRegular() {
-		return rpcErr(api.CodeBadSnapshot, "%s is %s, not a snapshot file", path, describeMode(fi.Mode()))
+		return rpcErr(api.CodeBadSnapshot, "%s is %s, not a snapshot file", path, store.FileKind(fi.Mode()))
 	}
 	return nil
 }

@@ -34,7 +34,7 @@ func TestBadImports(t *testing.T) {
 		{api.ImportParams{Path: "/nonexistent/x.pickle"}, api.CodeBadSnapshot, []string{"/nonexistent/x.pickle", "no such file"}},
 		{api.ImportParams{Path: notPickle}, api.CodeBadSnapshot, []string{notPickle + ": ", "not a pickle"}},
 		{api.ImportParams{Path: dir}, api.CodeBadSnapshot, []string{dir + " is a directory, not a snapshot file"}},
-		{api.ImportParams{Path: fifo}, api.CodeBadSnapshot, []string{fifo + " is a named pipe, not a snapshot file"}},
+		{api.ImportParams{Path: fifo}, api.CodeBadSnapshot, []string{fifo + " is a named pipe (FIFO), not a snapshot file"}},
 		{api.ImportParams{Path: ""}, api.CodeInvalidParams, []string{"needs a path"}},
 		{api.ImportParams{Path: "notes.pickle"}, api.CodeInvalidParams, []string{`"notes.pickle" is a relative path`, "absolute"}},
 		{api.ImportParams{Path: "notes.pickle", Cwd: "rel"}, api.CodeInvalidParams, []string{`cwd "rel" is not an absolute path`}},

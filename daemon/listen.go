@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"syscall"
 	"time"
+
+	"github.com/vramscope/vramscope/daemon/store"
 )
 
 // maxSocketPath is the longest path a Unix socket address can hold on Linux.
@@ -94,7 +96,7 @@ func clearSocketPath(path string) error {
 		return fmt.Errorf("socket path %s: %w", path, err)
 	}
 	if fi.Mode().Type() != fs.ModeSocket {
-		return fmt.Errorf("%s exists and is not a socket (%s); not replacing it: remove it or pass another --socket", path, describeMode(fi.Mode()))
+		return fmt.Errorf("%s exists and is not a socket (%s); not replacing it: remove it or pass another --socket", path, store.FileKind(fi.Mode()))
 	}
 	c, err := net.DialTimeout("unix", path, time.Second)
 	if err == nil {
@@ -111,23 +113,6 @@ func clearSocketPath(path string) error {
 		return fmt.Errorf("removing dead socket %s: %w", path, err)
 	}
 	return nil
-}
-
-// describeMode names a file's type in words.
-func describeMode(m fs.FileMode) string {
-	switch {
-	case m.IsRegular():
-		return "a regular file"
-	case m.IsDir():
-		return "a directory"
-	case m&fs.ModeSymlink != 0:
-		return "a symbolic link"
-	case m&fs.ModeNamedPipe != 0:
-		return "a named pipe"
-	case m&fs.ModeDevice != 0:
-		return "a device"
-	}
-	return m.Type().String()
 }
 
 // ownedFile is a file the daemon made, identified by its inode, so that the

@@ -8,6 +8,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/vramscope/vramscope/daemon/store"
 )
 
 // The TCP token lives in a file only the daemon's user can read, by default
@@ -72,7 +74,7 @@ func tokenPathFree(path string) error {
 // 64 hex digits and a newline.
 func notOwnToken(path string, fi fs.FileInfo) string {
 	if !fi.Mode().IsRegular() {
-		return describeMode(fi.Mode())
+		return store.FileKind(fi.Mode())
 	}
 	if uid := fileUID(fi); uid >= 0 && uid != os.Getuid() {
 		return fmt.Sprintf("it belongs to uid %d", uid)

@@ -443,7 +443,7 @@ func (s *Store) Stage(src string) (string, error) {
 	if fi, err := f.Stat(); err != nil {
 		return "", wrap("opening import", src, err)
 	} else if !fi.Mode().IsRegular() {
-		return "", fmt.Errorf("store: importing %s: not a regular file but %s", src, fileKind(fi.Mode()))
+		return "", fmt.Errorf("store: importing %s: not a regular file but %s", src, FileKind(fi.Mode()))
 	}
 	return s.stageFrom(f, src)
 }
@@ -688,7 +688,7 @@ func (s *Store) checkPart(part string) (string, error) {
 		return "", fmt.Errorf("store: refusing to commit %s: it is a symbolic link", abs)
 	}
 	if !fi.Mode().IsRegular() {
-		return "", fmt.Errorf("store: refusing to commit %s: not a regular file but %s", abs, fileKind(fi.Mode()))
+		return "", fmt.Errorf("store: refusing to commit %s: not a regular file but %s", abs, FileKind(fi.Mode()))
 	}
 	if n := linkCount(fi); n > 1 {
 		return "", fmt.Errorf("store: refusing to commit %s: it has %d hard links (its data could change under the store)", abs, n)
@@ -731,7 +731,7 @@ func openSynced(path string) (*os.File, os.FileInfo, error) {
 	}
 	if !fi.Mode().IsRegular() {
 		f.Close()
-		return nil, nil, fmt.Errorf("store: refusing to commit %s: not a regular file but %s", path, fileKind(fi.Mode()))
+		return nil, nil, fmt.Errorf("store: refusing to commit %s: not a regular file but %s", path, FileKind(fi.Mode()))
 	}
 	if err := f.Sync(); err != nil {
 		f.Close()
@@ -740,11 +740,15 @@ func openSynced(path string) (*os.File, os.FileInfo, error) {
 	return f, fi, nil
 }
 
-// fileKind names a file's type in words.
-func fileKind(m fs.FileMode) string {
+// FileKind names a file's type in words ("a named pipe (FIFO)").
+func FileKind(m fs.FileMode) string {
 	switch {
+	case m.IsRegular():
+		return "a regular file"
 	case m.IsDir():
 		return "a directory"
+	case m&fs.ModeSymlink != 0:
+		return "a symbolic link"
 	case m&fs.ModeNamedPipe != 0:
 		return "a named pipe (FIFO)"
 	case m&fs.ModeSocket != 0:
