@@ -327,8 +327,12 @@ test("the extension in code-server (VS Code 1.100.3)", { skip, timeout: 300_000 
   t.diagnostic(`workbench up after ${((Date.now() - started) / 1000).toFixed(1)} s`);
 
   // step is a subtest that leaves a screenshot behind when it fails.
+  // retried names the step that has used its one retry (attempt, below).
+  let retried = null;
+  let current = "the set-up before the steps";
   const step = (name, fn) =>
     t.test(name, async () => {
+      current = name;
       try {
         await fn();
       } catch (err) {
@@ -346,12 +350,15 @@ test("the extension in code-server (VS Code 1.100.3)", { skip, timeout: 300_000 
   // attempt does act, then waits until done() holds. Where the editor is known
   // to drop input (a key pressed or a click made while the workbench is busy
   // moving focus), it does act once more, and says so in the test output.
+  // At most one retry in a step: a second dropped input fails the step.
   const attempt = async (what, act, done, timeoutMs = 10_000) => {
     await act();
     try {
       return await waitFor(what, done, timeoutMs);
-    } catch {
-      t.diagnostic(`retry: no ${what} ${timeoutMs / 1000} s after the input; giving it once more`);
+    } catch (err) {
+      if (retried === current) throw new Error(`${err.message}; the step "${current}" has used its one retry`);
+      retried = current;
+      t.diagnostic(`retry: no ${what} ${timeoutMs / 1000} s after the input; giving it once more (step "${current}")`);
       await act();
       return waitFor(`${what} (after one retry)`, done, 2 * timeoutMs);
     }
