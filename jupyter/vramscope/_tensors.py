@@ -27,6 +27,7 @@ observer, which must not mask the user's OutOfMemoryError.
 Measured on the H200 (docs/oom-naming.md) for four OOM programs.
 """
 import gc
+import itertools
 import os
 import sys
 import time
@@ -41,6 +42,12 @@ KINDS = ("parameter", "buffer", "gradient", "optimizer_state", "attribute", "loc
 _RANK = {k: i for i, k in enumerate(KINDS)}
 
 _PKG = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def _is(v, cls):
+    """isinstance() by type alone: isinstance also asks an object for its
+    __class__, which runs code in lazy proxies (one of torch's own warns)."""
+    return issubclass(type(v), cls)
 
 
 class _OutOfTime(Exception):
@@ -127,9 +134,7 @@ def _gc_objects(w, torch):
     modules, optims, tensors = [], [], []
     for o in gc.get_objects():
         w.tick()
-        # type(), not isinstance(): isinstance also asks an object for its
-        # __class__, which runs code in lazy proxies (one of torch's own warns).
-        t = type(o)
+        t = type(o)  # one type() for three checks, as _is() does
         if issubclass(t, tensor_cls):
             tensors.append(o)
         elif issubclass(t, module_cls):
@@ -164,7 +169,7 @@ def _root_names(modules):
         except Exception:
             continue
         for k, v in items:
-            if id(v) in roots and id(v) not in names and isinstance(k, str) and not k.startswith("_"):
+            if id(v) in roots and id(v) not in names and _is(k, str) and not k.startswith("_"):
                 names[id(v)] = k
     return [(names.get(i) or type(m).__name__, m) for i, m in roots.items()]
 
@@ -215,10 +220,10 @@ def _optimizers(w, optims):
             pname, module = w.param_names.get(id(p), ("", ""))
             if not pname:
                 pname = "a parameter of optimizer %d (%s)" % (i, type(opt).__name__)
-            if not isinstance(st, dict):
+            if not _is(st, dict):
                 continue
             for k, v in list(st.items()):
-                if isinstance(v, tensor_cls):
+                if _is(v, tensor_cls):
                     w.add(v, "optimizer_state", "%s of %s" % (k, pname), module)
 
 
@@ -254,7 +259,7 @@ def _stacks(w, tensor_cls):
         except Exception:
             continue
         for k, v in items:
-            if isinstance(k, str):
+            if _is(k, str):
                 _values(w, v, "local", k, " in " + where, "", code.co_filename, f.f_lineno, tensor_cls, roots)
     return roots
 
@@ -262,21 +267,24 @@ def _stacks(w, tensor_cls):
 def _values(w, v, kind, name, where, module, file, line, tensor_cls, roots=None):
     """Name v if it is a tensor ("name where"), or the tensors directly inside
     a list, tuple or dict ("name[key] where")."""
-    if isinstance(v, tensor_cls):
+    if _is(v, tensor_cls):
         w.add(v, kind, name + where, module, file, line)
         if roots is not None and getattr(v, "grad_fn", None) is not None:
             roots.append(v)
         return
-    if isinstance(v, (list, tuple)):
-        items = enumerate(v[:4096])
-    elif isinstance(v, dict):
-        items = list(v.items())[:4096]
+    if _is(v, (list, tuple)):
+        items = enumerate(itertools.islice(v, 4096))
+    elif _is(v, dict):
+        try:
+            items = list(itertools.islice(v.items(), 4096))  # a copy: the dict may change under us
+        except RuntimeError:
+            return
     else:
         return
     for k, x in items:
-        if isinstance(x, tensor_cls):
+        if _is(x, tensor_cls):
             w.tick()
-            key = repr(k) if isinstance(k, (int, str)) else type(k).__name__
+            key = repr(k) if _is(k, (int, str)) else type(k).__name__
             w.add(x, kind, "%s[%s]%s" % (name, key, where), module, file, line)
             if roots is not None and getattr(x, "grad_fn", None) is not None:
                 roots.append(x)
@@ -340,9 +348,9 @@ def _graph(w, tensors):
                 v = getattr(fn, a)
             except Exception:  # freed by an earlier backward
                 continue
-            if isinstance(v, tensor_cls):
+            if _is(v, tensor_cls):
                 w.add(v, "activation", name, mod)
-            elif isinstance(v, (list, tuple)):
+            elif _is(v, (list, tuple)):
                 for x in v:
-                    if isinstance(x, tensor_cls):
+                    if _is(x, tensor_cls):
                         w.add(x, "activation", name, mod)
