@@ -23,6 +23,9 @@ type Meta struct {
 	// commit after it): zero for an imported snapshot.
 	Phases Phases `json:"phases_ms,omitzero"`
 	Label  string `json:"label,omitempty"` // free text from the caller
+	// Group is the group (every rank of one job, captured together) this
+	// snapshot belongs to: its ID, see Group.
+	Group string `json:"group,omitempty"`
 	// What NVML saw on the process's GPU when the snapshot was taken (0: no
 	// NVML): the process's own memory, and that of every other process.
 	GPUBytes      uint64 `json:"gpu_bytes,omitempty"`

@@ -80,6 +80,15 @@ func (s *Store) recover() error {
 		}
 	}
 
+	// groups/: temporary files of a group record being written.
+	if ents, err := os.ReadDir(s.groupsDir()); err == nil {
+		for _, e := range ents {
+			if strings.HasPrefix(e.Name(), tmpPrefix) {
+				remove(filepath.Join(s.groupsDir(), e.Name()), "temporary file of an interrupted group write")
+			}
+		}
+	}
+
 	// cache/: one directory per live snapshot.
 	ents, err = os.ReadDir(s.cache)
 	if err != nil {
