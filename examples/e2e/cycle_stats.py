@@ -56,6 +56,52 @@ def stats(raw, block, settle, modes, seed=1, rounds=2000):
     return rows
 
 
+def decomposition(raw, block, settle, modes, mode="sampled", seed=1, rounds=2000):
+    """The default mode's mean cost per step from parts that can each be
+    measured tightly on a noisy host, instead of from the difference of two
+    noisy block medians:
+      recorded share x what a recorded step costs (each recorded step against
+      the median of the unrecorded steps of its own block: neighbours in time,
+      so slow drift of the host cancels), plus
+      the agent's own time per step (its step hook and backward wrapper on the
+      training thread, and its threads' CPU time, counted as if all of it took
+      the GIL from training: an upper bound), as the agent measured it.
+    """
+    steps, rec = raw["step_ms"], set(raw.get("recorded_steps", []))
+    per_block, wall = [], {}
+    for b in range(1, len(steps) // block):
+        if modes[b % len(modes)] != mode:
+            continue
+        idx = range(b * block + settle, (b + 1) * block)
+        between = [steps[i] for i in idx if i not in rec]
+        recorded = [steps[i] for i in idx if i in rec]
+        wall[b] = sum(steps[b * block:(b + 1) * block]) / 1000
+        if between:
+            m = statistics.median(between)
+            per_block.append((len(recorded), len(between), [r / m - 1 for r in recorded]))
+    if not per_block:
+        return None
+    n_rec = sum(p[0] for p in per_block)
+    share = n_rec / sum(p[0] + p[1] for p in per_block)
+    ratios = [x for p in per_block for x in p[2]]
+    rng = random.Random(seed)
+    boot = sorted(statistics.fmean(rng.choices(ratios, k=len(ratios))) for _ in range(rounds)) if ratios else [0.0]
+    own = [c for c in raw.get("agent_cost", []) if c["block"] in wall]
+    own_s = sum(c["hook_s"] + c["backward_wrapper_s"] + c["agent_threads_cpu_s"] for c in own)
+    own_share = own_s / sum(wall[c["block"]] for c in own) if own else None
+    rec_cost = statistics.fmean(ratios) if ratios else 0.0
+    out = {"recorded_share": round(share, 4), "recorded_steps": n_rec,
+           "recorded_step_cost_mean": round(rec_cost, 4),
+           "recorded_step_cost_bootstrap_90": [round(boot[int(0.05 * len(boot))], 4),
+                                               round(boot[min(len(boot) - 1, int(0.95 * len(boot)))], 4)],
+           "agent_own_share": round(own_share, 5) if own_share is not None else None,
+           "agent_blocks_measured": len(own)}
+    hi = boot[min(len(boot) - 1, int(0.95 * len(boot)))]
+    out["mean_cost_estimate"] = round(share * rec_cost + (own_share or 0.0), 4)
+    out["mean_cost_upper_90"] = round(share * hi + (own_share or 0.0), 4)
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("raw")
@@ -65,7 +111,12 @@ def main():
     a = ap.parse_args()
     with open(a.raw) as f:
         raw = json.loads(f.read())
-    print(json.dumps(stats(raw, a.block, a.settle, a.modes.split(",")), indent=1))
+    modes = a.modes.split(",")
+    out = stats(raw, a.block, a.settle, modes)
+    for m in modes[1:]:
+        if m.startswith("sampled"):
+            out[m]["decomposition"] = decomposition(raw, a.block, a.settle, modes, m)
+    print(json.dumps(out, indent=1))
 
 
 if __name__ == "__main__":

@@ -32,11 +32,31 @@ def step(model, opt, ids):
     return loss
 
 
-def switch(mode):
+# What the agent measured of its own cost in each block it was attached
+# (vramscope.status()["cost"], read just before each detach): cycle_stats.py
+# divides it by the block's time.
+AGENT_COST = []
+_wrapper_seen = [0.0]
+
+
+def note_cost(block):
+    import vramscope
+    st = vramscope.status()
+    if not st.get("attached") or "cost" not in st:
+        return
+    c = st["cost"]
+    wrapper = c["backward_wrapper_s"] - _wrapper_seen[0]  # cumulative over attaches
+    _wrapper_seen[0] = c["backward_wrapper_s"]
+    AGENT_COST.append({"block": block, "hook_s": c["hook_s"], "backward_wrapper_s": round(wrapper, 6),
+                       "agent_threads_cpu_s": c["agent_threads_cpu_s"]})
+
+
+def switch(mode, block=-1):
     """Detach the agent, or (re)attach it: "sampled" (its default: the first 3
-    steps, then 2 of every 25), "continuous" (every step, context alloc), or a
+    steps, then 2 of every 100), "continuous" (every step, context alloc), or a
     context name (all, alloc) recorded every step."""
     import vramscope
+    note_cost(block - 1)
     vramscope.detach()
     os.environ.pop("VRAMSCOPE_ANNOTATIONS", None)
     if mode == "norecord":  # the agent's threads and hooks, no recording at all
@@ -87,7 +107,7 @@ def main():
     by_mode = {m: [] for m in modes}
     for i in range(a.steps):
         if modes and i % a.block == 0:
-            switch(modes[(i // a.block) % len(modes)])
+            switch(modes[(i // a.block) % len(modes)], i // a.block)
         torch.cuda.synchronize()
         recording = history_on() if modes else False
         if recording:
@@ -148,6 +168,8 @@ def main():
                 while not os.path.exists(a.go):
                     time.sleep(0.02)
     if modes:
+        note_cost((a.steps - 1) // a.block)
+        extra["agent_cost"] = AGENT_COST
         extra["cycle"] = {m: {"steps": len(v), "median_step_ms": 1000 * statistics.median(v),
                               "mean_step_ms": 1000 * statistics.fmean(v)} for m, v in by_mode.items() if v}
     warm = times[5:] if len(times) > 10 else times

@@ -4,8 +4,11 @@
 # default) for 4,000 steps after a 100-step warm-up: 20 blocks of each mode,
 # the first 10 steps of each block not counted. Two step sizes: batch 8 x
 # seq 512 and batch 4 x seq 256. Writes OUT/cycle_bB_sS.json (every step's
-# time) and OUT/cycle_bB_sS.stats.json (cycle_stats.py: medians, paired block
-# differences, bootstrap intervals).
+# time, and the agent's own measure of its cost per block) and
+# OUT/cycle_bB_sS.stats.json (cycle_stats.py: medians, paired block
+# differences, bootstrap intervals, and the "decomposition": recorded share x
+# the cost of a recorded step against its own block's unrecorded steps, plus
+# the agent's own time per step — the figure a noisy host can still resolve).
 #   OUT=dir sh examples/oom/overhead.sh
 set -e
 D=$(mktemp -d /tmp/vsovh.XXXX)

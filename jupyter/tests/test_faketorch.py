@@ -149,6 +149,18 @@ def step2():
 """
 
 
+def test_backward_wrapper_counts_its_own_time_not_the_backward_pass(env, spawn, tmp):
+    # The inner backward sleeps 0.3 s: the wrapper's own cost must not include it.
+    c = spawn(faketorch_env(env), "import time, torch, vramscope\n"
+                                  "slow = torch.autograd.backward\n"
+                                  "torch.autograd.backward = lambda *a, **k: (time.sleep(0.3), slow(*a, **k))[1]\n"
+                                  "vramscope.attach()")
+    c("exec t = time.perf_counter(); torch.Tensor().backward(); took = time.perf_counter() - t")
+    assert c("took") >= 0.3
+    cost = c("vramscope.status()['cost']['backward_wrapper_s']")
+    assert 0 < cost < 0.1, cost
+
+
 def test_backward_runs_inside_record_function_of_the_caller(env, spawn, tmp):
     with open(os.path.join(tmp, "train.py"), "w") as f:
         f.write(TRAIN)
@@ -162,6 +174,7 @@ def test_backward_runs_inside_record_function_of_the_caller(env, spawn, tmp):
     at5 = ["vramscope.backward@%s:5" % train]
     at8 = ["vramscope.backward@%s:8" % train]
     assert calls == [["Tensor.backward", at5], ["autograd.backward", at5], ["autograd.backward", at8]]
+    assert c("vramscope.status()['cost']['backward_wrapper_s']") > 0
     c("vramscope.detach()")
     assert c("hasattr(torch.Tensor.backward, '__wrapped__')") is False
     assert c("torch.autograd.backward.__module__") == "torch.autograd"
@@ -255,6 +268,8 @@ def test_sampled_recording_windows(daemon, env, spawn):
                                  (None, False)]
     st = c("vramscope.status()['sampling']")
     assert st == {"sampled": True, "recording_now": False, "steps": 12, "windows": 3, "recorded_steps": 5}
+    cost = c("vramscope.status()['cost']")
+    assert cost["hook_s"] > 0 and cost["agent_threads_cpu_s"] > 0, cost
     c("vramscope.detach()")
     n = len(c(CALLS))
     c("O._fake_step()")  # the hook is gone with the agent

@@ -42,7 +42,7 @@ def attach(max_entries=100_000, stacks="python", record=True, socket=None, oom=T
         daemon can attribute backward-pass memory to that line.
     sample: which optimizer steps are recorded, so that recording costs the
         training job nothing on most steps: None reads $VRAMSCOPE_SAMPLE, default
-        the first 3 steps, then 2 of every 25; "off" records every step; or a dict
+        the first 3 steps, then 2 of every 100; "off" records every step; or a dict
         / "every=N,window=K,warmup=W". A snapshot asked for between windows waits
         for the next window (see vramscope/_schedule.py).
 

@@ -265,6 +265,19 @@ class Agent(_Link, _Captures):
 
     # --- status -------------------------------------------------------------------
 
+    def cost(self):
+        """What the agent has cost the process so far, as it measures itself:
+        seconds inside the optimizer-step hook and the backward wrapper (on the
+        training thread), and the CPU seconds of its own threads (which take the
+        GIL from the training thread at worst). docs/oom-naming.md uses them to
+        bound the default mode's cost per step."""
+        hook = self.schedule.hook_s if self.schedule is not None else 0.0
+        threads = 0.0
+        for t in (self.thread, self.worker):
+            threads += _thread_cpu_s(t)
+        return {"hook_s": round(hook, 6), "backward_wrapper_s": round(_torch.wrapper_s[0], 6),
+                "agent_threads_cpu_s": round(threads, 6)}
+
     def status(self):
         return {
             "attached": not self.stop.is_set(),
@@ -279,6 +292,7 @@ class Agent(_Link, _Captures):
             "recording_state": self.recording,
             "annotations": self.annotations,
             "sampling": self.schedule.state() if self.schedule is not None else None,
+            "cost": self.cost(),
             "oom_observer": self.oom_hooked,
             "note": self.note(),
             "dropped": self.dropped,
@@ -286,6 +300,16 @@ class Agent(_Link, _Captures):
             "oom_captures": self.captures,
             "last_error": self.last_error,
         }
+
+
+def _thread_cpu_s(t):
+    """CPU seconds a live thread has used (Linux and macOS), else 0."""
+    try:
+        if t is None or t.ident is None or not t.is_alive():
+            return 0.0
+        return time.clock_gettime(time.pthread_getcpuclockid(t.ident))
+    except (AttributeError, OSError, ValueError):
+        return 0.0
 
 
 # --- module API ---------------------------------------------------------------------

@@ -5,7 +5,10 @@ of a GPT-2 step on an H200 (docs/gpu-e2e.md). The agent must not slow the
 training job, so by default it records the first `warmup` optimizer steps
 (where a configuration's out-of-memory error happens, and where the optimizer
 state is made), then `window` steps out of every `every`, and nothing in
-between. Steps are counted by torch.optim's global step post-hook; a program
+between. A recorded step costs +13-15% on GPT-2 124M (H200, docs/oom-naming.md),
+so the share of recorded steps bounds the mean cost: 2 of every 100 is ~0.3%.
+(2 of every 25 was ~1%: the default moved to 100 once the OOM tensor walk named
+what the windows used to, docs/oom-naming.md.) Steps are counted by torch.optim's global step post-hook; a program
 that never steps an optimizer is recorded all along, as before.
 
 A window starts with an empty history (clear_history), so each recorded
@@ -19,7 +22,7 @@ without a trace (the allocator's segments, plus the failing request and the
 Python stack that made it).
 
 VRAMSCOPE_SAMPLE: "off" records every step; else "every=N,window=K,warmup=W"
-(any subset; defaults 25, 2, 3).
+(any subset; defaults 100, 2, 3).
 """
 import os
 import threading
@@ -28,7 +31,7 @@ import time
 from . import _torch
 from ._common import log
 
-DEFAULTS = {"every": 25, "window": 2, "warmup": 3}
+DEFAULTS = {"every": 100, "window": 2, "warmup": 3}
 STALLED = "stalled"  # wait_recorded: no step came; take the allocator's state only
 
 
@@ -83,6 +86,9 @@ class Schedule:
         self.recorded_steps = 0
         self.hook = None
         self.last_start = 0
+        # Seconds spent inside on_step (on the training thread), recording
+        # switches included: the agent's own measure of what it costs a step.
+        self.hook_s = 0.0
 
     def begin(self):
         """Start recording (the warm-up window) and hook optimizer steps."""
@@ -116,6 +122,7 @@ class Schedule:
     def on_step(self, *_args, **_kw):
         """After every optimizer step: close a finished window, or open one when
         due or asked for. Must not raise (torch would raise into the program)."""
+        t0 = time.perf_counter()
         try:
             with self.cond:
                 self.step += 1
@@ -136,6 +143,8 @@ class Schedule:
                 self.cond.notify_all()
         except Exception:
             log.warning("vramscope: step hook failed", exc_info=True)
+        finally:
+            self.hook_s += time.perf_counter() - t0
 
     def wait_recorded(self, timeout):
         """For a snapshot: block (the worker thread) until recording is on — at

@@ -13,6 +13,7 @@ import logging
 import os
 import sys
 import threading
+import time
 
 log = logging.getLogger("vramscope")
 
@@ -242,6 +243,11 @@ def wrap_backward(torch):
         _wrapped.append((owner, attr, w))
 
 
+# Seconds the backward wrapper itself took (its annotation, not the backward
+# pass): part of what the agent costs the training thread.
+wrapper_s = [0.0]
+
+
 def unwrap_backward():
     _annotating[0] = False  # a wrapper someone else has wrapped stays, but passes through
     while _wrapped:
@@ -266,6 +272,7 @@ def _backward_wrapper(orig, torch):
         # Tensor.backward calls torch.autograd.backward: annotate the outer call only.
         if not _annotating[0] or getattr(_tls, "active", False):
             return orig(*args, **kwargs)
+        t0 = time.perf_counter()
         cm = None
         try:
             f = sys._getframe(1)
@@ -281,9 +288,11 @@ def _backward_wrapper(orig, torch):
             backward_site[0] = (f.f_code.co_filename, f.f_lineno)
         except Exception:
             pass
+        t1 = time.perf_counter()
         try:
             return orig(*args, **kwargs)
         finally:
+            t2 = time.perf_counter()
             _tls.active = False
             backward_site[0] = site
             if cm is not None:
@@ -291,6 +300,7 @@ def _backward_wrapper(orig, torch):
                     cm.__exit__(None, None, None)
                 except Exception:
                     pass
+            wrapper_s[0] += (t1 - t0) + (time.perf_counter() - t2)
 
     backward.__vramscope__ = True
     return backward
