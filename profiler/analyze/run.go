@@ -60,6 +60,7 @@ type Result struct {
 	frames  *profiler.Frames
 	origins *origins
 	paths   *profiler.PathMap
+	moments *momentSource // the peak device's live set over time (moments.go)
 }
 
 // Device is the per-GPU part of a result.
@@ -82,6 +83,7 @@ type Device struct {
 	StepsIncomplete bool `json:"steps_incomplete,omitempty"`
 
 	preCats map[string]int64 // with named tensors: pre-trace memory alive at the end, by category
+	moments *momentSource
 }
 
 // analysis is the state of one run.
@@ -172,6 +174,7 @@ func (a *analysis) finish(snap *torchsnap.Snapshot, opt Options) *Result {
 		if d.Peak.Bytes > r.Peak.Bytes || len(r.Devices) == 1 {
 			r.Peak = d.Peak
 			peakDev = len(r.Devices) - 1
+			r.moments = d.moments
 		}
 		r.OOMs = append(r.OOMs, ooms...)
 		diags = append(diags, dg)
@@ -230,6 +233,7 @@ func (a *analysis) device(dev int, t *tracker, snap *torchsnap.Snapshot) Device 
 	if t == nil {
 		t = newTracker(a, -1)
 	}
+	d.moments = &momentSource{device: dev, grid: t.moments, base: map[int32]int64{}}
 	// Blocks alive at the end that the trace never allocated were there all along.
 	var preLive int64
 	for _, s := range segs {
@@ -249,6 +253,7 @@ func (a *analysis) device(dev int, t *tracker, snap *torchsnap.Snapshot) Device 
 					o = a.tensorOrigin(name)
 				}
 				preLive += int64(b.Size)
+				d.moments.base[o] += int64(b.Size)
 				a.addPeak(o, int64(b.Size))
 				if a.names != nil {
 					if d.preCats == nil {
@@ -278,6 +283,9 @@ func (a *analysis) device(dev int, t *tracker, snap *torchsnap.Snapshot) Device 
 		a.addPeak(b.resolved(), b.size)
 	}
 	base := preLive + t.preFreed
+	if t.preFreed > 0 {
+		d.moments.base[a.origins.preTrace(0)] += t.preFreed // its frees count against this origin
+	}
 	d.PreTraceBytes = base
 	d.Peak = Peak{Bytes: base + t.peak, TimeUS: t.peakT, Device: dev, Seq: t.peakAt}
 	if t.peakAt < 0 {

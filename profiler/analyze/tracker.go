@@ -55,6 +55,7 @@ type tracker struct {
 	lastFramed     profiler.StackID
 	open           *gap
 	timeline       *timeline
+	moments        *momentGrid // live bytes by origin over time (moments.go)
 	ooms           []oomEvent
 	events         int64
 	firstT, lastT  int64
@@ -107,7 +108,7 @@ type oomEvent struct {
 const maxOOMLive = 4
 
 func newTracker(a *analysis, trace int) *tracker {
-	return &tracker{a: a, trace: trace, live: map[uint64]block{}, peakAt: -1, timeline: newTimeline()}
+	return &tracker{a: a, trace: trace, live: map[uint64]block{}, peakAt: -1, timeline: newTimeline(), moments: newMomentGrid()}
 }
 
 // event replays one trace event; user says whether its stack reaches user code
@@ -169,12 +170,14 @@ func (t *tracker) alloc(e *profiler.Event, user bool) {
 	if old, ok := t.live[e.Addr]; ok {
 		// An alloc over a live address means the free fell outside the ring; drop the old one.
 		t.cur -= old.size
+		t.moments.add(e.TimeUS, keyOf(&old), -old.size)
 		if old.seq <= t.peakAt {
 			old.ft = e.TimeUS
 			t.freedSincePeak = append(t.freedSincePeak, old)
 		}
 	}
 	t.cur += size
+	t.moments.add(e.TimeUS, keyOf(&b), size)
 	li := t.log.len()
 	t.logLevel(e.TimeUS, uint32(e.Stack)+1)
 	b.li = -1
@@ -233,6 +236,7 @@ func (t *tracker) free(e *profiler.Event) {
 		delete(t.live, e.Addr)
 	}
 	t.cur -= b.size
+	t.moments.add(e.TimeUS, keyOf(&b), -b.size)
 	if b.seq <= t.peakAt {
 		b.ft = e.TimeUS
 		t.freedSincePeak = append(t.freedSincePeak, b)

@@ -1,0 +1,56 @@
+package analyze
+
+// report.go is the data of the linked report that every front end draws
+// (profiler/flame/web/report.js): the parts of the analysis the page shows
+// beside the flame graph, and the live set over time (moments.go).
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// reportKeys are the analysis fields the report shows. allocator_maps is
+// drawn by allocmap.js when the analysis has it.
+var reportKeys = []string{"file", "file_bytes", "events", "peak", "ooms", "findings", "steps",
+	"step_source", "categories", "device_memory", "allocator_maps"}
+
+// ReportSites bounds the top lines a report carries.
+const ReportSites = 50
+
+// Report is the JSON object report.js draws beside a flame tree: the analysis
+// fields of reportKeys, "sites" (the top ReportSites), "device" (the peak
+// device without its allocator state) and "moments".
+func (r *Result) Report() ([]byte, error) {
+	full, err := json.Marshal(r)
+	if err != nil {
+		return nil, fmt.Errorf("report: %w", err)
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(full, &fields); err != nil {
+		return nil, fmt.Errorf("report: %w", err)
+	}
+	out := map[string]any{}
+	for _, k := range reportKeys {
+		if v, ok := fields[k]; ok {
+			out[k] = v
+		}
+	}
+	out["sites"] = r.Sites[:min(len(r.Sites), ReportSites)]
+	if d := r.peakDevice(); d != nil {
+		out["device"] = map[string]any{"device": d.Device, "peak": d.Peak, "timeline": d.Timeline,
+			"start_us": d.StartUS, "end_us": d.EndUS, "pre_trace_bytes": d.PreTraceBytes}
+	}
+	if m := r.Moments(); m != nil {
+		out["moments"] = m
+	}
+	return json.Marshal(out)
+}
+
+func (r *Result) peakDevice() *Device {
+	for i := range r.Devices {
+		if r.Devices[i].Device == r.Peak.Device {
+			return &r.Devices[i]
+		}
+	}
+	return nil
+}
