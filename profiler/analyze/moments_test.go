@@ -72,7 +72,7 @@ func replayLevels(t *testing.T, path string, m *analyze.Moments) []int64 {
 	t.Helper()
 	type ev struct {
 		t, addr, size int64
-		alloc       bool
+		alloc         bool
 	}
 	byTrace := map[int][]ev{}
 	on := func(trace int, e *profiler.Event) error {
