@@ -35,6 +35,7 @@ func ScanAt(src io.ReaderAt, size int64, lim Limits, workers int) (*Plan, error)
 	wg.Wait()
 	p := &Plan{Proto: 4}
 	var base uint64
+	var reads readTable
 	for i := range parts {
 		c := &parts[i]
 		// A part that stops early (rare forms, frames that do not match opcode
@@ -48,17 +49,12 @@ func ScanAt(src io.ReaderAt, size int64, lim Limits, workers int) (*Plan, error)
 		}
 		base += c.memoizes
 		p.Ops += c.ops
-		p.reads = addReads(p.reads, c.reads)
+		reads.merge(&c.reads)
 	}
-	for uint64(len(p.reads)) < base {
-		p.reads = append(p.reads, 0)
+	var clean bool
+	if p.reads, clean = reads.counts(base); !clean {
+		return nil, &Error{Offset: size, Msg: "memo slot is read but never written"}
 	}
-	for _, n := range p.reads[base:] {
-		if n != 0 {
-			return nil, &Error{Offset: size, Msg: "memo slot is read but never written"}
-		}
-	}
-	p.reads = p.reads[:base:base]
 	p.written.fill(base)
 	p.Slots = int64(base)
 	return p, nil
@@ -97,7 +93,7 @@ func frameCuts(src io.ReaderAt, size int64, n int) ([]int64, bool) {
 }
 
 type chunkScan struct {
-	reads    []uint8
+	reads    readTable
 	memoizes uint64
 	need     int64 // the part needs at least this many slots written before it
 	needAt   int64
@@ -215,21 +211,5 @@ func (c *chunkScan) read(id uint64, at int64) {
 	if id >= uint64(at) {
 		return // never written: each slot below id takes a MEMOIZE byte before at
 	}
-	for uint64(len(c.reads)) <= id {
-		c.reads = append(c.reads, make([]uint8, max(len(c.reads), 1024))...)
-	}
-	if c.reads[id] < 255 {
-		c.reads[id]++
-	}
-}
-
-// addReads adds read counts, saturating at 255.
-func addReads(a, b []uint8) []uint8 {
-	if len(b) > len(a) {
-		a, b = b, a
-	}
-	for i, n := range b {
-		a[i] = uint8(min(int(a[i])+int(n), 255))
-	}
-	return a
+	c.reads.add(id)
 }
