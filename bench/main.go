@@ -99,6 +99,7 @@ func main() {
 		analyzeN int
 	}
 	var rows []row
+	var cores string // the core-count table of the 5M-entry snapshot
 	for _, name := range []string{"gpt2_long_1000k", "gpt2_long_5000k"} {
 		path, err := decompress(name, log)
 		if err != nil {
@@ -133,6 +134,11 @@ func main() {
 		}
 		r.analyze, r.python = summarize(as), summarize(ps)
 		rows = append(rows, r)
+		if strings.Contains(name, "5000k") {
+			if cores, err = coreSection(log, name, path, r.size, r.python); err != nil {
+				fail(err)
+			}
+		}
 	}
 
 	synthPath := filepath.Join(*work, fmt.Sprintf("synth_%s.pickle", strings.ToLower(count(*entries))))
@@ -173,6 +179,7 @@ func main() {
 		fmt.Fprintf(&b, "| %s | %s | %s | %s (%s) | %s (%s) | %.3f %s | %.3f %s |\n", r.name, mib(r.size), r.entries,
 			r.analyze, r.analyze.runs(), r.python, r.python.runs(), tr, mark(tr <= 0.25), rr, mark(rr <= 0.25))
 	}
+	b.WriteString(cores)
 	fmt.Fprintf(&b, "\n## Synthetic snapshot\n\n")
 	fmt.Fprintf(&b, "`vramscope-synth --entries %d %s.pickle` repeats the real trace's steps with shifted times and addresses "+
 		"(internal/synth); python3 is not run on it (pickle.load takes about 6× the file size in memory, more than this machine may have). Goal: analyze RSS ≤ 512 MiB.\n\n",
@@ -247,9 +254,13 @@ func measure(log func(string, ...any), what string, n int, name string, args ...
 	return summarize(ss), nil
 }
 
+// extraEnv, when set, is the whole environment of the next runOnce (runOnceEnv).
+var extraEnv []string
+
 // runOnce runs a command and reads its wall time and peak RSS.
 func runOnce(log func(string, ...any), what string, i, n int, name string, args ...string) (sample, error) {
 	cmd := exec.Command(name, args...)
+	cmd.Env = extraEnv // nil: this process's environment
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	start := time.Now()
