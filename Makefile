@@ -9,12 +9,18 @@ EXAMPLE := examples/snapshots/example_train.pickle
 RECORDED := /work/main
 SHARED  ?= ../shared
 
-.PHONY: all build dist test-dist demo test clean-artifacts setup test-go test-web test-py test-fixtures test-vscode bench bench-lsp bench-widget fuzz gpu-e2e clean
+.PHONY: all build generate dist test-dist demo test clean-artifacts setup test-go test-web test-py test-fixtures test-vscode bench bench-lsp bench-widget fuzz gpu-e2e clean
 
 all: build
 
 build:
 	$(GO) build -o $(BIN) ./cmd/vramscope
+
+# The files generated from the daemon's API contract (daemon/api/api.go):
+# docs/api.md, jupyter/vramscope/_api.py and vscode-ext/src/api.ts
+# (internal/wiregen; go test ./internal/wiregen fails when one is stale).
+generate:
+	$(GO) generate ./daemon/api
 
 demo: build
 	$(BIN) analyze --map $(RECORDED)=$(CURDIR) --root . --html example_flame.html $(EXAMPLE)

@@ -165,7 +165,7 @@ func TestPprofEndpoint(t *testing.T) {
 	var snap api.SnapshotResult
 	call(t, c, api.SnapshotTake, api.TakeParams{PID: 4101}, &snap)
 	if snap.PodUID != testPods[4101].PodUID {
-		t.Errorf("snapshot metadata %+v lacks the pod", snap.Meta)
+		t.Errorf("snapshot metadata %+v lacks the pod", snap.Snapshot)
 	}
 	if code, body := httpGet(t, base+"?pid=x"); code != 400 || !strings.Contains(body, "integer") {
 		t.Errorf("pid=x: %d %s", code, body)

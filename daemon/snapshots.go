@@ -16,10 +16,6 @@ import (
 	"github.com/vramscope/vramscope/profiler/analyze"
 )
 
-func (d *Daemon) snapshotResult(m store.Meta) api.SnapshotResult {
-	return api.SnapshotResult{Meta: m, Path: d.store.Path(m.ID)}
-}
-
 func (s *session) snapshotTake(ctx context.Context, raw json.RawMessage) (any, error) {
 	var p api.TakeParams
 	if err := decode(raw, &p); err != nil {
@@ -62,7 +58,7 @@ func (s *session) snapshotTake(ctx context.Context, raw json.RawMessage) (any, e
 	proc := a.process()
 	meta := store.Meta{Reason: "request", Source: firstArg(proc.Argv), PID: proc.PID, Host: proc.Host,
 		Rank: proc.Rank, Device: a.device(res.Device), Entries: res.Entries, TookMS: res.TookMS, Label: p.Label,
-		GPUBytes: nv.GPUBytes, OtherGPUBytes: nv.OtherGPUBytes, OtherPIDs: nv.OtherPIDs, Phases: res.Phases,
+		GPUBytes: nv.GPUBytes, OtherGPUBytes: nv.OtherGPUBytes, OtherPIDs: nv.OtherPIDs, Phases: store.Phases(res.Phases),
 		PodUID: nv.PodUID, Pod: nv.Pod, Namespace: nv.Namespace, Container: nv.Container}
 	answered := time.Now()
 	if st != nil && res.Streamed {

@@ -10,9 +10,12 @@
 package api
 
 import (
-	"github.com/vramscope/vramscope/daemon/store"
+	"time"
+
 	"github.com/vramscope/vramscope/profiler/analyze"
 )
+
+//go:generate go run ../../internal/wiregen/cmd/wiregen -root ../..
 
 // Version is the API version. A client whose major version differs is refused
 // by daemon.hello; minor additions keep the major.
@@ -87,6 +90,7 @@ const (
 	CodeBusy           = -32010 // too many TCP connections (per peer address or in total): try again later, or use the Unix socket
 	CodeInternal       = -32603 // a bug: the request was recovered, the daemon goes on
 	CodeInvalidParams  = -32602 // JSON-RPC: the params do not fit the method
+	CodeMethodNotFound = -32601 // JSON-RPC: no such method (or one the receiver does not answer, such as a request to a client)
 )
 
 // Message size limits: bytes of one JSON-RPC message, whitespace and newlines
@@ -115,72 +119,72 @@ func MaxBytes(method string) int {
 
 // HelloParams opens a session. Token is required on TCP connections.
 type HelloParams struct {
-	Client     string `json:"client"`      // "vscode", "jupyter", "cli", "agent", …
-	APIVersion string `json:"api_version"` // the client's Version
-	Token      string `json:"token,omitempty"`
+	Client     string `json:"client"`          // "vscode", "jupyter", "cli", "agent", …
+	APIVersion string `json:"api_version"`     // the client's Version
+	Token      string `json:"token,omitempty"` // required on TCP: the token file's contents (beside the socket)
 }
 
 // HelloResult describes the daemon.
 type HelloResult struct {
 	Version    string `json:"version"`     // the daemon's build
 	APIVersion string `json:"api_version"` // Version
-	PID        int    `json:"pid"`
-	Host       string `json:"host"`
+	PID        int    `json:"pid"`         // the daemon's process id
+	Host       string `json:"host"`        // the daemon's host name
 }
 
 // StatusResult is the daemon's state.
 type StatusResult struct {
 	HelloResult
-	Started   string         `json:"started"` // RFC 3339
-	Socket    string         `json:"socket"`
+	Started   string         `json:"started"`       // RFC 3339
+	Socket    string         `json:"socket"`        // the Unix socket it listens on
 	TCP       string         `json:"tcp,omitempty"` // loopback address when enabled
-	DataDir   string         `json:"data_dir"`
-	Agents    int            `json:"agents"`
-	Snapshots int            `json:"snapshots"`
-	Counters  CountersStatus `json:"counters"`
+	DataDir   string         `json:"data_dir"`      // where the store keeps snapshots
+	Agents    int            `json:"agents"`        // agents connected now
+	Snapshots int            `json:"snapshots"`     // snapshots in the store
+	Counters  CountersStatus `json:"counters"`      // the NVML sampler's state
 }
 
 // CountersStatus says whether NVML sampling runs and, when it does not, why
 // (for example "no NVIDIA driver").
 type CountersStatus struct {
-	Available  bool   `json:"available"`
-	Reason     string `json:"reason,omitempty"`
-	Driver     string `json:"driver,omitempty"`
-	Devices    int    `json:"devices"`
-	IntervalMS int64  `json:"interval_ms"`
+	Available  bool   `json:"available"`        // NVML sampling runs
+	Reason     string `json:"reason,omitempty"` // why it does not, when it does not
+	Driver     string `json:"driver,omitempty"` // the NVIDIA driver's version
+	Devices    int    `json:"devices"`          // GPUs NVML sees
+	IntervalMS int64  `json:"interval_ms"`      // time between samples
 }
 
 // Process is one process on this host that uses the GPU or has an agent.
 type Process struct {
-	PID        int      `json:"pid"`
-	Agent      bool     `json:"agent"` // false: NVML sees it on a GPU but no agent is attached
-	Host       string   `json:"host,omitempty"`
-	Rank       int      `json:"rank"`
-	LocalRank  int      `json:"local_rank"`
-	WorldSize  int      `json:"world_size"`
-	Argv       []string `json:"argv,omitempty"`
-	Python     string   `json:"python,omitempty"`
-	Torch      string   `json:"torch,omitempty"`
-	CUDA       string   `json:"cuda,omitempty"`
-	Device     int      `json:"device"`                // CUDA device index the process uses, -1 none
-	Recording  bool     `json:"recording"`             // allocator history is being recorded
-	MaxEntries int      `json:"max_entries,omitempty"` // ring size of the recording
-	Note       string   `json:"note,omitempty"`        // e.g. "no CUDA: counters only"
-	GPUBytes   uint64   `json:"gpu_bytes,omitempty"`   // NVML's used memory for the pid
-	Allocated  int64    `json:"torch_allocated,omitempty"`
-	Reserved   int64    `json:"torch_reserved,omitempty"`
-	Connected  string   `json:"connected,omitempty"` // RFC 3339
+	PID        int      `json:"pid"`                       // the process id on its host
+	Agent      bool     `json:"agent"`                     // false: NVML sees it on a GPU but no agent is attached
+	Host       string   `json:"host,omitempty"`            // the host name the agent reported
+	Rank       int      `json:"rank"`                      // torch.distributed rank ($RANK), 0 when not distributed
+	LocalRank  int      `json:"local_rank"`                // rank on this host ($LOCAL_RANK)
+	WorldSize  int      `json:"world_size"`                // ranks in the job ($WORLD_SIZE), 1 when not distributed
+	Argv       []string `json:"argv,omitempty"`            // the process's command line
+	Python     string   `json:"python,omitempty"`          // Python's version, e.g. 3.12.3
+	Torch      string   `json:"torch,omitempty"`           // torch.__version__
+	CUDA       string   `json:"cuda,omitempty"`            // torch.version.cuda
+	Device     int      `json:"device"`                    // CUDA device index the process uses, -1 none
+	Recording  bool     `json:"recording"`                 // allocator history is being recorded
+	MaxEntries int      `json:"max_entries,omitempty"`     // ring size of the recording
+	Note       string   `json:"note,omitempty"`            // e.g. "no CUDA: counters only"
+	GPUBytes   uint64   `json:"gpu_bytes,omitempty"`       // NVML's used memory for the pid
+	Allocated  int64    `json:"torch_allocated,omitempty"` // torch.cuda.memory_allocated, from the agent's last report
+	Reserved   int64    `json:"torch_reserved,omitempty"`  // torch.cuda.memory_reserved, from the agent's last report
+	Connected  string   `json:"connected,omitempty"`       // RFC 3339
 }
 
 // ProcessListResult lists processes.
 type ProcessListResult struct {
-	Processes []Process `json:"processes"`
+	Processes []Process `json:"processes"` // agents first, then GPU processes without one
 }
 
 // TakeParams asks the agent of PID for a snapshot and stores it.
 type TakeParams struct {
-	PID       int    `json:"pid"`
-	Label     string `json:"label,omitempty"`
+	PID       int    `json:"pid"`                  // the process whose agent dumps
+	Label     string `json:"label,omitempty"`      // free text stored with the snapshot
 	Analyze   bool   `json:"analyze,omitempty"`    // return only once the analysis is cached
 	TimeoutMS int64  `json:"timeout_ms,omitempty"` // default 120000
 }
@@ -189,31 +193,69 @@ type TakeParams struct {
 // A relative Path is resolved against Cwd; without Cwd it is refused (the
 // daemon's own working directory means nothing to the client).
 type ImportParams struct {
-	Path  string `json:"path"`
-	Label string `json:"label,omitempty"`
-	Cwd   string `json:"cwd,omitempty"` // the client's working directory, absolute
+	Path  string `json:"path"`            // the snapshot file to import
+	Label string `json:"label,omitempty"` // free text stored with the snapshot
+	Cwd   string `json:"cwd,omitempty"`   // the client's working directory, absolute
 }
 
 // SnapshotResult is one stored snapshot; Path is the file in the store.
 type SnapshotResult struct {
-	store.Meta
-	Path string `json:"path"`
+	Snapshot
+	Path string `json:"path"` // the snapshot file in the store
+}
+
+// Snapshot is a stored snapshot's metadata as the wire carries it. The store
+// keeps its own on-disk record (store.Meta); the daemon converts one into the
+// other, so that the disk format and the wire can change apart.
+type Snapshot struct {
+	ID            string    `json:"id"`                        // sortable: time then a counter, e.g. 20261129T110203.123Z-0001 (UTC)
+	Created       time.Time `json:"created"`                   // when the store committed it
+	Bytes         int64     `json:"bytes"`                     // size of the snapshot file
+	SHA256        string    `json:"sha256"`                    // of the snapshot file, hex
+	Reason        string    `json:"reason"`                    // "request", "oom", "import"
+	Source        string    `json:"source,omitempty"`          // imported file name, or the agent's script
+	PID           int       `json:"pid,omitempty"`             // the process it came from
+	Host          string    `json:"host,omitempty"`            // that process's host
+	Rank          int       `json:"rank"`                      // torch.distributed rank, 0 when not distributed
+	Device        int       `json:"device"`                    // CUDA device index of the process
+	Entries       int64     `json:"entries,omitempty"`         // trace entries, when the agent counted them
+	Format        string    `json:"format,omitempty"`          // "vsm1" for a snapshot streamed as marshal chunks; "" a pickle
+	TookMS        float64   `json:"took_ms,omitempty"`         // how long the agent took to dump it
+	Phases        Phases    `json:"phases_ms,omitzero"`        // where a capture's time went; zero for an imported snapshot
+	Label         string    `json:"label,omitempty"`           // free text from the caller
+	Group         string    `json:"group,omitempty"`           // the group (every rank of one job, captured together) it belongs to: the Group's ID
+	GPUBytes      uint64    `json:"gpu_bytes,omitempty"`       // what NVML saw the process use on its GPU when the snapshot was taken (0: no NVML)
+	OtherGPUBytes uint64    `json:"other_gpu_bytes,omitempty"` // what NVML saw every other process use on that GPU
+	OtherPIDs     string    `json:"other_pids,omitempty"`      // those other processes, comma-separated
+	PodUID        string    `json:"pod_uid,omitempty"`         // the Kubernetes pod of the process, from its cgroup
+	Pod           string    `json:"pod,omitempty"`             // the pod's name, from the kubelet where allowed
+	Namespace     string    `json:"namespace,omitempty"`       // the pod's namespace
+	Container     string    `json:"container,omitempty"`       // the process's container in the pod
+}
+
+// Phases splits a capture's time, in milliseconds.
+type Phases struct {
+	Wait     float64 `json:"wait"`             // the agent waiting for a sampled window
+	Snapshot float64 `json:"snapshot"`         // torch's _snapshot()
+	Open     float64 `json:"open,omitempty"`   // opening the daemon's stream
+	Write    float64 `json:"write"`            // writing the snapshot (marshal or pickle), including the wait on the daemon's reading
+	Finish   float64 `json:"finish,omitempty"` // the daemon finishing its analysis of a stream after the agent answered
 }
 
 // ListParams filters snapshot.list; zero values list everything, newest first.
 type ListParams struct {
-	PID   int `json:"pid,omitempty"`
-	Limit int `json:"limit,omitempty"`
+	PID   int `json:"pid,omitempty"`   // only snapshots of this process (0: all)
+	Limit int `json:"limit,omitempty"` // at most this many (0: all)
 }
 
 // ListResult lists stored snapshots, newest first.
 type ListResult struct {
-	Snapshots []SnapshotResult `json:"snapshots"`
+	Snapshots []SnapshotResult `json:"snapshots"` // newest first
 }
 
 // IDParams names one stored snapshot.
 type IDParams struct {
-	ID string `json:"id"`
+	ID string `json:"id"` // a stored snapshot's id (Snapshot.ID)
 }
 
 // Empty is the result of methods that only succeed or fail.
@@ -221,34 +263,34 @@ type Empty struct{}
 
 // SitesParams asks for the lines of one source file that hold memory.
 type SitesParams struct {
-	ID   string `json:"id"`
+	ID   string `json:"id"`   // a stored snapshot's id
 	File string `json:"file"` // as recorded, or a local path (matched by suffix)
 }
 
 // SitesResult holds one file's lines, as in analyze --json.
 type SitesResult struct {
-	File      string         `json:"file"`
+	File      string         `json:"file"`       // the file as the snapshot records it
 	PeakBytes int64          `json:"peak_bytes"` // the snapshot's peak, for shares
-	Sites     []analyze.Site `json:"sites"`
+	Sites     []analyze.Site `json:"sites"`      // its lines that hold memory, as in analyze --json
 }
 
 // FlameParams asks for a flame tree.
 type FlameParams struct {
-	ID           string `json:"id"`
-	Weight       string `json:"weight,omitempty"` // peak (default), alloc, current
-	KeepWrappers bool   `json:"keep_wrappers,omitempty"`
+	ID           string `json:"id"`                      // a stored snapshot's id
+	Weight       string `json:"weight,omitempty"`        // peak (default), alloc, current
+	KeepWrappers bool   `json:"keep_wrappers,omitempty"` // keep frames of torch's own wrappers (hidden by default)
 }
 
 // TimelineParams asks for one device's memory over time.
 type TimelineParams struct {
-	ID     string `json:"id"`
-	Device int    `json:"device"`
+	ID     string `json:"id"`     // a stored snapshot's id
+	Device int    `json:"device"` // the CUDA device index in the snapshot
 }
 
 // DiffParams compares snapshot A (before) with B (after).
 type DiffParams struct {
-	A string `json:"a"`
-	B string `json:"b"`
+	A string `json:"a"` // the id of the snapshot before
+	B string `json:"b"` // the id of the snapshot after
 }
 
 // WhatIfParams fits the peaks of stored snapshots of one script, each at
@@ -256,39 +298,39 @@ type DiffParams struct {
 // that fits. DeviceMemory 0: the total NVML reports for the first snapshot's
 // device, when NVML runs. Overhead nil: 1 GiB (CUDA context, libraries).
 type WhatIfParams struct {
-	Snapshots    []WhatIfSnapshot `json:"snapshots"`
-	Model        string           `json:"model,omitempty"` // auto (default), linear, quadratic
-	DeviceMemory int64            `json:"device_memory,omitempty"`
-	Overhead     *int64           `json:"overhead,omitempty"`
-	Predict      []float64        `json:"predict,omitempty"`
+	Snapshots    []WhatIfSnapshot `json:"snapshots"`               // at least two, each with its size
+	Model        string           `json:"model,omitempty"`         // auto (default), linear, quadratic
+	DeviceMemory int64            `json:"device_memory,omitempty"` // bytes the device holds (0: NVML's total for the first snapshot's device)
+	Overhead     *int64           `json:"overhead,omitempty"`      // bytes outside the allocator (CUDA context, libraries); null: 1 GiB
+	Predict      []float64        `json:"predict,omitempty"`       // sizes to predict the peak at
 }
 
 // WhatIfSnapshot is one stored snapshot and the size it was run at.
 type WhatIfSnapshot struct {
-	ID   string  `json:"id"`
-	Size float64 `json:"size"`
+	ID   string  `json:"id"`   // a stored snapshot's id
+	Size float64 `json:"size"` // the batch size or sequence length it ran at
 }
 
 // SeriesParams asks for counters of one device (Device ≥ 0) or one process
 // (PID > 0) between two times (unix milliseconds; 0 = unbounded).
 type SeriesParams struct {
-	Device    int   `json:"device"`
-	PID       int   `json:"pid,omitempty"`
-	FromMS    int64 `json:"from_ms,omitempty"`
-	ToMS      int64 `json:"to_ms,omitempty"`
+	Device    int   `json:"device"`               // the NVML device index
+	PID       int   `json:"pid,omitempty"`        // a process instead of a device (0: the device)
+	FromMS    int64 `json:"from_ms,omitempty"`    // start, unix milliseconds (0: unbounded)
+	ToMS      int64 `json:"to_ms,omitempty"`      // end, unix milliseconds (0: unbounded)
 	MaxPoints int   `json:"max_points,omitempty"` // default 2000
 }
 
 // SeriesResult holds samples (counters.DeviceSample or counters.ProcessSample).
 type SeriesResult struct {
-	Device  int `json:"device"`
-	PID     int `json:"pid,omitempty"`
-	Samples any `json:"samples"`
+	Device  int `json:"device"`        // as asked
+	PID     int `json:"pid,omitempty"` // as asked
+	Samples any `json:"samples"`       // []counters.DeviceSample for a device, []counters.ProcessSample for a process, oldest first
 }
 
 // DevicesResult lists the GPUs NVML sees and the sampler's state.
 type DevicesResult struct {
-	Status  CountersStatus `json:"status"`
+	Status  CountersStatus `json:"status"`  // the NVML sampler's state
 	Devices any            `json:"devices"` // []counters.DeviceInfo
 	Latest  any            `json:"latest"`  // []counters.DeviceSample
 	Phases  any            `json:"phases"`  // []gpuphase.Phase: what each GPU does now (its last few seconds classified)
@@ -297,41 +339,41 @@ type DevicesResult struct {
 // SubscribeParams selects notifications for this connection (event.* names
 // without the prefix, e.g. "snapshot_stored"; empty = all but counters_tick).
 type SubscribeParams struct {
-	Topics []string `json:"topics,omitempty"`
+	Topics []string `json:"topics,omitempty"` // e.g. snapshot_stored, oom_captured; empty: all but counters_tick
 }
 
 // RegisterParams is what an agent says about its process.
 type RegisterParams struct {
-	PID       int      `json:"pid"`
-	Host      string   `json:"host"`
-	Rank      int      `json:"rank"`
-	LocalRank int      `json:"local_rank"`
-	WorldSize int      `json:"world_size"`
-	Argv      []string `json:"argv"`
-	Python    string   `json:"python"`
-	Torch     string   `json:"torch,omitempty"`
-	CUDA      string   `json:"cuda,omitempty"`
-	Device    int      `json:"device"` // CUDA's index, in the process's CUDA_VISIBLE_DEVICES numbering
+	PID       int      `json:"pid"`             // the agent's process id
+	Host      string   `json:"host"`            // its host name
+	Rank      int      `json:"rank"`            // torch.distributed rank ($RANK), 0 when not distributed
+	LocalRank int      `json:"local_rank"`      // rank on this host ($LOCAL_RANK)
+	WorldSize int      `json:"world_size"`      // ranks in the job ($WORLD_SIZE), 1 when not distributed
+	Argv      []string `json:"argv"`            // the process's command line (sys.argv)
+	Python    string   `json:"python"`          // Python's version, e.g. 3.12.3
+	Torch     string   `json:"torch,omitempty"` // torch.__version__, once torch is imported
+	CUDA      string   `json:"cuda,omitempty"`  // torch.version.cuda
+	Device    int      `json:"device"`          // CUDA's index, in the process's CUDA_VISIBLE_DEVICES numbering
 	// DeviceUUID is that device's UUID once CUDA is initialised: the daemon
 	// reports the device by NVML's index, found from it.
 	DeviceUUID string `json:"device_uuid,omitempty"`
-	Recording  bool   `json:"recording"`
-	MaxEntries int    `json:"max_entries,omitempty"`
-	Note       string `json:"note,omitempty"` // why it is counters only
-	APIVersion string `json:"api_version"`
+	Recording  bool   `json:"recording"`             // allocator history is being recorded
+	MaxEntries int    `json:"max_entries,omitempty"` // ring size of the recording
+	Note       string `json:"note,omitempty"`        // why it is counters only
+	APIVersion string `json:"api_version"`           // the agent's Version
 }
 
 // RegisterResult tells the agent where to write snapshots: files it writes go
 // to IncomingDir under a name of its choosing ending in ".part", and are
 // handed over with agent.captured or as the result of agent.dump.
 type RegisterResult struct {
-	IncomingDir string `json:"incoming_dir"`
-	APIVersion  string `json:"api_version"`
+	IncomingDir string `json:"incoming_dir"` // where the agent writes snapshot files (*.part)
+	APIVersion  string `json:"api_version"`  // the daemon's Version
 }
 
 // DumpParams asks an agent to write a snapshot to Path (in the incoming dir).
 type DumpParams struct {
-	Path string `json:"path"`
+	Path string `json:"path"` // the file to write, in the incoming dir
 	// Stream, when set, is a FIFO beside Path: an agent that can writes the
 	// snapshot there as VSM1 (marshal chunks, profiler/marshal) while the
 	// daemon analyses it and copies it to Path; one that cannot writes a
@@ -341,68 +383,68 @@ type DumpParams struct {
 
 // DumpResult is what the agent wrote.
 type DumpResult struct {
-	Path     string  `json:"path"`
-	Bytes    int64   `json:"bytes"`
-	Entries  int64   `json:"entries"`
-	TookMS   float64 `json:"took_ms"`
-	Device   int     `json:"device"`
+	Path     string  `json:"path"`               // the file written (DumpParams.Path)
+	Bytes    int64   `json:"bytes"`              // its size
+	Entries  int64   `json:"entries"`            // trace entries in it
+	TookMS   float64 `json:"took_ms"`            // how long the dump took
+	Device   int     `json:"device"`             // the CUDA device it describes
 	Streamed bool    `json:"streamed,omitempty"` // written to DumpParams.Stream as VSM1, not to Path
-	// Phases: where the agent's time went (store.Phases; Finish is the daemon's).
-	Phases store.Phases `json:"phases_ms,omitzero"`
+	// Phases: where the agent's time went (Finish is the daemon's).
+	Phases Phases `json:"phases_ms,omitzero"`
 }
 
 // CapturedParams hands over a snapshot the agent took on its own (on OOM).
 type CapturedParams struct {
 	DumpResult
-	Reason string  `json:"reason"` // "oom"
-	OOM    *OOMRaw `json:"oom,omitempty"`
+	Reason string  `json:"reason"`        // "oom"
+	OOM    *OOMRaw `json:"oom,omitempty"` // what the out-of-memory observer saw, for reason oom
 }
 
 // OOMRaw is what the out-of-memory observer saw.
 type OOMRaw struct {
-	Device     int   `json:"device"`
-	Requested  int64 `json:"requested"` // bytes the failing allocation asked for
-	DeviceFree int64 `json:"device_free"`
-	Allocated  int64 `json:"device_allocated"`
-	Total      int64 `json:"device_total"`
+	Device     int   `json:"device"`           // the CUDA device that ran out
+	Requested  int64 `json:"requested"`        // bytes the failing allocation asked for
+	DeviceFree int64 `json:"device_free"`      // bytes free on the device (cudaMemGetInfo)
+	Allocated  int64 `json:"device_allocated"` // bytes the allocator had allocated
+	Total      int64 `json:"device_total"`     // bytes the device holds
 }
 
 // TorchParams is the agent's once-a-second report of torch's own counters.
 type TorchParams struct {
-	TimeMS    int64 `json:"time_ms"`
-	Device    int   `json:"device"`
-	Allocated int64 `json:"allocated"`
-	Reserved  int64 `json:"reserved"`
-	MaxAlloc  int64 `json:"max_allocated"`
+	TimeMS    int64 `json:"time_ms"`       // unix milliseconds
+	Device    int   `json:"device"`        // the CUDA device
+	Allocated int64 `json:"allocated"`     // torch.cuda.memory_allocated
+	Reserved  int64 `json:"reserved"`      // torch.cuda.memory_reserved
+	MaxAlloc  int64 `json:"max_allocated"` // torch.cuda.max_memory_allocated
 }
 
 // AgentEvent is the payload of agent_connected and agent_gone.
 type AgentEvent struct {
-	Process Process `json:"process"`
-	Reason  string  `json:"reason,omitempty"`
+	Process Process `json:"process"`          // the process the agent belongs to
+	Reason  string  `json:"reason,omitempty"` // why the agent went, for agent_gone
 }
 
 // OOMEvent is the payload of oom_captured, sent once the snapshot is
 // analysed: what filled the device, as far as it is named.
 type OOMEvent struct {
-	Snapshot SnapshotResult `json:"snapshot"`
-	OOM      *OOMRaw        `json:"oom,omitempty"`
+	Snapshot SnapshotResult `json:"snapshot"`      // the stored snapshot
+	OOM      *OOMRaw        `json:"oom,omitempty"` // what the out-of-memory observer saw
 	// Title is the analysis's out-of-memory finding ("CUDA out of memory:
 	// ... (cause: ...)"); empty when the analysis failed.
 	Title string `json:"title,omitempty"`
 	// NamedShare is the share of the memory alive at the failure that has a
 	// name (a tensor or a user line); Named its largest named groups.
 	NamedShare float64      `json:"named_share,omitempty"`
-	Named      []NamedGroup `json:"named,omitempty"`
+	Named      []NamedGroup `json:"named,omitempty"` // the largest named groups alive at the failure
 }
 
 // NamedGroup is one name the agent gave live tensors (the same name in
 // every layer counts once: "model.transformer.h.*.mlp.c_fc.weight").
 type NamedGroup struct {
-	Name    string `json:"name"`
-	Kind    string `json:"kind"` // parameter, buffer, gradient, optimizer_state, attribute, local, activation
-	Bytes   int64  `json:"bytes"`
-	Tensors int    `json:"tensors"`
+	Name    string `json:"name"`    // e.g. model.transformer.h.*.mlp.c_fc.weight
+	Kind    string `json:"kind"`    // parameter, buffer, gradient, optimizer_state, attribute, local, activation
+	Bytes   int64  `json:"bytes"`   // bytes of the group's tensors
+	Tensors int    `json:"tensors"` // how many tensors
 }
 
 // Methods is the contract, in the order docs/api.md lists it.

@@ -4,6 +4,16 @@ import logging
 import os
 import sys
 
+# The wire's error codes, generated from daemon/api/api.go; the agent's modules
+# import them from here.
+from ._api import (  # noqa: F401
+    CODE_AGENT_FAILED,
+    CODE_INVALID_PARAMS,
+    CODE_METHOD_NOT_FOUND,
+    CODE_PARSE,
+    CODE_VERSION,
+    MAX_MESSAGE_BYTES,
+)
 
 
 log = logging.getLogger("vramscope")
@@ -14,12 +24,6 @@ if os.environ.get("VRAMSCOPE_DEBUG"):
     log.addHandler(_h)
     log.setLevel(logging.DEBUG)
 
-# JSON-RPC error codes (daemon/api/api.go).
-CODE_PARSE = -32700
-CODE_METHOD_NOT_FOUND = -32601
-CODE_INVALID_PARAMS = -32602
-CODE_VERSION = -32002
-CODE_AGENT_FAILED = -32006
 
 QUEUE_MAX = 256  # outgoing notifications waiting for the socket; more are dropped
 CONNECT_TIMEOUT = 2.0
@@ -31,7 +35,7 @@ BACKOFF_MAX = 5.0
 COUNTERS_EVERY = 1.0
 POLL = 0.2
 OOM_MIN_INTERVAL = 10.0  # torch calls the observer again for each retry of one failing op
-MAX_LINE = 1 << 20  # one message from the daemon (requests and answers are small)
+MAX_LINE = MAX_MESSAGE_BYTES  # one message from the daemon (requests and answers are small)
 MAX_DUMPS_QUEUED = 4  # agent.dump requests waiting for the worker; more are refused at once
 _REFRESH_KEYS = ("torch", "cuda", "device", "device_uuid", "recording", "note")
 _CLOSED = object()  # a pending request's answer when the connection closed

@@ -3,27 +3,11 @@
 // run by name. Each asks the server (workspace/executeCommand); none talks to
 // the daemon itself.
 import * as vscode from "vscode";
+import type { ListResult, Process, ProcessListResult } from "./api";
 import { showDiff, type Diff } from "./compare";
 import { type Ctx, errorMessage, Server } from "./ctx";
 import { type FlameArgs, FlameGraphPanel } from "./flamegraph";
 import { basename, formatBytes } from "./format";
-
-/** api.Process as JSON (daemon/api/api.go). */
-export interface Process {
-  pid: number;
-  agent: boolean;
-  host?: string;
-  rank: number;
-  local_rank: number;
-  world_size: number;
-  argv?: string[];
-  device: number;
-  recording: boolean;
-  note?: string;
-  gpu_bytes?: number;
-  torch_allocated?: number;
-  torch_reserved?: number;
-}
 
 /** What opening or taking a snapshot answers (lsp.Summary). */
 export interface Summary {
@@ -33,17 +17,6 @@ export interface Summary {
   sites: number;
   findings: number;
   id?: string;
-}
-
-interface StoredSnapshot {
-  id: string;
-  created: string;
-  reason: string;
-  source?: string;
-  pid?: number;
-  label?: string;
-  path: string;
-  bytes: number;
 }
 
 /** The palette's command ids (package.json contributes.commands). */
@@ -96,7 +69,7 @@ function objectArg<T extends object>(a: unknown): T {
 export async function takeSnapshot(ctx: Ctx, arg: { pid?: number; label?: string } = {}): Promise<Summary | undefined> {
   let pid = arg.pid || 0;
   if (!pid) {
-    const list = await ctx.exec<{ processes: Process[] | null }>(Server.listProcesses);
+    const list = await ctx.exec<ProcessListResult>(Server.listProcesses);
     const procs = list.processes || [];
     if (!procs.length) {
       void vscode.window.showInformationMessage(
@@ -198,7 +171,7 @@ async function pickSnapshot(ctx: Ctx, title: string): Promise<string | undefined
   type Item = vscode.QuickPickItem & { file?: string };
   const items: Item[] = [{ label: "$(folder-opened) Choose a file…", description: "*.pickle" }];
   try {
-    const stored = await ctx.exec<{ snapshots: StoredSnapshot[] | null }>(Server.listSnapshots);
+    const stored = await ctx.exec<ListResult>(Server.listSnapshots);
     for (const s of stored.snapshots || []) {
       items.push({
         label: `$(database) ${s.label || s.id}`,
