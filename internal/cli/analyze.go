@@ -18,6 +18,7 @@ import (
 type analyzeCmd struct {
 	source
 	json   bool
+	report bool
 	html   string
 	top    int
 	device byteSize
@@ -28,7 +29,8 @@ func runAnalyze(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("analyze", flag.ContinueOnError)
 	c.register(fs)
 	fs.BoolVar(&c.json, "json", false, "print the full result as JSON")
-	fs.StringVar(&c.html, "html", "", "also write the flame graph (peak) as a self-contained HTML page")
+	fs.StringVar(&c.html, "html", "", "also write the report (timeline, flame graph at the peak, top lines, findings) as a self-contained HTML page")
+	fs.BoolVar(&c.report, "report", false, "print the data of the HTML report as JSON (timeline, moments, top lines, findings; what the notebook and VS Code draw)")
 	fs.IntVar(&c.top, "top", 10, "lines and stacks to list")
 	fs.Var(&c.device, "device-memory", "SIZE: the GPU's memory or the process's cap (e.g. 80GiB); a snapshot does not record it. "+
 		"Findings then say when a leak fills the device and judge peaks near capacity")
@@ -45,9 +47,17 @@ func runAnalyze(args []string, stdout, stderr io.Writer) int {
 		return fail(stderr, err)
 	}
 	if c.html != "" {
-		if err := writeHTML(c.html, res.Flame(analyze.FlameOptions{Weight: flame.WeightPeak})); err != nil {
+		if err := writeReport(c.html, res); err != nil {
 			return fail(stderr, err)
 		}
+	}
+	if c.report {
+		b, err := res.Report()
+		if err != nil {
+			return fail(stderr, err)
+		}
+		stdout.Write(append(b, '\n'))
+		return exitOK
 	}
 	if c.json {
 		return printJSON(stdout, stderr, res)
@@ -55,7 +65,7 @@ func runAnalyze(args []string, stdout, stderr io.Writer) int {
 	writeSummary(stdout, res, c.top)
 	writeDiagnosis(stdout, res)
 	if c.html != "" {
-		fmt.Fprintf(stdout, "\nflame graph: %s\n", c.html)
+		fmt.Fprintf(stdout, "\nreport: %s\n", c.html)
 	}
 	return exitOK
 }
@@ -173,12 +183,18 @@ func (b *byteSize) Set(s string) error {
 	return nil
 }
 
-func writeHTML(path string, t *flame.Tree) error {
+// writeReport writes the linked report page: the timeline, the flame graph
+// at the peak, the top lines, categories and findings.
+func writeReport(path string, res *analyze.Result) error {
+	rep, err := res.Report()
+	if err != nil {
+		return err
+	}
 	f, err := os.Create(path)
 	if err != nil {
 		return err
 	}
-	if err := flame.WriteHTML(f, t); err != nil {
+	if err := flame.WriteReport(f, res.Flame(analyze.FlameOptions{Weight: flame.WeightPeak}), rep); err != nil {
 		f.Close()
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -305,14 +306,37 @@ func TestFlameFormats(t *testing.T) {
 		t.Errorf("pprof inuse_space %d, peak %d", inuse, peak)
 	}
 
-	// analyze --html writes the same page.
+	// analyze --html writes the linked report: the same flame tree, and the
+	// report data beside it (the same as analyze --report prints).
 	a := mustRun(t, "analyze", snap, "--html", out("a.html"))
 	if !strings.Contains(a.stdout, out("a.html")) {
 		t.Errorf("analyze --html does not say where the page is")
 	}
-	if readFile(t, out("a.html")) != html {
-		t.Error("analyze --html page differs from flame's")
+	page := readFile(t, out("a.html"))
+	if scriptData(page, "vramscope-data") != scriptData(html, "vramscope-data") {
+		t.Error("analyze --html holds another flame tree than flame's page")
 	}
+	rep := mustRun(t, "analyze", snap, "--report").stdout
+	var got, want any
+	if err := json.Unmarshal([]byte(scriptData(page, "vramscope-report")), &got); err != nil {
+		t.Fatalf("analyze --html: the report data: %v", err)
+	}
+	if err := json.Unmarshal([]byte(rep), &want); err != nil {
+		t.Fatalf("analyze --report: %v", err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Error("analyze --html holds other report data than analyze --report prints")
+	}
+}
+
+// scriptData is the text of the JSON script element id of a page.
+func scriptData(page, id string) string {
+	_, after, ok := strings.Cut(page, `<script type="application/json" id="`+id+`">`)
+	if !ok {
+		return ""
+	}
+	data, _, _ := strings.Cut(after, "</script>")
+	return data
 }
 
 func readFile(t *testing.T, p string) string {

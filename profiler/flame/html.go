@@ -6,6 +6,7 @@
 package flame
 
 import (
+	"bytes"
 	"embed"
 	"encoding/json"
 	"errors"
@@ -15,14 +16,17 @@ import (
 	"strconv"
 )
 
-//go:embed web/flame.js web/flame.css web/page.css web/page.html
+//go:embed web/flame.js web/flame.css web/page.css web/page.html web/timeline.js web/timeline.css web/report.js web/report.css
 var webFS embed.FS
 
 var (
 	script     = mustRead("web/flame.js")
 	stylesheet = mustRead("web/flame.css")
 	pageCSS    = mustRead("web/page.css")
-	pageTmpl   = template.Must(template.New("page.html").ParseFS(webFS, "web/page.html"))
+	// The linked report: the timeline and the composition of every view.
+	reportScript = mustRead("web/timeline.js") + "\n" + mustRead("web/report.js")
+	reportCSS    = mustRead("web/timeline.css") + "\n" + mustRead("web/report.css")
+	pageTmpl     = template.Must(template.New("page.html").ParseFS(webFS, "web/page.html"))
 )
 
 func mustRead(name string) string {
@@ -48,6 +52,10 @@ type pageData struct {
 	PageCSS template.CSS
 	Script  template.JS
 	Data    template.JS
+	// The linked report (WriteReport); empty for a flame graph alone.
+	ReportCSS    template.CSS
+	ReportScript template.JS
+	Report       template.JS
 }
 
 // WriteHTML writes t as a self-contained HTML page: styles, script and data
@@ -62,11 +70,15 @@ func WriteHTML(w io.Writer, t *Tree) error {
 	if err != nil {
 		return fmt.Errorf("flame: encoding tree: %w", err)
 	}
+	return pageTmpl.Execute(w, newPageData(t, data))
+}
+
+func newPageData(t *Tree, data []byte) pageData {
 	title := t.Title
 	if title == "" {
 		title = "GPU memory"
 	}
-	return pageTmpl.Execute(w, pageData{
+	return pageData{
 		Title:   title,
 		Weight:  t.Weight,
 		Total:   humanBytes(t.Root.Value),
@@ -75,7 +87,42 @@ func WriteHTML(w io.Writer, t *Tree) error {
 		PageCSS: template.CSS(pageCSS),
 		Script:  template.JS(script),
 		Data:    template.JS(data),
-	})
+	}
+}
+
+// ReportScript returns timeline.js and report.js, which define
+// globalThis.VramscopeTimeline and globalThis.VramscopeReport.
+func ReportScript() string { return reportScript }
+
+// ReportStylesheet returns timeline.css and report.css.
+func ReportStylesheet() string { return reportCSS }
+
+// WriteReport writes the linked report: the timeline, the flame graph of t,
+// the top lines, categories and findings. report is the JSON object of
+// analyze's Result.Report (profiler/flame cannot import analyze).
+func WriteReport(w io.Writer, t *Tree, report []byte) error {
+	if t == nil || t.Root == nil {
+		return errors.New("flame: WriteReport of an empty tree")
+	}
+	if !json.Valid(report) {
+		return errors.New("flame: WriteReport: the report is not JSON")
+	}
+	data, err := json.Marshal(t)
+	if err != nil {
+		return fmt.Errorf("flame: encoding tree: %w", err)
+	}
+	// Re-encoding escapes <, >, & and U+2028/U+2029 as WriteHTML's data.
+	var rep bytes.Buffer
+	if err := json.Compact(&rep, report); err != nil {
+		return err
+	}
+	esc := bytes.Buffer{}
+	json.HTMLEscape(&esc, rep.Bytes())
+	d := newPageData(t, data)
+	d.ReportCSS = template.CSS(reportCSS)
+	d.ReportScript = template.JS(reportScript)
+	d.Report = template.JS(esc.String())
+	return pageTmpl.Execute(w, d)
 }
 
 // humanBytes formats like flame.js's formatBytes, so header and tooltips agree.

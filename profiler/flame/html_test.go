@@ -100,7 +100,8 @@ func TestWriteHTMLEscapesFrameText(t *testing.T) {
 // The CLI inlines the script and stylesheet into script and style elements:
 // they must not be able to end those elements early.
 func TestAssetsCanBeInlined(t *testing.T) {
-	for name, s := range map[string]string{"flame.js": Script(), "flame.css": Stylesheet()} {
+	for name, s := range map[string]string{"flame.js": Script(), "flame.css": Stylesheet(),
+		"timeline.js+report.js": ReportScript(), "timeline.css+report.css": ReportStylesheet()} {
 		low := strings.ToLower(s)
 		if s == "" || strings.Contains(low, "</script") || strings.Contains(low, "</style") || strings.Contains(low, "<!--") {
 			t.Errorf("%s cannot be inlined", name)
@@ -140,4 +141,33 @@ func TestHumanBytes(t *testing.T) {
 func TestWriteHTMLGolden(t *testing.T) {
 	page := writePage(t, smallTree())
 	golden.Check(t, "small.html.golden", []byte(page))
+}
+
+// The report page escapes hostile report text as the tree's, and holds both.
+func TestWriteReportEscapes(t *testing.T) {
+	report := `{"findings":[{"title":"` + strings.ReplaceAll(evilName, `"`, `\"`) + `"}]}`
+	var b strings.Builder
+	if err := WriteReport(&b, smallTree(), []byte(report)); err != nil {
+		t.Fatal(err)
+	}
+	page := b.String()
+	if strings.Contains(page, evilName) {
+		t.Fatal("a finding's title closed the report's script element")
+	}
+	if n := strings.Count(strings.ToLower(page), "</script"); n != 5 {
+		t.Errorf("%d script closings, want 5", n)
+	}
+	m := regexp.MustCompile(`(?s)<script type="application/json" id="vramscope-report">(.*?)</script>`).FindStringSubmatch(page)
+	if m == nil {
+		t.Fatal("no report element")
+	}
+	var back struct {
+		Findings []struct{ Title string } `json:"findings"`
+	}
+	if err := json.Unmarshal([]byte(m[1]), &back); err != nil || len(back.Findings) != 1 || back.Findings[0].Title != evilName {
+		t.Errorf("report data: %v %+v", err, back)
+	}
+	if err := WriteReport(&b, smallTree(), []byte("{")); err == nil {
+		t.Error("WriteReport took a report that is not JSON")
+	}
 }

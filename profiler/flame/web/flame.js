@@ -287,6 +287,7 @@
 
   /** matchFrame applies a matcher to a node's name and file. */
   function matchFrame(matcher, node) {
+    if (matcher.node) return matcher.node(node); // selectFrames: a predicate on the node
     return matcher.test(String(node.n || "")) || (!!node.f && matcher.test(node.f));
   }
 
@@ -912,6 +913,7 @@
     runSearch(text) {
       clearTimeout(this.searchTimer);
       this.query = String(text || "");
+      this.frameSel = null;
       if (this.input.value !== this.query) this.input.value = this.query;
       const matcher = makeMatcher(this.query);
       let result = { count: 0, value: 0, share: 0 };
@@ -945,6 +947,38 @@
         this.schedule();
       }
       return true;
+    }
+
+    // setTree shows another tree (the live set of a moment) in the same view;
+    // the search stays and is run on the new tree.
+    setTree(tree) {
+      if (typeof tree === "string") tree = JSON.parse(tree);
+      this.tree = tree;
+      this.root = rootOf(tree);
+      this.total = valueOf(this.root);
+      this.nodeCount = undefined;
+      this.zoomPath = [this.root];
+      this.viewport.scrollTop = 0;
+      this.setHover(-1, null);
+      this.updateCrumbs();
+      if (this.frameSel) this.selectFrames(this.frameSel[0], this.frameSel[1]);
+      else if (this.query) this.runSearch(this.query);
+      this.schedule();
+    }
+
+    // selectFrames highlights the frames at the given {file, line} places as a
+    // search does, under label (a finding's title), e.g. a finding's lines.
+    selectFrames(frames, label) {
+      const want = new Set((frames || []).map((f) => f.file + ":" + (f.line || 0)));
+      const s = searchTree(this.root, { node: (n) => want.has(n.f + ":" + (n.l || 0)) });
+      this.search = s;
+      this.frameSel = [frames, label];
+      this.query = String(label || "");
+      this.input.value = "";
+      this.summary.classList.remove("vf-summary-error");
+      this.summary.textContent = (label ? label + ": " : "") + formatCount(s.count) + (s.count === 1 ? " frame" : " frames") + " \u00b7 " + formatBytes(s.value);
+      this.schedule();
+      return { count: s.count, value: s.value, share: s.share };
     }
 
     updateCrumbs() {
@@ -988,6 +1022,8 @@
           return k < 0 ? null : frameOf(this.lay.nodes[k]);
         },
         refreshTheme: () => this.retheme(),
+        setTree: (tree) => this.setTree(tree),
+        selectFrames: (frames, label) => this.selectFrames(frames, label),
       };
     }
 

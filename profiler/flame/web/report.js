@@ -1,0 +1,301 @@
+/*
+ * vramscope report: the linked views of one analysis, shared by the CLI's
+ * page, the VS Code webview and the Jupyter widget. It composes the timeline
+ * (timeline.js), the flame graph (flame.js), the top lines, the categories,
+ * the findings and, when allocmap.js and the analysis's allocator_maps are
+ * present, the allocator map. The views are linked: a click on the timeline
+ * shows the flame graph and top lines of what was live then; a click on a
+ * finding selects its time range on the timeline and its lines in the flame
+ * graph; a click on a line selects its frames.
+ *
+ * Data: the flame tree (profiler/flame's JSON) and the report object of
+ * analyze's Result.Report ({device: {timeline, peak, ...}, sites, categories,
+ * findings, ooms, steps, moments, allocator_maps?}). Loads like flame.js
+ * (globalThis.VramscopeReport); needs VramscopeFlame and VramscopeTimeline
+ * loaded first (or passed in options.flame / options.timeline).
+ */
+(function (root, factory) {
+  "use strict";
+  const api = factory(root);
+  if (typeof module === "object" && module !== null && module.exports) module.exports = api;
+  if (root) root.VramscopeReport = api;
+})(typeof globalThis !== "undefined" ? globalThis : this, function (root) {
+  "use strict";
+
+  function el(tag, cls, parent, text) {
+    const e = document.createElement(tag);
+    if (cls) e.className = cls;
+    if (text !== undefined) e.textContent = text;
+    if (parent) parent.appendChild(e);
+    return e;
+  }
+
+  function base(file) {
+    const s = String(file || "");
+    return s.slice(s.lastIndexOf("/") + 1);
+  }
+
+  function mark(name) {
+    if (typeof performance !== "undefined" && performance.mark) performance.mark(name);
+  }
+
+  function measure(name, a, b) {
+    if (typeof performance === "undefined" || !performance.measure) return 0;
+    const m = performance.measure(name, a, b);
+    return m && m.duration !== undefined ? m.duration : 0;
+  }
+
+  /** findingRange is a finding's time range on the timeline, or null. */
+  function findingRange(f, report) {
+    const ev = (f && f.evidence) || {};
+    if (ev.start_us > 0 && ev.end_us >= ev.start_us) return [ev.start_us, Math.max(ev.end_us, ev.start_us + 1)];
+    if (f && f.kind === "out_of_memory") {
+      const o = ((report && report.ooms) || [])[0];
+      if (o) return [o.time_us, o.time_us + 1];
+    }
+    return null;
+  }
+
+  /** findingFrames are the {file, line} places a finding points at. */
+  function findingFrames(f) {
+    const out = [];
+    if (f && f.file) out.push({ file: f.file, line: f.line || 0 });
+    for (const l of (f && f.evidence && f.evidence.lines) || []) out.push({ file: l.file, line: l.line || 0 });
+    return out;
+  }
+
+  class ReportView {
+    constructor(container, tree, report, options) {
+      this.options = options || {};
+      this.Flame = this.options.flame || root.VramscopeFlame;
+      this.Timeline = this.options.timeline || root.VramscopeTimeline;
+      if (!this.Flame || !this.Timeline) throw new Error("vramscope report: flame.js and timeline.js must be loaded first");
+      this.peakTree = tree;
+      this.report = report || {};
+      this.moments = this.Timeline.newMoments(this.report.moments);
+      this.build(container);
+      this.renderViews();
+    }
+
+    build(container) {
+      const r = el("div", "vr-root");
+      this.el = r;
+      this.tlBox = el("section", "vr-timeline", r);
+      this.tlBox.setAttribute("aria-label", "Memory over time");
+      const body = el("div", "vr-body", r);
+      const main = el("section", "vr-flame", body);
+      const head = el("div", "vr-flame-head", main);
+      this.showing = el("span", "vr-showing", head, "At the peak");
+      this.peakBtn = el("button", "vr-peak", head, "Back to the peak");
+      this.peakBtn.type = "button";
+      this.peakBtn.hidden = true;
+      this.flameBox = el("div", "vr-flame-graph", main);
+      this.side = el("aside", "vr-side", body);
+      this.linesBox = this.section("Top lines", "vr-lines");
+      this.catsBox = this.section("Categories", "vr-cats");
+      this.findingsBox = this.section("Findings", "vr-findings");
+      this.mapBox = this.section("Allocator map", "vr-allocmap");
+      this.mapBox.parentNode.hidden = true;
+      container.appendChild(r);
+    }
+
+    section(title, cls) {
+      const s = el("section", "vr-section " + cls, this.side);
+      el("h2", "vr-h", s, title);
+      return el("div", "vr-section-body", s);
+    }
+
+    renderViews() {
+      const o = this.options;
+      const flameOpts = Object.assign({}, o.flameOptions || {});
+      this.flame = this.Flame.render(this.flameBox, this.peakTree, flameOpts);
+      const dev = this.report.device;
+      if (dev && dev.timeline && dev.timeline.points && dev.timeline.points.length) {
+        this.timeline = this.Timeline.render(this.tlBox, dev, this.report, {
+          onMoment: (t) => this.showMoment(t),
+          colors: o.categoryColors,
+        });
+      } else {
+        this.tlBox.hidden = true;
+      }
+      this.peakBtn.addEventListener("click", () => this.showPeak());
+      this.fillLines(this.report.sites || [], "at the peak");
+      this.fillCategories();
+      this.fillFindings();
+      this.renderAllocMap();
+    }
+
+    /** showMoment draws what was live at time t: the flame graph and the top lines. */
+    showMoment(t) {
+      if (!this.moments) {
+        this.showing.textContent = "This snapshot records no moments (no trace)";
+        return null;
+      }
+      mark("vramscope-moment-start");
+      const b = this.Timeline.bucketOf(this.moments, t);
+      const live = this.Timeline.liveAt(this.moments, b);
+      const m = this.moments.m;
+      const end = b < 0 ? m.start_us : m.start_us + (b + 1) * m.width_us;
+      const dev = this.report.device || {};
+      const at = this.Timeline.formatTime(end - (dev.timeline && dev.timeline.points.length ? dev.timeline.points[0].time_us : m.start_us));
+      const tree = this.Timeline.treeOf(this.moments, live, "live at " + at);
+      this.flame.setTree(tree);
+      const lines = this.Timeline.topLinesOf(this.moments, live, 10);
+      this.fillLines(lines.map((l) => ({ file: l.file, line: l.line, function: l.name, peak_bytes: l.bytes })), "at " + at);
+      this.showing.textContent = "Live at " + at + ": " + this.Flame.formatBytes(tree.root.v);
+      this.peakBtn.hidden = false;
+      if (this.timeline) this.timeline.pick(t, true);
+      mark("vramscope-moment-end");
+      this.lastMomentMs = measure("vramscope-moment", "vramscope-moment-start", "vramscope-moment-end");
+      this.moment = { t: t, bucket: b, bytes: tree.root.v };
+      return this.moment;
+    }
+
+    showPeak() {
+      this.flame.setTree(this.peakTree);
+      this.fillLines(this.report.sites || [], "at the peak");
+      this.showing.textContent = "At the peak";
+      this.peakBtn.hidden = true;
+      this.moment = null;
+      if (this.timeline) this.timeline.pick(null, true);
+    }
+
+    fillLines(sites, when) {
+      const box = this.linesBox;
+      box.textContent = "";
+      el("div", "vr-note", box, "Source lines holding the most memory " + when);
+      const list = el("ol", "vr-list", box);
+      const fmt = this.Flame.formatBytes;
+      for (const s of sites.slice(0, 10)) {
+        const li = el("li", "vr-item", list);
+        const b = el("button", "vr-link", li);
+        b.type = "button";
+        el("span", "vr-bytes", b, fmt(s.peak_bytes));
+        el("span", "vr-where", b, s.file ? base(s.file) + ":" + s.line : String(s.function || ""));
+        if (s.function && s.file) el("span", "vr-func", b, s.function);
+        b.title = (s.file || "") + (s.line ? ":" + s.line : "");
+        b.addEventListener("click", () => {
+          if (s.file) this.flame.selectFrames([{ file: s.file, line: s.line }], base(s.file) + ":" + s.line);
+          if (s.file && typeof this.options.onFrameClick === "function") this.options.onFrameClick({ name: s.function, file: s.file, line: s.line });
+        });
+      }
+      if (!sites.length) el("li", "vr-empty", list, "nothing live");
+    }
+
+    fillCategories() {
+      const cats = (this.report.categories || []).filter((c) => c.bytes > 0);
+      const box = this.catsBox;
+      if (!cats.length) {
+        box.parentNode.hidden = true;
+        return;
+      }
+      el("div", "vr-note", box, "Live at the peak by what the memory is for");
+      const total = cats.reduce((a, c) => a + c.bytes, 0);
+      for (const c of cats) {
+        const row = el("div", "vr-cat", box);
+        const sw = el("span", "vt-swatch", row);
+        sw.style.background = (this.options.categoryColors || {})[c.name] || this.Timeline.categoryColor(c.name);
+        el("span", "vr-cat-name", row, c.name.replace(/_/g, " "));
+        el("span", "vr-bytes", row, this.Flame.formatBytes(c.bytes) + " \u00b7 " + this.Flame.formatPercent(c.bytes, total));
+      }
+    }
+
+    fillFindings() {
+      const box = this.findingsBox;
+      const fs = this.report.findings || [];
+      if (!fs.length) {
+        el("div", "vr-note", box, "No findings");
+        return;
+      }
+      const list = el("ol", "vr-list", box);
+      fs.forEach((f, i) => {
+        const li = el("li", "vr-item vr-finding vr-sev-" + (f.severity || "info"), list);
+        const b = el("button", "vr-link", li);
+        b.type = "button";
+        b.dataset.finding = String(i);
+        el("span", "vr-sev", b, f.severity || "info");
+        el("span", "vr-title", b, f.title || f.kind);
+        if (f.file) el("span", "vr-where", b, base(f.file) + ":" + f.line);
+        b.title = f.fix || "";
+        b.addEventListener("click", () => this.selectFinding(i));
+      });
+    }
+
+    /** selectFinding selects a finding's time range on the timeline and its lines in the flame graph. */
+    selectFinding(i) {
+      const f = (this.report.findings || [])[i];
+      if (!f) return null;
+      for (const b of this.findingsBox.querySelectorAll(".vr-link")) b.classList.toggle("vr-selected", b.dataset.finding === String(i));
+      const range = findingRange(f, this.report);
+      if (this.timeline) {
+        this.timeline.highlight(range ? range[0] : null, range ? range[1] : null);
+        if (range) {
+          const pad = Math.max((range[1] - range[0]) * 0.25, (this.timeline.state().full[1] - this.timeline.state().full[0]) * 0.01);
+          this.timeline.setRange(range[0] - pad, range[1] + pad);
+        }
+      }
+      const sel = this.flame.selectFrames(findingFrames(f), f.title || f.kind);
+      return { range: range, frames: sel.count };
+    }
+
+    renderAllocMap() {
+      const maps = this.report.allocator_maps;
+      const A = this.options.allocmap || root.VramAllocMap;
+      if (!maps || !A || typeof A.render !== "function") return;
+      this.mapBox.parentNode.hidden = false;
+      try {
+        this.allocmap = A.render(this.mapBox, maps, { report: this.report });
+      } catch (err) {
+        el("div", "vr-note", this.mapBox, "The allocator map could not be drawn: " + (err && err.message ? err.message : err));
+      }
+    }
+
+    controller() {
+      const flame = this.flame;
+      return Object.assign({}, flame, {
+        flame: flame,
+        timeline: this.timeline || null,
+        allocmap: this.allocmap || null,
+        showMoment: (t) => this.showMoment(t),
+        showPeak: () => this.showPeak(),
+        selectFinding: (i) => this.selectFinding(i),
+        reportState: () => ({
+          moment: this.moment || null,
+          momentMs: this.lastMomentMs,
+          timeline: this.timeline ? this.timeline.state() : null,
+          flame: flame.state(),
+          lines: Array.from(this.linesBox.querySelectorAll(".vr-where")).map((e) => e.textContent),
+        }),
+        destroy: () => {
+          if (this.timeline) this.timeline.destroy();
+          flame.destroy();
+          if (this.el.parentNode) this.el.parentNode.removeChild(this.el);
+        },
+        refreshTheme: () => {
+          flame.refreshTheme();
+          if (this.timeline) this.timeline.refreshTheme();
+        },
+      });
+    }
+  }
+
+  /**
+   * render draws the linked report into container and returns the flame
+   * graph's controller extended with {flame, timeline, showMoment(t),
+   * showPeak(), selectFinding(i), reportState()}. options: {flameOptions
+   * (flame.js's options: onFrameClick, colors, height), onFrameClick (for a
+   * top line), categoryColors, flame, timeline, allocmap (the modules, when not
+   * globals)}. Measured as "vramscope-report-render".
+   */
+  function render(container, tree, report, options) {
+    mark("vramscope-report-start");
+    if (typeof tree === "string") tree = JSON.parse(tree);
+    if (typeof report === "string") report = JSON.parse(report);
+    const view = new ReportView(container, tree, report, options);
+    mark("vramscope-report-end");
+    measure("vramscope-report-render", "vramscope-report-start", "vramscope-report-end");
+    return view.controller();
+  }
+
+  return { render: render, findingRange: findingRange, findingFrames: findingFrames };
+});

@@ -1,0 +1,778 @@
+/*
+ * vramscope timeline: memory over time, shared by the CLI's page, the VS Code
+ * webview and the Jupyter widget (like flame.js). It draws a device timeline
+ * of the analysis JSON (points {time_us, allocated, reserved, categories},
+ * category_names, markers) on a <canvas>: allocated stacked by category,
+ * reserved as a line, step boundaries, the peak and OOMs marked. Drag to zoom
+ * into a range, + / - / arrows / 0 (and double-click) to zoom, pan and reset,
+ * hover for a tooltip, click to pick a moment.
+ *
+ * It also holds the pure half of "moments" (analyze's Moments: per-bucket
+ * deltas of live bytes by origin): the live set at any time, as a flame tree
+ * and as top lines, so a click shows what was live then.
+ *
+ * Loads like flame.js: classic script (globalThis.VramscopeTimeline),
+ * require(), or import. No network. Inlined into an HTML script element, so it
+ * never contains the sequences that close one.
+ */
+(function (root, factory) {
+  "use strict";
+  const api = factory();
+  if (typeof module === "object" && module !== null && module.exports) module.exports = api;
+  if (root) root.VramscopeTimeline = api;
+})(typeof globalThis !== "undefined" ? globalThis : this, function () {
+  "use strict";
+
+  // ---------------------------------------------------------------------------
+  // Formatting and scales (pure)
+
+  const UNITS = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
+
+  function formatBytes(n) {
+    n = Number(n) || 0;
+    const sign = n < 0 ? "-" : "";
+    let v = Math.abs(n);
+    let u = 0;
+    while (v >= 1024 && u < UNITS.length - 1) {
+      v /= 1024;
+      u++;
+    }
+    return u === 0 ? sign + Math.round(v) + " B" : sign + v.toFixed(2) + " " + UNITS[u];
+  }
+
+  /** formatTime gives microseconds as "812 µs", "4.20 ms" or "12.345 s". */
+  function formatTime(us) {
+    const a = Math.abs(us);
+    if (a < 1000) return Math.round(us) + " \u00b5s";
+    if (a < 1e6) return (us / 1000).toFixed(2) + " ms";
+    return (us / 1e6).toFixed(3) + " s";
+  }
+
+  /** niceStep is a round tick step (1, 2 or 5 times a power of ten) giving about n ticks over span. */
+  function niceStep(span, n) {
+    const raw = span / Math.max(1, n);
+    const p = Math.pow(10, Math.floor(Math.log10(raw || 1)));
+    const m = raw / p;
+    return (m < 1.5 ? 1 : m < 3.5 ? 2 : m < 7.5 ? 5 : 10) * p;
+  }
+
+  // ---------------------------------------------------------------------------
+  // Series and per-pixel downsampling (pure)
+
+  /** seriesOf turns a timeline's points into typed columns; categories may be absent. */
+  function seriesOf(timeline) {
+    const pts = (timeline && timeline.points) || [];
+    const names = (timeline && timeline.category_names) || [];
+    const n = pts.length;
+    const s = { n: n, names: names, t: new Float64Array(n), alloc: new Float64Array(n), reserved: new Float64Array(n), cats: names.map(() => new Float64Array(n)), hasCats: false };
+    for (let i = 0; i < n; i++) {
+      const p = pts[i];
+      s.t[i] = +p.time_us || 0;
+      s.alloc[i] = +p.allocated || 0;
+      s.reserved[i] = +p.reserved || 0;
+      const c = p.categories;
+      if (c && c.length) {
+        s.hasCats = true;
+        for (let j = 0; j < names.length; j++) s.cats[j][i] = +c[j] || 0;
+      }
+    }
+    return s;
+  }
+
+  /** indexAt is the last point at or before time t (-1 before the first). */
+  function indexAt(s, t) {
+    let lo = 0;
+    let hi = s.n - 1;
+    if (hi < 0 || t < s.t[0]) return -1;
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >> 1;
+      if (s.t[mid] <= t) lo = mid;
+      else hi = mid - 1;
+    }
+    return lo;
+  }
+
+  /**
+   * columns downsamples s over [t0, t1) to px pixel columns, keeping for each
+   * the highest and lowest allocated, the highest reserved and the point that
+   * reached the highest (its categories are drawn). A column without a point
+   * holds the level of the point before it, so steps stay flat.
+   */
+  function columns(s, t0, t1, px) {
+    px = Math.max(1, Math.floor(px));
+    const c = { px: px, max: new Float64Array(px), min: new Float64Array(px), reserved: new Float64Array(px), at: new Int32Array(px).fill(-1) };
+    const span = Math.max(1e-9, t1 - t0);
+    let i = Math.max(0, indexAt(s, t0)); // the point in force at the column's start
+    for (let x = 0; x < px; x++) {
+      const end = t0 + ((x + 1) * span) / px;
+      if (s.n === 0 || s.t[0] >= end) continue;
+      let best = i;
+      let lo = s.alloc[i];
+      let res = s.reserved[i];
+      let j = i + 1;
+      for (; j < s.n && s.t[j] < end; j++) {
+        if (s.alloc[j] > s.alloc[best]) best = j;
+        lo = Math.min(lo, s.alloc[j]);
+        res = Math.max(res, s.reserved[j]);
+      }
+      c.at[x] = best;
+      c.max[x] = s.alloc[best];
+      c.min[x] = lo;
+      c.reserved[x] = res;
+      i = j - 1;
+    }
+    return c;
+  }
+
+  /** markersOf gathers what the timeline marks: steps, the peak and OOMs, by time. */
+  function markersOf(device, report) {
+    const out = [];
+    const tl = (device && device.timeline) || {};
+    for (const m of tl.markers || []) if (m.kind === "step") out.push({ t: +m.time_us, kind: "step", label: m.name });
+    if (!out.length) for (const st of (report && report.steps) || []) out.push({ t: +st.start_us, kind: "step", label: "step " + st.index });
+    if (device && device.peak && device.peak.bytes > 0) out.push({ t: +device.peak.time_us, kind: "peak", label: "peak " + formatBytes(device.peak.bytes) });
+    for (const o of (report && report.ooms) || []) {
+      if (!device || o.device === device.device) out.push({ t: +o.time_us, kind: "oom", label: "OOM: " + formatBytes(o.requested) + " requested" });
+    }
+    return out.sort((a, b) => a.t - b.t);
+  }
+
+  // ---------------------------------------------------------------------------
+  // Moments: the live set at any time (pure)
+
+  const CHECKPOINT = 32;
+
+  /** newMoments wraps analyze's Moments with a cache of checkpoints (live sets every 32 buckets). */
+  function newMoments(m) {
+    if (!m || !m.buckets || !m.origins) return null;
+    return { m: m, checkpoints: new Map() };
+  }
+
+  /** bucketOf is the moment bucket holding time t; -1 before the trace. */
+  function bucketOf(mo, t) {
+    const m = mo.m;
+    if (t < m.start_us) return -1;
+    return Math.min(m.buckets.length - 1, Math.floor((t - m.start_us) / m.width_us));
+  }
+
+  /** liveAt gives the bytes live by origin (a Float64Array) at the end of bucket b (-1: the base). */
+  function liveAt(mo, b) {
+    const m = mo.m;
+    b = Math.min(b, m.buckets.length - 1);
+    const start = Math.floor((b + 1) / CHECKPOINT) * CHECKPOINT; // checkpoint k: buckets 0..k-1 added
+    let k = start;
+    while (k > 0 && !mo.checkpoints.has(k)) k -= CHECKPOINT;
+    if (!mo.checkpoints.has(k)) mo.checkpoints.set(k, baseOf(m));
+    let live = mo.checkpoints.get(k);
+    while (k < start) {
+      live = live.slice();
+      for (let i = k; i < k + CHECKPOINT; i++) addRow(live, m.buckets[i], m.unit);
+      k += CHECKPOINT;
+      mo.checkpoints.set(k, live);
+    }
+    live = live.slice();
+    for (let i = start; i <= b; i++) addRow(live, m.buckets[i], m.unit);
+    return live;
+  }
+
+  function baseOf(m) {
+    const live = new Float64Array(m.origins.length);
+    const base = m.base || [];
+    for (let i = 0; i + 1 < base.length; i += 2) live[base[i]] += base[i + 1];
+    return live;
+  }
+
+  function addRow(live, row, unit) {
+    for (let j = 0; j + 1 < row.length; j += 2) live[row[j]] += row[j + 1] * unit;
+  }
+
+  /** treeOf builds a flame tree (profiler/flame's JSON) of a live set. */
+  function treeOf(mo, live, title) {
+    const m = mo.m;
+    const root = { n: "all", v: 0, c: [] };
+    const index = new Map([[root, new Map()]]);
+    for (let o = 0; o < live.length; o++) {
+      const v = live[o];
+      if (!(v > 0)) continue;
+      root.v += v;
+      let node = root;
+      for (const fi of m.origins[o]) {
+        const f = m.frames[fi];
+        const key = f.n + "\u0000" + (f.f || "") + "\u0000" + (f.l || 0);
+        const kids = index.get(node);
+        let child = kids.get(key);
+        if (!child) {
+          child = { n: f.n, v: 0 };
+          if (f.f) child.f = f.f;
+          if (f.l) child.l = f.l;
+          kids.set(key, child);
+          index.set(child, new Map());
+          (node.c || (node.c = [])).push(child);
+        }
+        child.v += v;
+        node = child;
+      }
+      node.s = (node.s || 0) + v;
+    }
+    sortTree(root);
+    return { title: title || "live", weight: "live", unit: "bytes", root: root };
+  }
+
+  function sortTree(node) {
+    const stack = [node];
+    while (stack.length) {
+      const n = stack.pop();
+      if (!n.c) continue;
+      n.c.sort((a, b) => b.v - a.v);
+      for (const c of n.c) stack.push(c);
+    }
+  }
+
+  /** topLinesOf lists the source lines holding the most of a live set: {name, file, line, bytes}. */
+  function topLinesOf(mo, live, n) {
+    const m = mo.m;
+    const by = new Map();
+    for (let o = 0; o < live.length; o++) {
+      if (!(live[o] > 0)) continue;
+      const s = m.sites[o];
+      const key = s >= 0 ? s : -1 - o; // an origin without a line stands for itself
+      by.set(key, (by.get(key) || 0) + live[o]);
+    }
+    const out = [];
+    for (const [key, bytes] of by) {
+      const f = key >= 0 ? m.frames[key] : lastFrame(m, -1 - key);
+      out.push({ name: f.n, file: f.f || "", line: f.l || 0, bytes: bytes });
+    }
+    out.sort((a, b) => b.bytes - a.bytes);
+    return out.slice(0, n || 10);
+  }
+
+  function lastFrame(m, o) {
+    const path = m.origins[o];
+    return path.length ? m.frames[path[path.length - 1]] : { n: "(no frames)" };
+  }
+
+  // ---------------------------------------------------------------------------
+  // The view (DOM)
+
+  const CAT_COLORS = {
+    parameter: "#4e79a7",
+    gradient: "#f28e2b",
+    optimizer_state: "#76b7b2",
+    activation: "#e15759",
+    temporary: "#edc948",
+    other: "#9c9c9c",
+    unknown: "#bab0ac",
+  };
+  const AXIS_W = 64;
+  const AXIS_H = 18;
+
+  function el(tag, cls, parent) {
+    const e = document.createElement(tag);
+    if (cls) e.className = cls;
+    if (parent) parent.appendChild(e);
+    return e;
+  }
+
+  class TimelineView {
+    constructor(container, device, report, options) {
+      this.options = options || {};
+      this.device = device || {};
+      this.s = seriesOf(this.device.timeline);
+      this.markers = markersOf(this.device, report);
+      const t0 = this.s.n ? this.s.t[0] : 0;
+      const last = this.s.n ? this.s.t[this.s.n - 1] : 1;
+      this.full = [t0, Math.max(last, +this.device.end_us || 0, t0 + 1)];
+      this.range = this.full.slice();
+      this.hoverT = null;
+      this.moment = null; // the picked time
+      this.band = null; // [t0, t1] highlighted (a finding's time range)
+      this.drag = null;
+      this.listeners = [];
+      this.build(container);
+      this.readTheme();
+      this.attach();
+    }
+
+    build(container) {
+      const root = el("div", "vt-root");
+      root.tabIndex = 0;
+      root.setAttribute("role", "group");
+      root.setAttribute("aria-label", "Memory over time: drag to zoom, + and - zoom, arrows pan, 0 resets, click picks a moment");
+      const bar = el("div", "vt-toolbar", root);
+      this.resetBtn = el("button", "vt-reset", bar);
+      this.resetBtn.type = "button";
+      this.resetBtn.textContent = "Reset zoom";
+      this.resetBtn.title = "Show the whole timeline (0)";
+      this.legend = el("span", "vt-legend", bar);
+      this.status = el("span", "vt-status", bar);
+      this.status.setAttribute("aria-live", "polite");
+      this.canvas = el("canvas", "vt-canvas", root);
+      this.canvas.setAttribute("role", "img");
+      this.canvas.setAttribute("aria-label", "Allocated and reserved GPU memory over time");
+      this.tooltip = el("div", "vf-tooltip vt-tooltip", root);
+      this.tooltip.hidden = true;
+      this.el = root;
+      container.appendChild(root);
+      this.ctx = this.canvas.getContext("2d");
+      this.fillLegend();
+    }
+
+    fillLegend() {
+      const add = (cls, color, text) => {
+        const item = el("span", "vt-key " + cls, this.legend);
+        const sw = el("span", "vt-swatch", item);
+        sw.style.background = color;
+        el("span", "", item).textContent = text;
+      };
+      if (this.s.hasCats) this.s.names.forEach((n) => add("vt-key-cat", this.catColor(n), n.replace(/_/g, " ")));
+      else add("vt-key-cat", this.catColor("other"), "allocated");
+      add("vt-key-reserved", "transparent", "reserved");
+    }
+
+    catColor(name) {
+      const o = (this.options.colors || {})[name];
+      return o || CAT_COLORS[name] || CAT_COLORS.other;
+    }
+
+    readTheme() {
+      const style = getComputedStyle(this.el);
+      const v = (n, d) => style.getPropertyValue(n).trim() || d;
+      this.bg = v("--vf-bg", "#ffffff");
+      this.fg = v("--vf-fg", "#1f2328");
+      this.muted = v("--vf-muted", "#59636e");
+      this.grid = v("--vf-border", "#d1d9e0");
+      this.accent = v("--vf-focus", "#0969da");
+      this.errorColor = v("--vf-error", "#cf222e");
+      this.font = "11px " + v("--vf-ui-font", "sans-serif");
+    }
+
+    on(target, type, fn, opts) {
+      target.addEventListener(type, fn, opts);
+      this.listeners.push([target, type, fn, opts]);
+    }
+
+    attach() {
+      this.on(this.canvas, "mousedown", (e) => this.onDown(e));
+      this.on(window, "mousemove", (e) => this.onMove(e));
+      this.on(window, "mouseup", (e) => this.onUp(e));
+      this.on(this.canvas, "mouseleave", () => this.setHover(null));
+      this.on(this.canvas, "dblclick", () => this.reset());
+      this.on(this.resetBtn, "click", () => this.reset());
+      this.on(this.el, "keydown", (e) => this.onKey(e));
+      if (typeof ResizeObserver !== "undefined") {
+        this.resizer = new ResizeObserver(() => this.schedule());
+        this.resizer.observe(this.el);
+      }
+      if (typeof MutationObserver !== "undefined" && document.body) {
+        this.themeWatch = new MutationObserver(() => {
+          this.readTheme();
+          this.schedule();
+        });
+        const opts = { attributes: true, attributeFilter: ["class", "style", "data-theme"] };
+        this.themeWatch.observe(document.body, opts);
+        this.themeWatch.observe(document.documentElement, opts);
+      }
+    }
+
+    schedule() {
+      if (this.frameReq || this.destroyed) return;
+      this.frameReq = requestAnimationFrame(() => {
+        this.frameReq = 0;
+        this.draw();
+      });
+    }
+
+    plotWidth() {
+      return Math.max(1, this.cssW - AXIS_W - 8);
+    }
+
+    xOf(t) {
+      return AXIS_W + ((t - this.range[0]) / (this.range[1] - this.range[0])) * this.plotWidth();
+    }
+
+    tOf(x) {
+      return this.range[0] + ((x - AXIS_W) / this.plotWidth()) * (this.range[1] - this.range[0]);
+    }
+
+    draw() {
+      if (this.destroyed) return;
+      const cssW = this.canvas.clientWidth;
+      const cssH = this.canvas.clientHeight;
+      if (!(cssW > 0) || !(cssH > 0)) return;
+      this.cssW = cssW;
+      this.cssH = cssH;
+      const dpr = window.devicePixelRatio || 1;
+      if (this.canvas.width !== Math.round(cssW * dpr) || this.canvas.height !== Math.round(cssH * dpr)) {
+        this.canvas.width = Math.round(cssW * dpr);
+        this.canvas.height = Math.round(cssH * dpr);
+      }
+      const ctx = this.ctx;
+      ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+      ctx.fillStyle = this.bg;
+      ctx.fillRect(0, 0, cssW, cssH);
+      this.cols = columns(this.s, this.range[0], this.range[1], this.plotWidth());
+      let top = 0;
+      for (let x = 0; x < this.cols.px; x++) top = Math.max(top, this.cols.max[x], this.cols.reserved[x]);
+      this.yMax = top > 0 ? top * 1.05 : 1;
+      this.plotH = cssH - AXIS_H - 4;
+      this.paintAxes();
+      this.paintAreas();
+      this.paintBand();
+      this.paintMarkers();
+      this.paintCursor();
+      this.resetBtn.disabled = this.range[0] === this.full[0] && this.range[1] === this.full[1];
+      this.drawn = (this.drawn || 0) + 1;
+    }
+
+    yOf(v) {
+      return 4 + this.plotH - (v / this.yMax) * this.plotH;
+    }
+
+    paintAxes() {
+      const ctx = this.ctx;
+      ctx.font = this.font;
+      ctx.fillStyle = this.muted;
+      ctx.strokeStyle = this.grid;
+      ctx.lineWidth = 1;
+      ctx.textBaseline = "middle";
+      ctx.textAlign = "right";
+      const ys = niceStep(this.yMax, 4);
+      ctx.beginPath();
+      for (let v = 0; v <= this.yMax; v += ys) {
+        const y = Math.round(this.yOf(v)) + 0.5;
+        ctx.moveTo(AXIS_W, y);
+        ctx.lineTo(this.cssW - 8, y);
+        ctx.fillText(formatBytes(v), AXIS_W - 6, y);
+      }
+      ctx.stroke();
+      ctx.textAlign = "center";
+      ctx.textBaseline = "top";
+      const span = this.range[1] - this.range[0];
+      const ts = niceStep(span, Math.max(2, Math.floor(this.plotWidth() / 110)));
+      const origin = this.full[0];
+      for (let t = Math.ceil((this.range[0] - origin) / ts) * ts; t <= this.range[1] - origin; t += ts) {
+        ctx.fillText(formatTime(t), this.xOf(origin + t), this.cssH - AXIS_H + 3);
+      }
+    }
+
+    // Each column stacks the categories of its highest point; without
+    // categories it is one area. A faint line marks each column's lowest level.
+    paintAreas() {
+      const ctx = this.ctx;
+      const c = this.cols;
+      const s = this.s;
+      const cats = s.hasCats ? s.names : ["other"];
+      for (let j = 0; j < cats.length; j++) {
+        ctx.fillStyle = this.catColor(cats[j]);
+        ctx.beginPath();
+        for (let x = 0; x < c.px; x++) {
+          const i = c.at[x];
+          if (i < 0) continue;
+          let below = 0;
+          let v = c.max[x];
+          if (s.hasCats) {
+            for (let k = 0; k < j; k++) below += s.cats[k][i];
+            v = s.cats[j][i];
+            if (j === cats.length - 1) v = Math.max(v, c.max[x] - below); // categories absent past a truncated log
+          }
+          if (!(v > 0)) continue;
+          const y0 = this.yOf(below);
+          const y1 = this.yOf(below + v);
+          ctx.rect(AXIS_W + x, y1, 1, Math.max(0.5, y0 - y1));
+        }
+        ctx.fill();
+      }
+      ctx.strokeStyle = this.fg;
+      ctx.globalAlpha = 0.35;
+      this.line((x) => c.min[x]);
+      ctx.globalAlpha = 1;
+      ctx.setLineDash([4, 3]);
+      ctx.strokeStyle = this.fg;
+      this.line((x) => c.reserved[x]);
+      ctx.setLineDash([]);
+    }
+
+    line(valueAt) {
+      const ctx = this.ctx;
+      const c = this.cols;
+      ctx.lineWidth = 1;
+      ctx.beginPath();
+      let on = false;
+      for (let x = 0; x < c.px; x++) {
+        if (c.at[x] < 0) {
+          on = false;
+          continue;
+        }
+        const y = this.yOf(valueAt(x));
+        if (on) ctx.lineTo(AXIS_W + x + 0.5, y);
+        else ctx.moveTo(AXIS_W + x + 0.5, y);
+        on = true;
+      }
+      ctx.stroke();
+    }
+
+    paintBand() {
+      const b = this.drag && this.drag.moved ? [this.drag.t0, this.drag.t1].sort((p, q) => p - q) : this.band;
+      if (!b) return;
+      const ctx = this.ctx;
+      const x0 = Math.max(AXIS_W, this.xOf(b[0]));
+      const x1 = Math.min(this.cssW - 8, this.xOf(b[1]));
+      ctx.globalAlpha = 0.18;
+      ctx.fillStyle = this.accent;
+      ctx.fillRect(x0, 4, Math.max(2, x1 - x0), this.plotH);
+      ctx.globalAlpha = 1;
+    }
+
+    paintMarkers() {
+      const ctx = this.ctx;
+      for (const m of this.markers) {
+        if (m.t < this.range[0] || m.t > this.range[1]) continue;
+        const x = Math.round(this.xOf(m.t)) + 0.5;
+        ctx.strokeStyle = m.kind === "step" ? this.grid : m.kind === "oom" ? this.errorColor : this.fg;
+        ctx.lineWidth = m.kind === "step" ? 1 : 1.5;
+        ctx.setLineDash(m.kind === "step" ? [2, 3] : []);
+        ctx.beginPath();
+        ctx.moveTo(x, 4);
+        ctx.lineTo(x, 4 + this.plotH);
+        ctx.stroke();
+        ctx.setLineDash([]);
+        if (m.kind !== "step") {
+          ctx.fillStyle = ctx.strokeStyle;
+          ctx.font = this.font;
+          ctx.textAlign = x > this.cssW - 120 ? "right" : "left";
+          ctx.textBaseline = "top";
+          ctx.fillText(m.kind === "oom" ? "OOM" : "peak", x + (ctx.textAlign === "left" ? 3 : -3), 5);
+        }
+      }
+    }
+
+    paintCursor() {
+      const ctx = this.ctx;
+      const draw = (t, color, w) => {
+        if (t === null || t < this.range[0] || t > this.range[1]) return;
+        const x = Math.round(this.xOf(t)) + 0.5;
+        ctx.strokeStyle = color;
+        ctx.lineWidth = w;
+        ctx.beginPath();
+        ctx.moveTo(x, 4);
+        ctx.lineTo(x, 4 + this.plotH);
+        ctx.stroke();
+      };
+      draw(this.moment, this.accent, 2);
+      draw(this.hoverT, this.fg, 1);
+    }
+
+    clientT(e) {
+      const r = this.canvas.getBoundingClientRect();
+      const x = Math.min(Math.max(e.clientX - r.left, AXIS_W), this.cssW - 8);
+      return this.tOf(x);
+    }
+
+    inPlot(e) {
+      const r = this.canvas.getBoundingClientRect();
+      const x = e.clientX - r.left;
+      const y = e.clientY - r.top;
+      return x >= AXIS_W && x <= r.width - 8 && y >= 0 && y <= r.height;
+    }
+
+    onDown(e) {
+      if (e.button !== 0 || !this.inPlot(e)) return;
+      this.el.focus({ preventScroll: true });
+      const t = this.clientT(e);
+      this.drag = { t0: t, t1: t, x: e.clientX, moved: false };
+      e.preventDefault();
+    }
+
+    onMove(e) {
+      if (this.drag) {
+        this.drag.t1 = this.clientT(e);
+        this.drag.moved = this.drag.moved || Math.abs(e.clientX - this.drag.x) > 3;
+        this.schedule();
+      }
+      if (e.target === this.canvas && this.inPlot(e)) this.setHover(this.clientT(e), e);
+      else if (!this.drag) this.setHover(null);
+    }
+
+    onUp() {
+      const d = this.drag;
+      if (!d) return;
+      this.drag = null;
+      if (d.moved) {
+        const a = Math.min(d.t0, d.t1);
+        const b = Math.max(d.t0, d.t1);
+        if (b > a) this.setRange(a, b);
+      } else {
+        this.pick(d.t0);
+      }
+      this.schedule();
+    }
+
+    onKey(e) {
+      const span = this.range[1] - this.range[0];
+      const mid = this.moment !== null && this.moment >= this.range[0] && this.moment <= this.range[1] ? this.moment : this.range[0] + span / 2;
+      switch (e.key) {
+        case "+":
+        case "=":
+          this.setRange(mid - span / 4, mid + span / 4);
+          break;
+        case "-":
+        case "_":
+          this.setRange(mid - span, mid + span);
+          break;
+        case "ArrowLeft":
+          this.setRange(this.range[0] - span / 5, this.range[1] - span / 5);
+          break;
+        case "ArrowRight":
+          this.setRange(this.range[0] + span / 5, this.range[1] + span / 5);
+          break;
+        case "0":
+        case "Escape":
+          this.reset();
+          break;
+        case "Enter":
+          this.pick(mid);
+          break;
+        default:
+          return;
+      }
+      e.preventDefault();
+    }
+
+    /** setRange zooms to [a, b], kept inside the recording. */
+    setRange(a, b) {
+      const full = this.full;
+      const fullSpan = full[1] - full[0];
+      let span = Math.min(Math.max(b - a, 1), fullSpan);
+      a = Math.max(full[0], Math.min(a, full[1] - span));
+      this.range = [a, a + span];
+      this.schedule();
+      this.fire("onRange", this.range.slice());
+      return this.range.slice();
+    }
+
+    reset() {
+      return this.setRange(this.full[0], this.full[1]);
+    }
+
+    // pick marks the moment t and, unless quiet, tells the host (onMoment).
+    pick(t, quiet) {
+      this.moment = t;
+      this.schedule();
+      if (!quiet) this.fire("onMoment", t);
+    }
+
+    fire(name, arg) {
+      const fn = this.options[name];
+      if (typeof fn !== "function") return;
+      try {
+        fn(arg);
+      } catch (err) {
+        console.error("vramscope timeline: " + name + " failed", err);
+      }
+    }
+
+    setHover(t, e) {
+      this.hoverT = t;
+      this.schedule();
+      if (t === null) {
+        this.tooltip.hidden = true;
+        return;
+      }
+      this.fillTooltip(t);
+      this.tooltip.hidden = false;
+      if (e) this.placeTooltip(e.clientX, e.clientY);
+    }
+
+    fillTooltip(t) {
+      const s = this.s;
+      const i = indexAt(s, t);
+      const tt = this.tooltip;
+      tt.textContent = "";
+      const line = (cls, text) => {
+        el("div", cls, tt).textContent = text;
+      };
+      line("vf-tt-name", formatTime(t - this.full[0]));
+      if (i < 0) return;
+      line("vf-tt-bytes", "allocated " + formatBytes(s.alloc[i]) + " \u00b7 reserved " + formatBytes(s.reserved[i]));
+      if (s.hasCats) {
+        s.names.forEach((n, j) => {
+          if (s.cats[j][i] > 0) line("vf-tt-rel", n.replace(/_/g, " ") + ": " + formatBytes(s.cats[j][i]));
+        });
+      }
+      const near = this.markers.filter((m) => m.kind !== "step" && Math.abs(this.xOf(m.t) - this.xOf(t)) < 4);
+      for (const m of near) line("vf-tt-self", m.label);
+      if (this.options.onMoment) line("vf-tt-hint", "click: what was live then");
+    }
+
+    placeTooltip(clientX, clientY) {
+      const r = this.el.getBoundingClientRect();
+      const tt = this.tooltip;
+      let x = clientX - r.left + 14;
+      let y = clientY - r.top + 12;
+      if (x + tt.offsetWidth > r.width - 4) x = Math.max(4, clientX - r.left - tt.offsetWidth - 14);
+      if (y + tt.offsetHeight > r.height - 4) y = Math.max(4, r.height - tt.offsetHeight - 4);
+      tt.style.transform = "translate(" + Math.round(x) + "px, " + Math.round(y) + "px)";
+    }
+
+    controller() {
+      return {
+        setRange: (a, b) => this.setRange(a, b),
+        reset: () => this.reset(),
+        pick: (t, quiet) => this.pick(t, quiet),
+        highlight: (a, b) => {
+          this.band = a === undefined || a === null ? null : [a, b];
+          this.schedule();
+        },
+        /** xAt is the client x of time t (for tests and hosts that point at a moment). */
+        xAt: (t) => this.canvas.getBoundingClientRect().left + this.xOf(t),
+        state: () => ({ range: this.range.slice(), full: this.full.slice(), moment: this.moment, band: this.band, points: this.s.n, drawn: this.drawn || 0, markers: this.markers.length }),
+        refreshTheme: () => {
+          this.readTheme();
+          this.schedule();
+        },
+        destroy: () => this.destroy(),
+      };
+    }
+
+    destroy() {
+      if (this.destroyed) return;
+      this.destroyed = true;
+      if (this.frameReq) cancelAnimationFrame(this.frameReq);
+      for (const [t, type, fn, opts] of this.listeners) t.removeEventListener(type, fn, opts);
+      if (this.resizer) this.resizer.disconnect();
+      if (this.themeWatch) this.themeWatch.disconnect();
+      if (this.el.parentNode) this.el.parentNode.removeChild(this.el);
+    }
+  }
+
+  /**
+   * render draws device (a Device of the analysis: {timeline, peak, end_us})
+   * with report's steps and OOMs into container, and returns a controller
+   * {setRange(a, b), reset(), pick(t), highlight(a, b), xAt(t), state(),
+   * refreshTheme(), destroy()}. options: {onMoment(t), onRange([a, b]),
+   * colors: {CATEGORY: css color}}. The first paint is synchronous.
+   */
+  function render(container, device, report, options) {
+    if (!container || typeof container.appendChild !== "function") throw new Error("vramscope timeline: container element required");
+    const view = new TimelineView(container, device, report, options);
+    view.draw();
+    return view.controller();
+  }
+
+  return {
+    render: render,
+    formatTime: formatTime,
+    niceStep: niceStep,
+    seriesOf: seriesOf,
+    indexAt: indexAt,
+    columns: columns,
+    markersOf: markersOf,
+    newMoments: newMoments,
+    bucketOf: bucketOf,
+    liveAt: liveAt,
+    treeOf: treeOf,
+    topLinesOf: topLinesOf,
+    categoryColor: (name) => CAT_COLORS[name] || CAT_COLORS.other,
+  };
+});
