@@ -1,13 +1,15 @@
 // Real-browser test of the standalone page: generates the 100k-frame demo
 // page with Go, opens it in Debian's chromium through playwright-core from a
 // file:// URL, and checks drawing, hover, zoom, search, Escape and speed.
+// The second test opens the linked report (analyze --html of a real OOM
+// snapshot): timeline, moments, findings, keyboard zoom, both themes.
 //
 //   node --test profiler/flame/web/
 //
 // Needs go, chromium (/usr/bin/chromium, or $VRAMSCOPE_CHROMIUM) and
 // playwright-core (npm ci). Missing pieces fail the test; set
-// VRAMSCOPE_SKIP_BROWSER=1 to skip it on purpose. The screenshot goes to
-// $VRAMSCOPE_ARTIFACTS (default test-artifacts/) as flame.png.
+// VRAMSCOPE_SKIP_BROWSER=1 to skip it on purpose. Screenshots go to
+// $VRAMSCOPE_ARTIFACTS (default test-artifacts/): flame*.png, report*.png.
 import test from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
@@ -167,5 +169,145 @@ test("flame page in a real browser", { skip, timeout: 120_000 }, async (t) => {
     await page.screenshot({ path: path.join(artifacts, "flame-dark-search.png") });
   });
 
+  assert.deepEqual(errors, []);
+});
+
+const launchArgs = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"];
+
+function buildReport(dir) {
+  const out = path.join(dir, "report.html");
+  const snap = path.join(repoRoot, "examples", "snapshots", "agent_oom.pickle");
+  // $VRAMSCOPE_BIN: an engine built already (else go run builds this tree's).
+  const bin = process.env.VRAMSCOPE_BIN ? [path.resolve(process.env.VRAMSCOPE_BIN)] : ["go", "run", "./cmd/vramscope"];
+  execFileSync(bin[0], [...bin.slice(1), "analyze", "--html", out, snap], { cwd: repoRoot, stdio: ["ignore", "ignore", "inherit"] });
+  return out;
+}
+
+// timelineColors counts the colours painted on the timeline's canvas.
+const timelineColors = () => {
+  const c = document.querySelector("canvas.vt-canvas");
+  const px = c.getContext("2d").getImageData(0, 0, c.width, c.height).data;
+  const colors = new Set();
+  for (let i = 0; i < px.length; i += 4 * 31) colors.add((px[i] << 16) | (px[i + 1] << 8) | px[i + 2]);
+  return colors.size;
+};
+
+test("linked report page in a real browser", { skip, timeout: 120_000 }, async (t) => {
+  assert.ok(existsSync(chromiumPath), `chromium not found at ${chromiumPath}`);
+  const { chromium } = await loadPlaywright();
+  const work = mkdtempSync(path.join(tmpdir(), "vramscope-report-"));
+  t.after(() => rmSync(work, { recursive: true, force: true }));
+  const pagePath = buildReport(work);
+  const browser = await chromium.launch({ executablePath: chromiumPath, args: launchArgs });
+  t.after(() => browser.close());
+  const context = await browser.newContext({ viewport: { width: 1280, height: 820 }, deviceScaleFactor: 1 });
+  const page = await context.newPage();
+  const errors = [];
+  page.on("pageerror", (e) => errors.push(String(e)));
+  page.on("console", (m) => m.type() === "error" && errors.push(m.text()));
+  const foreign = [];
+  page.on("request", (r) => r.url() !== pathToFileURL(pagePath).href && !r.url().startsWith("data:") && foreign.push(r.url()));
+  await page.goto(pathToFileURL(pagePath).href);
+  await page.waitForFunction(() => window.vramscope && window.vramscope.reportState && window.vramscope.reportState().timeline.drawn > 0);
+  assert.deepEqual(errors, []);
+  assert.deepEqual(foreign, []);
+  const report = await page.evaluate(() => JSON.parse(document.getElementById("vramscope-report").textContent));
+  const st0 = await page.evaluate(() => window.vramscope.reportState());
+  mkdirSync(artifacts, { recursive: true });
+
+  await t.test("every view is rendered", async () => {
+    assert.ok((await page.evaluate(timelineColors)) > 5, "the timeline is painted");
+    assert.ok(st0.flame.nodes > 10 && st0.timeline.points > 100, JSON.stringify(st0));
+    assert.ok(st0.lines.length > 0, "top lines listed");
+    assert.equal(await page.locator(".vr-findings .vr-link").count(), report.findings.length);
+    assert.ok((await page.locator(".vr-cat").count()) > 0, "categories listed");
+    const ms = await page.evaluate(() => performance.getEntriesByName("vramscope-report-render", "measure")[0]?.duration);
+    console.log(`vramscope report: first render ${ms.toFixed(1)} ms`);
+    await page.screenshot({ path: path.join(artifacts, "report.png") });
+  });
+
+  const tlBox = await page.locator("canvas.vt-canvas").boundingBox();
+  const midY = tlBox.y + tlBox.height / 2;
+
+  await t.test("hover on the timeline shows a tooltip", async () => {
+    const x = await page.evaluate((t) => window.vramscope.timeline.xAt(t), report.device.peak.time_us);
+    await page.mouse.move(x - 30, midY);
+    await page.mouse.move(x, midY);
+    await page.waitForSelector(".vt-tooltip:not([hidden])");
+    assert.match(await page.textContent(".vt-tooltip"), /allocated \d+\.\d\d [KMG]iB · reserved/);
+  });
+
+  await t.test("click a moment: the flame graph and top lines of then", async () => {
+    const x = await page.evaluate((t) => window.vramscope.timeline.xAt(t), report.device.peak.time_us);
+    await page.mouse.click(x, midY);
+    await page.waitForFunction(() => window.vramscope.reportState().moment !== null);
+    const st = await page.evaluate(() => window.vramscope.reportState());
+    assert.match(await page.textContent(".vr-showing"), /^Live at .+: \d+\.\d\d [KMG]iB$/);
+    assert.ok(st.moment.bytes > 0 && st.moment.bytes <= report.device.peak.bytes, JSON.stringify(st.moment));
+    assert.equal(await page.isVisible("button.vr-peak"), true);
+    console.log(`vramscope report: click -> flame ${st.momentMs.toFixed(1)} ms`);
+    // A moment before the memory grew holds less.
+    const early = await page.evaluate(() => window.vramscope.showMoment(window.vramscope.timeline.state().full[0]));
+    assert.ok(early.bytes < st.moment.bytes, `${early.bytes} early, ${st.moment.bytes} at the peak`);
+    await page.click("button.vr-peak");
+    assert.equal((await page.evaluate(() => window.vramscope.reportState())).moment, null);
+  });
+
+  await t.test("keyboard zoom, pan and reset; drag zooms to a range", async () => {
+    const state = () => page.evaluate(() => window.vramscope.timeline.state());
+    await page.focus(".vt-root");
+    const full = (await state()).full;
+    await page.keyboard.press("+");
+    const z = (await state()).range;
+    assert.ok(z[1] - z[0] < (full[1] - full[0]) * 0.6, `+ zoomed to ${z}`);
+    await page.keyboard.press("ArrowLeft");
+    const p = (await state()).range;
+    assert.ok(p[0] < z[0] || p[0] === full[0], "ArrowLeft pans");
+    await page.keyboard.press("0");
+    assert.deepEqual((await state()).range, full);
+    const x0 = await page.evaluate((t) => window.vramscope.timeline.xAt(t), full[0] + (full[1] - full[0]) * 0.2);
+    const x1 = await page.evaluate((t) => window.vramscope.timeline.xAt(t), full[0] + (full[1] - full[0]) * 0.4);
+    await page.mouse.move(x0, midY);
+    await page.mouse.down();
+    await page.mouse.move((x0 + x1) / 2, midY);
+    await page.mouse.move(x1, midY);
+    await page.mouse.up();
+    const r = (await state()).range;
+    const span = full[1] - full[0];
+    assert.ok(Math.abs(r[0] - (full[0] + span * 0.2)) < span * 0.01 && Math.abs(r[1] - (full[0] + span * 0.4)) < span * 0.01, `dragged to ${r}`);
+    assert.equal((await page.evaluate(() => window.vramscope.reportState())).moment, null, "a drag picks no moment");
+    await page.click("button.vt-reset");
+    assert.deepEqual((await state()).range, full);
+  });
+
+  await t.test("a finding selects its time range and its frames", async () => {
+    const i = report.findings.findIndex((f) => f.evidence && f.evidence.start_us > 0 && f.file);
+    assert.ok(i >= 0, "a finding with a time range and a line");
+    const f = report.findings[i];
+    await page.click(`.vr-findings .vr-link[data-finding="${i}"]`);
+    const st = await page.evaluate(() => window.vramscope.reportState());
+    assert.deepEqual(st.timeline.band, [f.evidence.start_us, Math.max(f.evidence.end_us, f.evidence.start_us + 1)]);
+    assert.ok(st.timeline.range[0] <= f.evidence.start_us && st.timeline.range[1] >= f.evidence.end_us, "the range is in view");
+    assert.ok(st.flame.matches > 0, `${f.file}:${f.line} selects frames`);
+    assert.match(await page.textContent(".vf-summary"), /\d+ frames? · /);
+    await page.screenshot({ path: path.join(artifacts, "report-finding.png") });
+  });
+
+  await t.test("a top line selects its frames", async () => {
+    await page.evaluate(() => window.vramscope.showPeak());
+    await page.click(".vr-lines .vr-link >> nth=0");
+    assert.ok((await page.evaluate(() => window.vramscope.reportState())).flame.matches > 0);
+  });
+
+  await t.test("dark theme", async () => {
+    await page.emulateMedia({ colorScheme: "dark" });
+    await page.evaluate(() => window.vramscope.refreshTheme());
+    await page.waitForFunction(() => {
+      const c = document.querySelector("canvas.vt-canvas");
+      const px = c.getContext("2d").getImageData(2, 2, 1, 1).data;
+      return px[0] < 60 && px[1] < 60 && px[2] < 60;
+    });
+    await page.screenshot({ path: path.join(artifacts, "report-dark.png") });
+  });
   assert.deepEqual(errors, []);
 });

@@ -230,7 +230,7 @@
       if (this.timeline) {
         this.timeline.highlight(range ? range[0] : null, range ? range[1] : null);
         if (range) {
-          const pad = Math.max((range[1] - range[0]) * 0.25, (this.timeline.state().full[1] - this.timeline.state().full[0]) * 0.01);
+          const pad = Math.max((range[1] - range[0]) * 0.25, (this.timeline.state().full[1] - this.timeline.state().full[0]) * 0.05);
           this.timeline.setRange(range[0] - pad, range[1] + pad);
         }
       }
