@@ -28,7 +28,7 @@ func stepOf(steps []Step, t int64) int {
 }
 
 // survivors groups the blocks live at the end by place, skipping optimizer
-// code (its state lives on by design).
+// code and private pools (CUDA graphs): their memory lives on by design.
 func (dg *devDiag) survivors() []*survivor {
 	steps := dg.d.Steps
 	type placeKey struct {
@@ -36,8 +36,8 @@ func (dg *devDiag) survivors() []*survivor {
 		line     int
 	}
 	m := map[placeKey]*survivor{}
-	for _, b := range dg.t.live {
-		if dg.lt.isOptimizer(dg.lt.stackOf(b)) {
+	for addr, b := range dg.t.live {
+		if dg.lt.isOptimizer(dg.lt.stackOf(b)) || inRanges(dg.pools, addr) {
 			continue
 		}
 		if _, in := dg.lt.optWindow(b.t); in {

@@ -85,6 +85,10 @@ const (
 	KindLeak            = "leak"
 	KindCacheGrowth     = "cache_growth"
 	KindOptimizerState  = "optimizer_state"
+	// KindLoopAccumulation: a loop keeps every iteration's output until it
+	// ends; KindUnboundedCache: a cache keyed by shape still growing at the end.
+	KindLoopAccumulation = "loop_accumulation"
+	KindUnboundedCache   = "unbounded_cache"
 )
 
 // nearCapacity: without an OOM, a peak is under pressure when it reaches this
@@ -103,7 +107,8 @@ type devDiag struct {
 	lt      *lifetimes
 	peak    []catBlock // tracked blocks live at the peak, classified
 	ooms    []oomDiag
-	optName string // "AdamW" from Optimizer.step#AdamW.step
+	optName string      // "AdamW" from Optimizer.step#AdamW.step
+	pools   []addrRange // private pools' segments (CUDA graphs): memory kept by design
 }
 
 // oomDiag is one OOM event with the blocks live when it failed.
@@ -128,6 +133,7 @@ func (a *analysis) diagnose(d *Device, t *tracker, snap *torchsnap.Snapshot, oom
 		return dg
 	}
 	dg.opt = stepWindows(snap.Annotations, d.Device)
+	dg.pools = privatePools(snap.Segments, d.Device)
 	if len(dg.opt) > 0 {
 		name := strings.TrimPrefix(dg.opt[0].name, "Optimizer.step#")
 		dg.optName, _, _ = strings.Cut(name, ".")
@@ -193,6 +199,8 @@ func (a *analysis) findings(r *Result, diags []*devDiag) []Finding {
 		large := dg.largeAllocation()
 		act := dg.activationPeak()
 		cache := dg.cacheGrowth(leakSites)
+		unbounded := dg.unboundedCache(leakSites)
+		accum := dg.loopAccumulation(leakSites)
 		state := dg.optimizerState()
 		for j := range dg.ooms {
 			out = append(out, dg.oomFinding(j, leak != nil))
@@ -204,6 +212,10 @@ func (a *analysis) findings(r *Result, diags []*devDiag) []Finding {
 			out = append(out, *leak)
 		}
 		out = append(out, cache...)
+		out = append(out, unbounded...)
+		if accum != nil {
+			out = append(out, *accum)
+		}
 		if state != nil {
 			out = append(out, *state)
 		}

@@ -196,6 +196,45 @@ func explained(k, d int) int {
 
 // periodicSteps returns the log indices where steps end.
 func periodicSteps(log *levelLog) []int {
+	occ := loopOccurrences(log)
+	if occ == nil {
+		return nil
+	}
+	var best []int
+	var bestC int
+	var bestScore float64
+	tries := 0
+	for _, cd := range occ.candidates() {
+		if occ.keysDividing(cd.c) < minKeys {
+			continue
+		}
+		if tries++; tries > maxTries {
+			break
+		}
+		ends, score, ok := occ.try(log, cd.c)
+		if !ok {
+			continue
+		}
+		if best == nil || score < bestScore-heightSlack || (score <= bestScore+heightSlack && cd.c > bestC) {
+			best, bestC, bestScore = ends, cd.c, score
+		}
+	}
+	return best
+}
+
+// occurrences are the allocations a loop is looked for in (seq: log
+// indices), grouped by key (a stack, or a stack and a size).
+type occurrences struct {
+	seq     []int32
+	pos     map[uint64][]int32 // key -> positions in seq
+	keys    []uint64           // in order of first occurrence
+	byCount map[int]int        // occurrences of a key -> allocations of keys with that count
+}
+
+// loopOccurrences groups the allocations of the log by stack; nil when there
+// are too few for a loop. Allocations with frames are used when there are
+// enough of them; without frames, the block size tells allocations apart.
+func loopOccurrences(log *levelLog) *occurrences {
 	var allocs, framed []int32
 	for i := 0; i < log.len(); i++ {
 		e := log.at(i)
@@ -207,7 +246,6 @@ func periodicSteps(log *levelLog) []int {
 			framed = append(framed, int32(i))
 		}
 	}
-	// Without frames, the block size tells allocations apart.
 	key := func(i int32) uint64 {
 		size := log.at(int(i)).cur
 		if i > 0 {
@@ -219,36 +257,42 @@ func periodicSteps(log *levelLog) []int {
 	if len(framed) >= 8 && len(framed)*5 >= len(allocs) {
 		seq, key = framed, func(i int32) uint64 { return uint64(log.at(int(i)).stack) }
 	}
-	n := len(seq)
-	if n < 2*minPerCycle {
+	if len(seq) < 2*minPerCycle {
 		return nil
 	}
-	pos := map[uint64][]int32{} // key -> positions in seq
-	var keys []uint64
+	occ := &occurrences{seq: seq, pos: map[uint64][]int32{}, byCount: map[int]int{}}
 	for i, li := range seq {
 		k := key(li)
-		if _, ok := pos[k]; !ok {
-			keys = append(keys, k)
+		if _, ok := occ.pos[k]; !ok {
+			occ.keys = append(occ.keys, k)
 		}
-		pos[k] = append(pos[k], int32(i))
+		occ.pos[k] = append(occ.pos[k], int32(i))
 	}
-	byCount := map[int]int{} // count -> allocations of keys with that count
-	for _, k := range keys {
-		byCount[len(pos[k])] += len(pos[k])
+	for _, k := range occ.keys {
+		occ.byCount[len(occ.pos[k])] += len(occ.pos[k])
 	}
-	type cand struct {
-		c     int
-		share float64
-	}
-	// C divides the counts of the stacks that make most allocations: the
-	// divisors of the maxCounts heaviest counts are the candidates.
-	counts := make([]int, 0, len(byCount))
-	for c := range byCount {
+	return occ
+}
+
+// cand is an iteration count and the share of allocations it explains.
+type cand struct {
+	c     int
+	share float64
+}
+
+// candidates are the iteration counts to try: C divides the counts of the
+// stacks that make most allocations, so the divisors of the maxCounts
+// heaviest counts that explain at least minExplained of the allocations,
+// those that explain most first (then the larger).
+func (occ *occurrences) candidates() []cand {
+	n := len(occ.seq)
+	counts := make([]int, 0, len(occ.byCount))
+	for c := range occ.byCount {
 		counts = append(counts, c)
 	}
 	sort.Slice(counts, func(i, j int) bool {
-		if byCount[counts[i]] != byCount[counts[j]] {
-			return byCount[counts[i]] > byCount[counts[j]]
+		if occ.byCount[counts[i]] != occ.byCount[counts[j]] {
+			return occ.byCount[counts[i]] > occ.byCount[counts[j]]
 		}
 		return counts[i] < counts[j]
 	})
@@ -263,11 +307,7 @@ func periodicSteps(log *levelLog) []int {
 				continue
 			}
 			seen[d] = true
-			var covered int
-			for c2, allocs := range byCount {
-				covered += allocs / c2 * explained(c2, d)
-			}
-			if share := float64(covered) / float64(n); share >= minExplained {
+			if share := occ.explainedShare(d); share >= minExplained {
 				cands = append(cands, cand{c: d, share: share})
 			}
 		}
@@ -278,37 +318,43 @@ func periodicSteps(log *levelLog) []int {
 		}
 		return cands[i].c > cands[j].c
 	})
-	var best []int
-	var bestC int
-	var bestScore float64
-	tries := 0
-	for _, cd := range cands {
-		keysOf := 0
-		for _, k := range keys {
-			if len(pos[k])%cd.c == 0 {
-				keysOf++
-			}
-		}
-		if keysOf < minKeys {
-			continue
-		}
-		if tries++; tries > maxTries {
-			break
-		}
-		anchor := bestAnchor(log, seq, keys, pos, cd.c)
-		score := anchorHeight(log, anchor)
-		if anchor == nil {
-			continue
-		}
-		ends := boundaries(log, anchor, seq, len(seq)/(2*cd.c))
-		if len(ends) < 2 || 4*len(ends) < 3*(len(anchor)-1) {
-			continue
-		}
-		if best == nil || score < bestScore-heightSlack || (score <= bestScore+heightSlack && cd.c > bestC) {
-			best, bestC, bestScore = ends, cd.c, score
+	return cands
+}
+
+// explainedShare is the share of allocations a loop of d iterations accounts for.
+func (occ *occurrences) explainedShare(d int) float64 {
+	var covered int
+	for c2, allocs := range occ.byCount {
+		covered += allocs / c2 * explained(c2, d)
+	}
+	return float64(covered) / float64(len(occ.seq))
+}
+
+// keysDividing counts the stacks that occur a multiple of c times.
+func (occ *occurrences) keysDividing(c int) int {
+	n := 0
+	for _, k := range occ.keys {
+		if len(occ.pos[k])%c == 0 {
+			n++
 		}
 	}
-	return best
+	return n
+}
+
+// try anchors a loop of c iterations and finds its boundaries; ok is false
+// when no stack anchors it or a quarter of its windows have no boundary.
+// score is the anchors' height (lower is better).
+func (occ *occurrences) try(log *levelLog, c int) (ends []int, score float64, ok bool) {
+	anchor := bestAnchor(log, occ.seq, occ.keys, occ.pos, c)
+	if anchor == nil {
+		return nil, 0, false
+	}
+	score = anchorHeight(log, anchor)
+	ends = boundaries(log, anchor, occ.seq, len(occ.seq)/(2*c))
+	if len(ends) < 2 || 4*len(ends) < 3*(len(anchor)-1) {
+		return nil, 0, false
+	}
+	return ends, score, true
 }
 
 // bestAnchor picks the evenly spaced stack, taken once per iteration, after
@@ -386,37 +432,81 @@ func boundaries(log *levelLog, anchors []int, seq []int32, half int) []int {
 		b := sort.Search(len(seq), func(i int) bool { return int(seq[i]) >= hi })
 		return b - a
 	}
+	kept := keptPerWindow(log, edges)
 	for w := 0; w+1 < len(edges); w++ {
 		lo, hi := edges[w], edges[w+1]
 		if hi-lo < 2 || count(lo, hi) < half {
 			continue
 		}
-		var start int64
-		if lo > 0 {
-			start = log.at(lo - 1).cur
+		if j, ok := windowEnd(log, lo, hi, kept[w]); ok {
+			ends = append(ends, j)
 		}
-		top := lo
-		for i := lo; i < hi; i++ {
-			if log.at(i).cur > log.at(top).cur {
-				top = i
-			}
-		}
-		if top+1 >= hi || log.at(top).cur <= start {
-			continue
-		}
-		low := log.at(top + 1).cur
-		for i := top + 1; i < hi; i++ {
-			low = min(low, log.at(i).cur)
-		}
-		if 2*(log.at(top).cur-low) < log.at(top).cur-start {
-			continue // memory did not fall back: no end of an iteration here
-		}
-		settled := log.at(hi-1).cur + max(512, (log.at(top).cur-low)/1000)
-		j := hi - 1
-		for j > top+1 && log.at(j-1).cur <= settled {
-			j--
-		}
-		ends = append(ends, j)
 	}
 	return ends
+}
+
+// keptPerWindow is what each window may keep and still count as an
+// iteration: a loop that keeps each iteration's output (a list of logits)
+// ends every iteration higher than it began, by about the same bytes. A
+// window is allowed what it kept when that is within a factor of two of the
+// median of the anchored windows; the window before the first anchor (the
+// loop's set-up) and one that kept far more (the first step creating
+// optimizer state) are allowed nothing.
+func keptPerWindow(log *levelLog, edges []int) []int64 {
+	kept := make([]int64, len(edges)-1)
+	var ks []int64
+	for w := 1; w+1 < len(edges); w++ {
+		lo, hi := edges[w], edges[w+1]
+		if hi-lo < 2 || lo < 1 {
+			continue
+		}
+		kept[w] = max(0, log.at(hi-1).cur-log.at(lo-1).cur)
+		ks = append(ks, kept[w])
+	}
+	if len(ks) == 0 {
+		return kept
+	}
+	sort.Slice(ks, func(i, j int) bool { return ks[i] < ks[j] })
+	med := ks[len(ks)/2]
+	for w := range kept {
+		if w == 0 || med == 0 || kept[w] > 2*med || 2*kept[w] < med {
+			kept[w] = 0
+		}
+	}
+	return kept
+}
+
+// windowEnd is where one iteration (log entries lo..hi-1) ends: the earliest
+// point after its peak from which the level stays where the window ends. An
+// iteration must give back, after its peak, at least half of what it took
+// beyond what it may keep (keptPerWindow); a window that rises and stays up
+// is no iteration.
+func windowEnd(log *levelLog, lo, hi int, kept int64) (int, bool) {
+	var start int64
+	if lo > 0 {
+		start = log.at(lo - 1).cur
+	}
+	top := lo
+	for i := lo; i < hi; i++ {
+		if log.at(i).cur > log.at(top).cur {
+			top = i
+		}
+	}
+	if top+1 >= hi || log.at(top).cur <= start {
+		return 0, false
+	}
+	low := log.at(top + 1).cur
+	for i := top + 1; i < hi; i++ {
+		low = min(low, log.at(i).cur)
+	}
+	fall, rise := log.at(top).cur-low, log.at(top).cur-start
+	if fall <= 0 || 2*fall < rise-kept {
+		return 0, false // memory did not fall back: no end of an iteration here
+	}
+	settled := log.at(hi-1).cur + max(512, fall/1000)
+	j := hi - 1
+	for j > top+1 && log.at(j-1).cur <= settled {
+		j--
+	}
+	return j, true
 }
