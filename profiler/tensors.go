@@ -23,4 +23,18 @@ type TensorNames struct {
 	Truncated bool
 	Objects   int64  // garbage-collector objects looked at
 	Error     string // why the walk stopped, if it failed
+	// Methods are the forward methods of the module classes the walk met:
+	// where their code is and their qualified names (Qualnames.Seed).
+	Methods []Method
+}
+
+// Method is a function's code location and qualified name as Python knows
+// it: "GPT2Attention.forward" in lines First..Last of File (as recorded),
+// with the module paths of the instances whose forward it is, layers read
+// as "*" ("model.transformer.h.*.attn").
+type Method struct {
+	File        string
+	First, Last int
+	Qual        string
+	Modules     []string
 }

@@ -178,3 +178,27 @@ def test_a_local_that_backward_saves_is_an_activation_with_its_local_name():
         return _tensors.name_tensors(fake_torch)
     e = names_by_ptr(step())[0xE000]
     assert e[3] == "activation" and e[4].startswith("h in step (test_tensors.py:")
+
+
+class Attention(Module):
+    def forward(self, x):
+        y = x
+        return y
+
+
+class Block(Module):
+    pass  # inherits forward from Module: none; its child's forward is located
+
+
+def test_records_forward_methods():
+    """Where each module class's forward is, with its qualified name, once per
+    class: the engine labels frames in those lines "Attention.forward"."""
+    import inspect
+    model = Module(h=Module(**{"0": Block(attn=Attention()), "1": Block(attn=Attention())}))
+    res = _tensors.name_tensors(fake_torch)
+    del model
+    lines, first = inspect.getsourcelines(Attention.forward)
+    want = [__file__, first, first + len(lines) - 1, "Attention.forward", ["model.h.*.attn"]]
+    assert want in res["methods"], res["methods"]
+    assert sum(m[3] == "Attention.forward" for m in res["methods"]) == 1
+    assert all(m[3].endswith(".forward") for m in res["methods"])

@@ -31,7 +31,7 @@ SHADES = 12
 FONT_FAMILY = "DejaVu Sans Mono, Menlo, Consolas, monospace"
 
 # flame.js's light theme: [hue, saturation, lightness] per kind, text colour.
-BASES = {"user": (24, 85, 70), "library": (205, 58, 74), "synthetic": (0, 0, 80)}
+BASES = {"user": (28, 92, 62), "library": (212, 16, 84), "synthetic": (0, 0, 91)}
 TEXT = "#1b1b1b"
 
 
@@ -178,14 +178,15 @@ def render(tree, width=WIDTH):
     rects, labels = {}, []
     for node, d, x, w, is_root in frames:
         name = str(node.get("n") or "")
+        shown = str(node.get("d") or name)  # flame.js's frameLabel: the engine's label for people
         k = "synthetic" if is_root else kind(node.get("f"))
         fill = PALETTE[k][fnv1a(name) % SHADES]
-        tip = "%s \u2014 %s (%.2f%%)" % (name, fmt_bytes(_value(node)), 100 * _value(node) / total)
+        tip = "%s \u2014 %s (%.2f%%)" % (shown, fmt_bytes(_value(node)), 100 * _value(node) / total)
         if _place(node):
             tip += " \u2014 " + _place(node)
         rects.setdefault(fill, []).append('<rect x="%.1f" y="%d" width="%.1f" height="%d"><title>%s</title></rect>'
                                           % (x, d * ROW, max(w, 0.5), ROW - 1, xml_text(tip)))
-        text = name + (" \u00b7 " + fmt_bytes(total) if is_root else "")
+        text = shown + (" \u00b7 " + fmt_bytes(total) if is_root else "")
         label = _fit(text, w - 8) if w >= 3 * CHAR + 8 else ""
         if label:
             labels.append('<text x="%.1f" y="%.1f">%s</text>' % (x + 4, d * ROW + (ROW - 1) / 2, xml_text(label)))

@@ -29,12 +29,17 @@ Measured on the H200 (docs/oom-naming.md) for four OOM programs.
 import gc
 import itertools
 import os
+import re
 import sys
 import time
+import types
 
 VERSION = 1
 BUDGET_S = 2.0          # at most this long in one walk
 MAX_ENTRIES = 200000    # named storages kept
+MAX_METHODS = 4096      # module classes whose forward is located
+MAX_METHOD_PATHS = 64   # module paths kept per class (layers grouped)
+_LAYER = re.compile(r"\.\d+(?=\.|$)")
 _CHECK_EVERY = 4096     # objects between two looks at the clock
 
 # When one storage has several names, the first kind in this order wins.
@@ -66,6 +71,7 @@ class _Walk:
         self.routes = {}
         self.ticks = 0
         self.param_names = {}   # id(parameter) -> (name, module path)
+        self.methods = {}       # module class -> [file, first line, last line, qualname] of its forward
 
     def tick(self):
         self.ticks += 1
@@ -98,7 +104,42 @@ class _Walk:
     def result(self, objects):
         return {"version": VERSION, "took_ms": round((time.perf_counter() - self.t0) * 1000.0, 3),
                 "truncated": self.truncated, "objects": objects, "routes": dict(self.routes),
-                "entries": list(self.by_ptr.values())}
+                "entries": list(self.by_ptr.values()), "methods": self.method_list()}
+
+    def method(self, cls, path):
+        """Record cls's forward (once per class) and the module path of this
+        instance, layers read as "*" ("model.transformer.h.*.attn")."""
+        self._locate(cls)
+        row = self.methods.get(id(cls))
+        if row is not None:
+            grouped = _LAYER.sub(".*", path)
+            if grouped not in row[4] and len(row[4]) < MAX_METHOD_PATHS:
+                row[4].append(grouped)
+
+    def _locate(self, cls):
+        """Where cls's forward is (file and lines) and its qualified name:
+        PyTorch's frames carry only "forward", so the engine labels a frame
+        inside these lines "GPT2Attention.forward". Once per class."""
+        key = id(cls)
+        if key in self.methods or len(self.methods) >= MAX_METHODS:
+            return
+        self.methods[key] = None
+        try:
+            # The class dicts along the MRO, not getattr: a descriptor's code never runs.
+            fn = next((k.__dict__["forward"] for k in type.__getattribute__(cls, "__mro__") if "forward" in k.__dict__), None)
+            if type(fn) is not types.FunctionType:
+                return
+            code = fn.__code__
+            first = int(code.co_firstlineno)
+            last = max((ln for _, _, ln in code.co_lines() if ln), default=first)
+            qual = fn.__qualname__
+            if _is(qual, str) and "<" not in qual:
+                self.methods[key] = [code.co_filename, first, int(last), qual, []]
+        except Exception:  # no code object (a builtin), or an older Python
+            pass
+
+    def method_list(self):
+        return [m for m in self.methods.values() if m is not None]
 
 
 def name_tensors(torch, budget_s=BUDGET_S):
@@ -185,6 +226,7 @@ def _modules(w, modules, roots):
                 continue
             done.add(id(m))
             w.tick()
+            w.method(type(m), path)
             for k, p in list((getattr(m, "_parameters", None) or {}).items()):
                 if p is None:
                     continue

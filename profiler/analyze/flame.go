@@ -37,9 +37,12 @@ func (r *Result) Flame(opt FlameOptions) *flame.Tree {
 		if v == 0 {
 			return
 		}
-		t.Add(r.framePath(id, !opt.KeepWrappers), v, n)
+		t.AddModule(r.framePath(id, !opt.KeepWrappers), v, n, x.module)
 	})
 	t.Finish()
+	if r.qualnames != nil {
+		t.Label(r.qualnames)
+	}
 	return t
 }
 

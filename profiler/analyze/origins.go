@@ -18,6 +18,9 @@ type origin struct {
 	peakBytes, peakCount         int64
 	currentBytes, currentCount   int64
 	cats                         map[string]int64 // bytes live at the peak by memory category
+	// module is the module path its named blocks share (flame.JoinModules),
+	// "" when the agent named none of them.
+	module string
 }
 
 type synthetic struct {

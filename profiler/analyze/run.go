@@ -61,6 +61,8 @@ type Result struct {
 	origins *origins
 	paths   *profiler.PathMap
 	moments *momentSource // the peak device's live set over time (moments.go)
+	// qualnames reads methods' classes from the source for flame labels (flame.go).
+	qualnames *profiler.Qualnames
 }
 
 // Device is the per-GPU part of a result.
@@ -152,7 +154,10 @@ func (a *analysis) replay(trace int, e *profiler.Event, user bool) {
 
 func (a *analysis) finish(snap *torchsnap.Snapshot, opt Options) *Result {
 	r := &Result{File: snap.Path, Bytes: snap.Bytes, Settings: snap.Settings, Annotations: len(snap.Annotations),
-		Legacy: snap.Legacy, frames: a.frames, origins: a.origins, paths: opt.Paths}
+		Legacy: snap.Legacy, frames: a.frames, origins: a.origins, paths: opt.Paths, qualnames: new(profiler.Qualnames)}
+	if a.names != nil {
+		r.qualnames.Seed(a.names.walk.Methods, r.paths.Map)
+	}
 	byDevice := map[int]*tracker{}
 	for _, t := range a.trackers {
 		t.finish()

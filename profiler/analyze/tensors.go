@@ -5,6 +5,7 @@ import (
 	"sort"
 
 	"github.com/vramscope/vramscope/profiler"
+	"github.com/vramscope/vramscope/profiler/flame"
 )
 
 // Named tensors: the agent's walk (jupyter/vramscope/_tensors.py) names CUDA
@@ -173,6 +174,10 @@ func (a *analysis) countNamed(name *profiler.NamedTensor, o int32, size int64) {
 	case name != nil:
 		a.namedBytes += size
 		a.names.count(name, size)
+		if name.Module != "" {
+			x := a.origins.at(o)
+			x.module = flame.JoinModules(x.module, name.Module)
+		}
 	case a.origins.names(o):
 		a.lineBytes += size
 	}

@@ -40,6 +40,12 @@ type Node struct {
 	Self     int64   `json:"s,omitempty"`
 	Count    int64   `json:"k,omitempty"` // allocations through this node
 	Children []*Node `json:"c,omitempty"`
+	// What people read (labels.go): the label drawn, where it is not Name
+	// ("GPT2Attention.forward (model.transformer.h.*.attn)", "train:31");
+	// the recovered "Class.method"; the module path of the memory below.
+	Label  string `json:"d,omitempty"`
+	Qual   string `json:"q,omitempty"`
+	Module string `json:"m,omitempty"`
 
 	index map[profiler.Frame]*Node
 }
@@ -68,30 +74,26 @@ func (t *Tree) Add(path []profiler.Frame, value, count int64) {
 	n := t.Root
 	n.Value += value
 	n.Count += count
-	outer, inner := path, path[:0]
-	var mid *profiler.Frame
-	if len(path) > profiler.MaxStackDepth {
-		keep := profiler.MaxStackDepth / 2
-		outer, inner = path[:keep], path[len(path)-(profiler.MaxStackDepth-keep-1):]
-		e := profiler.ElidedFrame(len(path) - len(outer) - len(inner))
-		mid = &e
-	}
-	for _, f := range outer {
-		n = n.child(f)
-		n.Value += value
-		n.Count += count
-	}
-	if mid != nil {
-		n = n.child(*mid)
-		n.Value += value
-		n.Count += count
-	}
-	for _, f := range inner {
+	for _, f := range t.boundedPath(path) {
 		n = n.child(f)
 		n.Value += value
 		n.Count += count
 	}
 	n.Self += value
+}
+
+// boundedPath is path, or, deeper than profiler.MaxStackDepth, its two ends
+// around one "[N frames elided]" frame.
+func (t *Tree) boundedPath(path []profiler.Frame) []profiler.Frame {
+	if len(path) <= profiler.MaxStackDepth {
+		return path
+	}
+	keep := profiler.MaxStackDepth / 2
+	outer, inner := path[:keep], path[len(path)-(profiler.MaxStackDepth-keep-1):]
+	out := make([]profiler.Frame, 0, profiler.MaxStackDepth)
+	out = append(out, outer...)
+	out = append(out, profiler.ElidedFrame(len(path)-len(outer)-len(inner)))
+	return append(out, inner...)
 }
 
 func (n *Node) child(f profiler.Frame) *Node {

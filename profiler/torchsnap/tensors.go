@@ -9,7 +9,7 @@ import (
 
 // tensorNames reads the agent's "vramscope_tensors" entry: {"version": 1,
 // "took_ms", "truncated", "objects", "routes", "entries": [[device, addr,
-// bytes, kind, name, module, file, line], ...]}. Entries of a shape it does
+// bytes, kind, name, module, file, line], ...], "methods": [...]}. Entries of a shape it does
 // not know are skipped, so a newer agent's snapshot still reads; a value
 // that is not a dict at all is an error.
 func tensorNames(v pickle.Value) (*profiler.TensorNames, error) {
@@ -27,6 +27,7 @@ func tensorNames(v pickle.Value) (*profiler.TensorNames, error) {
 	if r, ok := d.Get("routes"); ok && r.Kind == pickle.DictKind {
 		out.Error = getString(r.Ref.(*pickle.Dict), "error")
 	}
+	out.Methods = methods(d)
 	entries, _ := d.Get("entries")
 	items, _ := entries.Items()
 	for _, it := range items {
@@ -49,4 +50,37 @@ func tensorNames(v pickle.Value) (*profiler.TensorNames, error) {
 			Name: name, Module: module, File: file, Line: int(line)})
 	}
 	return out, nil
+}
+
+// methods reads "methods": [[file, first line, last line, qualname, [module
+// path, ...]], ...]
+// (agents before it wrote none); malformed rows are skipped.
+func methods(d *pickle.Dict) []profiler.Method {
+	v, _ := d.Get("methods")
+	items, _ := v.Items()
+	var out []profiler.Method
+	for _, it := range items {
+		f, ok := it.Items()
+		if !ok || len(f) < 4 {
+			continue
+		}
+		file, ok1 := f[0].AsString()
+		first, ok2 := f[1].AsInt()
+		last, ok3 := f[2].AsInt()
+		qual, ok4 := f[3].AsString()
+		if !(ok1 && ok2 && ok3 && ok4) || file == "" || qual == "" || first <= 0 || last < first {
+			continue
+		}
+		m := profiler.Method{File: file, First: int(first), Last: int(last), Qual: qual}
+		if len(f) > 4 {
+			paths, _ := f[4].Items()
+			for _, p := range paths {
+				if s, ok := p.AsString(); ok && s != "" {
+					m.Modules = append(m.Modules, s)
+				}
+			}
+		}
+		out = append(out, m)
+	}
+	return out
 }

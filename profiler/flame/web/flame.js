@@ -79,6 +79,15 @@
     return KIND_USER;
   }
 
+  /**
+   * frameLabel is the text drawn for a frame: the engine's label where it has
+   * one ("GPT2Attention.forward (model.transformer.h.*.attn)", "train:31"),
+   * else the function name. Search, hover hooks and clicks keep the raw name.
+   */
+  function frameLabel(node) {
+    return String(node.d || node.n || "");
+  }
+
   /** frameKind says whether a file is user code, library code or synthetic (no file). */
   function frameKind(file) {
     return KIND_NAMES[kindCode(file)];
@@ -288,7 +297,7 @@
   /** matchFrame applies a matcher to a node's name and file. */
   function matchFrame(matcher, node) {
     if (matcher.node) return matcher.node(node); // selectFrames: a predicate on the node
-    return matcher.test(String(node.n || "")) || (!!node.f && matcher.test(node.f));
+    return matcher.test(String(node.n || "")) || (!!node.d && matcher.test(node.d)) || (!!node.f && matcher.test(node.f));
   }
 
   /**
@@ -383,12 +392,14 @@
     return [h * 60, s * 100, l * 100];
   }
 
-  // Theme defaults as [hue, saturation, lightness]: warm for the user's code,
-  // cool for libraries, grey for synthetic frames. Dark themes get deeper
-  // tones under light text, light themes pastel tones under dark text.
+  // Theme defaults as [hue, saturation, lightness]: the user's code in a
+  // strong warm tone, libraries in a muted blue-grey and synthetic frames in
+  // grey, so the user's own lines stand out at a glance in either theme.
+  // Dark themes get deeper tones under light text, light themes paler ones
+  // under dark text.
   const BASES = {
-    light: { user: [24, 85, 70], library: [205, 58, 74], synthetic: [0, 0, 80], highlight: "#e35ad8", text: "#1b1b1b", highlightText: "#111111" },
-    dark: { user: [22, 62, 40], library: [208, 42, 38], synthetic: [0, 0, 36], highlight: "#b23aa8", text: "#f3f3f3", highlightText: "#ffffff" },
+    light: { user: [28, 92, 62], library: [212, 16, 84], synthetic: [0, 0, 91], highlight: "#e35ad8", text: "#1b1b1b", highlightText: "#111111" },
+    dark: { user: [18, 78, 30], library: [212, 14, 27], synthetic: [0, 0, 19], highlight: "#b23aa8", text: "#f3f3f3", highlightText: "#ffffff" },
   };
 
   /**
@@ -771,7 +782,7 @@
     }
 
     labelOf(k) {
-      const name = String(this.lay.nodes[k].n || "");
+      const name = frameLabel(this.lay.nodes[k]);
       return this.lay.parent[k] < 0 ? name + " \u00b7 " + formatBytes(this.total) : name;
     }
 
@@ -851,7 +862,9 @@
       const line = (cls, text) => {
         el("div", cls, t).textContent = text;
       };
-      line("vf-tt-name", String(node.n || ""));
+      line("vf-tt-name", frameLabel(node));
+      if (node.d && node.q !== node.n) line("vf-tt-func", "function " + String(node.n || ""));
+      if (node.m) line("vf-tt-module", "module " + node.m);
       if (node.f) line("vf-tt-file", node.f + (node.l ? ":" + node.l : ""));
       const v = valueOf(node);
       line("vf-tt-bytes", formatBytes(v) + " \u00b7 " + formatPercent(v, this.total) + " of total");
@@ -994,7 +1007,7 @@
         }
         const b = el("button", "vf-crumb", this.crumbs);
         b.type = "button";
-        b.textContent = String(path[d].n || "");
+        b.textContent = frameLabel(path[d]);
         b.dataset.depth = String(d);
         b.title = formatBytes(valueOf(path[d]));
         if (d === path.length - 1) b.setAttribute("aria-current", "true");
@@ -1081,6 +1094,7 @@
     formatPercent: formatPercent,
     formatCount: formatCount,
     frameKind: frameKind,
+    frameLabel: frameLabel,
     makeMatcher: makeMatcher,
     matchFrame: matchFrame,
     searchTree: searchTree,
