@@ -33,6 +33,7 @@ func coreSection(log func(string, ...any), name, path string, size int64, python
 	fmt.Fprintf(&b, "This machine has fewer cores than most of these settings: the figures show memory per setting (the planning pass "+
 		"runs one part per GOMAXPROCS), not the speed of a larger host. Goal: RSS/file size ≤ 0.25 whatever the core count. "+
 		"python3 pickle.load of the same file in this run: %s (%s).\n\n", python, python.runs())
+	b.WriteString(coresBefore)
 	fmt.Fprintf(&b, "| GOMAXPROCS | vramscope analyze | analyze time / python time | analyze RSS / file size |\n|---:|---:|---:|---:|\n")
 	for k, p := range coreCounts {
 		f := summarize(samples[k])
@@ -41,6 +42,12 @@ func coreSection(log func(string, ...any), name, path string, size int64, python
 	}
 	return b.String(), nil
 }
+
+// coresBefore is what the same runs gave before the planning pass shared its
+// read counters (one table per part), for comparison; it is not re-measured.
+const coresBefore = "Before commit 59f65ab (one read-count table per part of the planning pass), on this VM on 2026-12-01 at 20:15 UTC, " +
+	"one run each under `/usr/bin/time -v`: GOMAXPROCS 2: 1.00 s, 76.3 MiB (0.18×); 16: 1.04 s, 314 MiB (0.74×); 32: 1.11 s, 513 MiB (1.22×). " +
+	"The H200 host (16 cores) measured 320 MiB (0.76×) with the same code.\n\n"
 
 func joinInts(ns []int) string {
 	s := make([]string, len(ns))
