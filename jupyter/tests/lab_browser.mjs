@@ -151,6 +151,38 @@ try {
   await shot(page, "notebook-widget-alloc.png");
   step(`weight alloc: root ${before} -> ${after}`);
 
+  // --- the timeline (report.js, the same code as the CLI's page) ------------------
+  // A click on a moment shows the flame graph of what was live then; + zooms,
+  // 0 resets; hovering shows the levels.
+  const tl = widget.locator("canvas.vt-canvas");
+  await tl.waitFor({ timeout: 15_000 });
+  await tl.scrollIntoViewIfNeeded();
+  const tbox = await tl.boundingBox();
+  assert.ok(tbox && tbox.width > 300 && tbox.height > 60, `timeline box ${JSON.stringify(tbox)}`);
+  const tlState = () => widget.evaluate((el) => el.__vramscope.reportState());
+  const full = (await tlState()).timeline.full;
+  const tx = await widget.evaluate((el, t) => el.__vramscope.timeline.xAt(t), full[0] + (full[1] - full[0]) * 0.6);
+  const ty = tbox.y + tbox.height / 2;
+  await page.mouse.move(tx - 20, ty);
+  await page.mouse.move(tx, ty);
+  await widget.locator(".vt-tooltip:not([hidden])").waitFor({ timeout: 5_000 });
+  assert.match(await widget.locator(".vt-tooltip").textContent(), /allocated \d+(\.\d\d)? (B|KiB|MiB|GiB) · reserved/);
+  const totalBefore = await rootBytes();
+  await page.mouse.click(tx, ty);
+  await page.waitForFunction((el) => el.__vramscope.reportState().moment !== null, await widget.elementHandle(), { timeout: 10_000 });
+  assert.match(await widget.locator(".vr-showing").textContent(), /^Live at /);
+  const moment = (await tlState()).moment;
+  assert.ok(moment.bytes > 0, JSON.stringify(moment));
+  assert.notEqual(await rootBytes(), totalBefore, "the flame graph shows the moment's live set");
+  await widget.locator(".vt-root").focus();
+  await page.keyboard.press("+");
+  const zoomedIn = (await tlState()).timeline.range;
+  assert.ok(zoomedIn[1] - zoomedIn[0] < (full[1] - full[0]) * 0.6, `+ zoomed the timeline to ${zoomedIn}`);
+  await page.keyboard.press("0");
+  assert.deepEqual((await tlState()).timeline.range, full, "0 resets the timeline");
+  await shot(page, "notebook-widget-timeline.png");
+  step(`timeline: moment at ${((moment.t - full[0]) / 1000).toFixed(1)} ms holds ${moment.bytes} bytes`);
+
   // --- 100k frames ---------------------------------------------------------------
   await page.waitForFunction(() => document.querySelectorAll(".vs-widget[data-render-ms]").length >= 2, null, { timeout: 120_000 });
   const big = page.locator(".vs-widget").nth(1);

@@ -5,6 +5,7 @@ examples/snapshots/example_train.pickle` and shows a 100k-frame tree, then runs
 lab_browser.mjs (Debian's chromium through playwright-core): the widget
 renders, flame-graph nodes exist, hovering shows bytes, a click selects a frame
 and the kernel holds the selection, another weight is computed by the kernel,
+the timeline shows a moment's live set on click and zooms with the keyboard,
 and the report's static copy (an output of its own, for exporters) is hidden.
 Screenshots go to test-artifacts/ (or $VRAMSCOPE_ARTIFACTS); the 100k render
 time is printed.
@@ -77,7 +78,8 @@ def test_widget_in_jupyterlab(lab, capsys):
     with capsys.disabled():
         sys.stdout.write("\n" + "\n".join("  lab: " + ln for ln in r.stdout.strip().splitlines()) + "\n")
     assert r.returncode == 0, r.stdout[-4000:] + "\n--- lab log ---\n" + (tmp / "lab.log").read_text()[-3000:]
-    for name in ("notebook-widget-hover.png", "notebook-widget-selected.png", "notebook-widget-100k.png"):
+    for name in ("notebook-widget-hover.png", "notebook-widget-selected.png", "notebook-widget-timeline.png",
+                 "notebook-widget-100k.png"):
         assert os.path.getsize(os.path.join(ARTIFACTS, env["LAB_SHOT_PREFIX"] + name)) > 10_000
     assert os.path.exists(EXAMPLE)
     if os.environ.get("VRAMSCOPE_WIDGET_BENCH") and ui == "lab":

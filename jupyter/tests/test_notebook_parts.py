@@ -130,6 +130,29 @@ def test_names_from_a_real_shell(shell):
         "[no user frame] after cell [%d]:70, before :71" % n2
 
 
+def test_report_names_cells_as_its_tree(tmp_path):
+    """The report of a real snapshot (analyze --report), relabelled, names the
+    same files as the flame tree drawn with it: a moment's frames and a
+    finding's lines select the tree's frames in the widget."""
+    from vramscope import _engine
+
+    snap = os.path.join(ROOT, "examples", "snapshots", "example_train.pickle")
+    report, tree = _engine.report(snap), _engine.flame(snap)
+    user = next(f["f"] for f in report["moments"]["frames"] if f.get("f", "").endswith("record_examples.py"))
+    lab = _names.Labeler({user: 7})
+    lab.report(report)
+    lab.tree(tree)
+    frames = {(f.get("f"), f.get("l")) for f in report["moments"]["frames"]}
+    assert ("cell [7]", report["sites"][0]["line"]) in frames and report["sites"][0]["file"] == "cell [7]"
+    assert not any(f == user for f, _ in frames)
+    stack, tree_frames = [tree["root"]], set()
+    while stack:
+        n = stack.pop()
+        tree_frames.add((n.get("f"), n.get("l")))
+        stack.extend(n.get("c") or [])
+    assert ("cell [7]", report["sites"][0]["line"]) in tree_frames
+
+
 def test_names_of_cells_of_another_kernel():
     lab = _names.Labeler({})
     assert lab.label("<ipython-input-12-0a1b2c3d4e5f>", 3) == "cell [12], line 3"

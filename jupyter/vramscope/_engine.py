@@ -108,27 +108,36 @@ def flame(path, weight="peak"):
     return run_json(["flame", "--format", "json", "--weight", weight, path])
 
 
+def report(path):
+    """The data of the linked report (analyze --report: timeline, moments, top lines, findings)."""
+    return run_json(["analyze", "--report", path])
+
+
 def diff(a, b):
     """Per-line change from snapshot a to snapshot b (analyze.Diff)."""
     return run_json(["diff", "--json", a, b])
 
 
-def analyze_and_flame(path, weight="peak"):
-    """analyze() and flame() of one file, the two engine runs side by side."""
+def analyze_and_flame(path, weight="peak", with_report=False):
+    """analyze() and flame() of one file, the engine runs side by side; with
+    with_report, report() too: (result, tree, report)."""
     out = {}
 
-    def tree():
+    def side(key, fn):
         try:
-            out["tree"] = flame(path, weight)
+            out[key] = fn()
         except BaseException as e:  # re-raised below, on the caller's thread
-            out["error"] = e
+            out.setdefault("error", e)
 
-    t = threading.Thread(target=tree, name="vramscope-flame", daemon=True)
-    t.start()
+    jobs = [("tree", lambda: flame(path, weight))] + ([("report", lambda: report(path))] if with_report else [])
+    threads = [threading.Thread(target=side, args=job, name="vramscope-" + job[0], daemon=True) for job in jobs]
+    for t in threads:
+        t.start()
     try:
         result = analyze(path)
     finally:
-        t.join()
+        for t in threads:
+            t.join()
     if "error" in out:
         raise out["error"]
-    return result, out["tree"]
+    return (result, out["tree"], out["report"]) if with_report else (result, out["tree"])

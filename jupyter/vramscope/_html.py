@@ -24,6 +24,11 @@ def asset(name):
     return s
 
 
+def has_asset(name):
+    """Whether vramscope/static holds name (allocmap.js comes with the allocator map)."""
+    return os.path.exists(os.path.join(STATIC, name))
+
+
 def _e(s):
     return html.escape(str(s), quote=True)
 

@@ -112,9 +112,11 @@ USAGE = ("usage: %vramscope open FILE | diff A B | snapshot | live   "
 def snapshot_view(path, weight="peak", top=10, labeler=None, title=None, name=None):
     """Analyses a snapshot file with the engine: (view, labeler)."""
     labeler = labeler or _names.Labeler()
-    result, tree = _engine.analyze_and_flame(path, weight)
+    result, tree, report = _engine.analyze_and_flame(path, weight, with_report=True)
     labeler.tree(tree)
+    labeler.report(report)
     view = {
+        "report": report,
         "title": title or os.path.basename(path),
         "facts": _report.facts(result, name),
         "top_lines": _report.top_lines(result, labeler, top),

@@ -91,6 +91,23 @@ class Labeler:
 
         return _IN_TEXT.sub(sub, s)
 
+    def report(self, report):
+        """Relabels a report (analyze --report) in place as tree() does a flame
+        tree, so its moments, top lines and findings name the same frames as
+        the tree they are drawn with. Returns it."""
+        if not isinstance(report, dict):
+            return report
+        self.tree({"root": {"c": list((report.get("moments") or {}).get("frames") or [])}})
+        places = list(report.get("sites") or [])
+        for f in report.get("findings") or []:
+            places.append(f)
+            places.extend((f.get("evidence") or {}).get("lines") or [])
+        for p in places:
+            name = self.cell_name(p.get("file")) if p.get("file") else None
+            if name is not None:
+                p["file"] = name
+        return report
+
     def tree(self, tree):
         """Relabels a flame tree in place: cell frames get the file "cell [N]"
         (their line stays), phase names lose the cell file names. Returns it."""

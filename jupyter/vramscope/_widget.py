@@ -37,16 +37,31 @@ _lock = threading.Lock()
 _last = []  # the last report displayed (for notebook.last())
 
 
+# The shared front-end scripts (symlinks to profiler/flame/web) and the
+# constant each one's exports land in. allocmap.js is optional.
+_SHARED = (("flame.js", "VramscopeFlame"), ("timeline.js", "VramscopeTimeline"), ("report.js", "VramscopeReport"),
+           ("allocmap.js", "VramAllocMap"))
+
+
+def _wrapped(asset, const):
+    return ("const %s = (function () {\n  const module = { exports: {} };\n" % const
+            + _html.asset(asset)
+            + "\n  return module.exports;\n})();\n")
+
+
 def esm(name):
-    """A front-end module: flame.js (a classic UMD script, kept byte-identical to
-    profiler/flame/web/flame.js) wrapped so that its exports land in a local
-    `VramscopeFlame`, then static/dom.js (helpers both modules use), then
-    static/NAME, which uses them and exports the anywidget entry points."""
-    return ("const VramscopeFlame = (function () {\n  const module = { exports: {} };\n"
-            + _html.asset("flame.js")
-            + "\n  return module.exports;\n})();\n"
-            + _html.asset("dom.js")
-            + _html.asset(name))
+    """A front-end module: the shared scripts (classic UMD scripts, kept
+    byte-identical to profiler/flame/web: flame.js, timeline.js, report.js and,
+    where present, allocmap.js) each wrapped so that its exports land in a local
+    constant (`VramscopeFlame`, ...), then static/dom.js (helpers both modules
+    use), then static/NAME, which uses them and exports the anywidget entry points."""
+    shared = [_wrapped(a, c) for a, c in _SHARED if a != "allocmap.js" or _html.has_asset(a)]
+    return "".join(shared) + _html.asset("dom.js") + _html.asset(name)
+
+
+def css():
+    """The widget's styles: the shared ones (flame, timeline, report) and its own."""
+    return "".join(_html.asset(n) for n in ("flame.css", "timeline.css", "report.css", "widget.css"))
 
 
 def _bundle(out):
@@ -145,9 +160,11 @@ def _classes():
             """An interactive flame graph with its report (see module doc)."""
 
             _esm = esm("widget.js")
-            _css = _html.asset("flame.css") + _html.asset("widget.css")
+            _css = css()
 
             tree = t.Dict().tag(sync=True)
+            # analyze --report: the timeline, moments, top lines and findings (report.js)
+            report = t.Dict(allow_none=True, default_value=None).tag(sync=True)
             weight = t.Unicode("peak").tag(sync=True)
             weights = t.List(t.Unicode()).tag(sync=True)
             side = t.Unicode("").tag(sync=True)
@@ -171,7 +188,7 @@ def _classes():
             def __init__(self, view=None, files=None, labeler=None, **kw):
                 view = dict(view or {})
                 for k in ("tree", "title", "facts", "peak_line", "note", "top_lines", "findings", "diff",
-                          "weight", "side"):
+                          "weight", "side", "report"):
                     if view.get(k) is not None:
                         kw.setdefault(k, view[k])
                 self.timings = None  # %%vramscope: what the report cost (see _magic)
@@ -214,7 +231,13 @@ def _classes():
                 tree = _engine.flame(path, weight)
                 if self._labeler is not None:
                     self._labeler.tree(tree)
+                report = self.report
+                if report is not None and side != self.side:
+                    report = _engine.report(path)  # the other snapshot's timeline
+                    if self._labeler is not None:
+                        self._labeler.report(report)
                 with self.hold_sync():
+                    self.report = report
                     self.tree = tree
                     self.weight = weight
                     self.side = side

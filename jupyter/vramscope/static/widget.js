@@ -15,9 +15,16 @@
 // The report's static copy, a display output of its own for exporters, is
 // hidden while this view is rendered (hideStaticCopy in dom.js).
 //
+// With a `report` (analyze --report: timeline, moments, top lines, findings),
+// the view is report.js's linked report around the same flame graph: the
+// timeline, a moment's live set on click, findings that select their time
+// range and frames; the same code as the CLI's page and the VS Code webview.
+// Its findings replace the widget's own list.
+//
 // For tests and hosts: the root element carries data-nodes, data-render-ms
 // (flame.js's own layout+paint measure) and data-view-ms, and el.__vramscope
-// is the flame controller ({state, frameAt, zoomTo, search, reset}).
+// is the flame controller ({state, frameAt, zoomTo, search, reset}; with a
+// report, also {timeline, showMoment, selectFinding, reportState}).
 
 const fmt = VramscopeFlame.formatBytes;
 
@@ -128,7 +135,7 @@ function render({ model, el }) {
       table(top, ["at peak", "share", "allocated", "allocs", "line"], rows.map((r) => [fmt(r.peak_bytes), share(r.peak_share), fmt(r.alloc_bytes), String(r.allocs), r.label]));
     }
     findings.textContent = "";
-    const fs = model.get("findings");
+    const fs = hasReport() ? null : model.get("findings");
     if (Array.isArray(fs)) {
       if (!fs.length) h("div", "vs-note", findings, "Findings: none");
       else {
@@ -160,10 +167,17 @@ function render({ model, el }) {
     if (s.source) h("code", "vs-sel-source", selected, s.source);
   }
 
+  function hasReport() {
+    const r = model.get("report");
+    return !!(r && r.device && typeof VramscopeReport !== "undefined");
+  }
+
   function drawFlame() {
     if (ctrl) ctrl.destroy();
     ctrl = null;
     flameHost.textContent = "";
+    flameHost.style.height = "";
+    flameHost.classList.remove("vs-report");
     const tree = model.get("tree");
     if (!tree || !tree.root) {
       h("div", "vs-note", flameHost, "no flame graph");
@@ -171,7 +185,18 @@ function render({ model, el }) {
     }
     const s = performance.now();
     const height = model.get("height");
-    ctrl = VramscopeFlame.render(flameHost, tree, height > 0 ? { height: height } : {});
+    if (hasReport()) {
+      // The report fills a fixed height: the timeline above, the flame graph below.
+      flameHost.classList.add("vs-report");
+      flameHost.style.height = (height > 0 ? height + 260 : 760) + "px";
+      ctrl = VramscopeReport.render(flameHost, tree, model.get("report"), {
+        flame: VramscopeFlame,
+        timeline: VramscopeTimeline,
+        allocmap: typeof VramAllocMap !== "undefined" ? VramAllocMap : undefined,
+      });
+    } else {
+      ctrl = VramscopeFlame.render(flameHost, tree, height > 0 ? { height: height } : {});
+    }
     const st = ctrl.state();
     root.dataset.nodes = String(st.nodes);
     root.dataset.renderMs = String(st.renderMs);
@@ -183,7 +208,7 @@ function render({ model, el }) {
   // in the capture phase, reads the frame under the pointer before the zoom
   // changes the layout, then tells the kernel.
   function onClick(e) {
-    if (!ctrl || e.target.tagName !== "CANVAS") return;
+    if (!ctrl || !e.target.classList || !e.target.classList.contains("vf-canvas")) return;
     const f = ctrl.frameAt(e.clientX, e.clientY);
     if (!f) return;
     setTimeout(() => {
@@ -194,9 +219,14 @@ function render({ model, el }) {
   flameHost.addEventListener("click", onClick, true);
 
   const onTree = () => drawFlame();
+  const onReport = () => {
+    drawFlame();
+    drawTables();
+  };
   const onHeader = () => drawHeader();
   const onTables = () => drawTables();
   model.on("change:tree", onTree);
+  model.on("change:report", onReport);
   ["change:title", "change:facts", "change:peak_line", "change:note", "change:weight", "change:weights", "change:side", "change:sides"].forEach((ev) => model.on(ev, onHeader));
   ["change:top_lines", "change:findings", "change:diff"].forEach((ev) => model.on(ev, onTables));
   model.on("change:selected_info", drawSelected);
@@ -222,6 +252,7 @@ function render({ model, el }) {
     unwatch();
     flameHost.removeEventListener("click", onClick, true);
     model.off("change:tree", onTree);
+    model.off("change:report", onReport);
     model.off(null, onHeader);
     model.off(null, onTables);
     model.off("change:selected_info", drawSelected);

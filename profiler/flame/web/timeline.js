@@ -297,6 +297,10 @@
     build(container) {
       const root = el("div", "vt-root");
       root.tabIndex = 0;
+      // Hosts with keyboard shortcuts of their own (JupyterLab's "0 0") leave
+      // the timeline's keys to it.
+      root.setAttribute("data-lm-suppress-shortcuts", "true");
+      root.setAttribute("data-p-suppress-shortcuts", "true");
       root.setAttribute("role", "group");
       root.setAttribute("aria-label", "Memory over time: drag to zoom, + and - zoom, arrows pan, 0 resets, click picks a moment");
       const bar = el("div", "vt-toolbar", root);
