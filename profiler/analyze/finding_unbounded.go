@@ -13,12 +13,12 @@ const projectionSteps = 1000
 
 // unboundedCache reports a cache keyed by shape or length that is still
 // adding entries when the snapshot ends: a line whose blocks live at the end
-// come from at least three steps in at least three sizes, mostly one block per
-// size (one entry per key: a list of kept outputs has one size), with new
-// ones in the last max(3, N/4) steps (a cache that stopped is cacheGrowth's)
-// and not on enough steps to be a leak (leakSites); memory between steps grew
-// with it (levelGrew). It falls between the two:
-// it grows on some steps, not all, and has not stopped.
+// come from at least three steps in at least three sizes, at most three
+// blocks a size (one entry per key, and few shapes share a size; a list of
+// kept outputs has one size), with new ones in the last max(3, N/4) steps (a
+// cache that stopped is cacheGrowth's) and not on enough steps to be a leak
+// (leakSites); memory between steps grew with it (levelGrew). It falls
+// between the two: it grows on some steps, not all, and has not stopped.
 func (dg *devDiag) unboundedCache(leakSites map[string]bool) []Finding {
 	steps := dg.d.Steps
 	n := len(steps)
@@ -28,7 +28,7 @@ func (dg *devDiag) unboundedCache(leakSites map[string]bool) []Finding {
 	}
 	var out []Finding
 	for _, s := range dg.survivors() {
-		if leakSites[s.key()] || len(s.sizes) < 3 || 2*int64(len(s.sizes)) < s.blocks || s.file == "" {
+		if leakSites[s.key()] || len(s.sizes) < 3 || 3*int64(len(s.sizes)) < s.blocks || s.file == "" {
 			continue
 		}
 		var in []int

@@ -194,12 +194,41 @@ func explained(k, d int) int {
 	return m * d
 }
 
-// periodicSteps returns the log indices where steps end.
+// periodicSteps returns the log indices where steps end. Iterations that
+// give back what they take come first; only when none are found are
+// iterations that keep part of it (a loop keeping its outputs) looked for,
+// and kept when the trace then gives the kept memory back (the loop ended
+// and its list was freed). A forward pass whose layers keep their
+// activations, cut short by an OOM, gives nothing back and is no loop.
 func periodicSteps(log *levelLog) []int {
 	occ := loopOccurrences(log)
 	if occ == nil {
 		return nil
 	}
+	if ends := occ.loop(log, false); ends != nil {
+		return ends
+	}
+	if ends := occ.loop(log, true); ends != nil && releasedAfter(log, ends) {
+		return ends
+	}
+	return nil
+}
+
+// releasedAfter says whether the level at the end of the trace is below the
+// highest step end by at least half of what the steps kept.
+func releasedAfter(log *levelLog, ends []int) bool {
+	top := log.at(ends[0]).cur
+	for _, j := range ends {
+		top = max(top, log.at(j).cur)
+	}
+	grown := top - log.at(ends[0]).cur
+	return grown > 0 && log.at(log.len()-1).cur <= top-grown/2
+}
+
+// loop is the best loop of the occurrences: the iteration count whose
+// anchors sit lowest, then the largest; keep allows iterations that keep
+// part of what they allocate.
+func (occ *occurrences) loop(log *levelLog, keep bool) []int {
 	var best []int
 	var bestC int
 	var bestScore float64
@@ -211,7 +240,7 @@ func periodicSteps(log *levelLog) []int {
 		if tries++; tries > maxTries {
 			break
 		}
-		ends, score, ok := occ.try(log, cd.c)
+		ends, score, ok := occ.try(log, cd.c, keep)
 		if !ok {
 			continue
 		}
@@ -344,13 +373,13 @@ func (occ *occurrences) keysDividing(c int) int {
 // try anchors a loop of c iterations and finds its boundaries; ok is false
 // when no stack anchors it or a quarter of its windows have no boundary.
 // score is the anchors' height (lower is better).
-func (occ *occurrences) try(log *levelLog, c int) (ends []int, score float64, ok bool) {
+func (occ *occurrences) try(log *levelLog, c int, keep bool) (ends []int, score float64, ok bool) {
 	anchor := bestAnchor(log, occ.seq, occ.keys, occ.pos, c)
 	if anchor == nil {
 		return nil, 0, false
 	}
 	score = anchorHeight(log, anchor)
-	ends = boundaries(log, anchor, occ.seq, len(occ.seq)/(2*c))
+	ends = boundaries(log, anchor, occ.seq, len(occ.seq)/(2*c), keep)
 	if len(ends) < 2 || 4*len(ends) < 3*(len(anchor)-1) {
 		return nil, 0, false
 	}
@@ -423,8 +452,9 @@ func regular(ps []int32, m int, period float64) bool {
 // boundaries finds, in each window between anchors (and before the first and
 // after the last), the point where the level settles after the iteration's
 // peak. A window with fewer than half an iteration's allocations (of seq)
-// holds no iteration's end.
-func boundaries(log *levelLog, anchors []int, seq []int32, half int) []int {
+// holds no iteration's end. With keep, a window may end higher than it
+// began (keptPerWindow).
+func boundaries(log *levelLog, anchors []int, seq []int32, half int, keep bool) []int {
 	var ends []int
 	edges := append(append([]int{0}, anchors...), log.len())
 	count := func(lo, hi int) int {
@@ -432,7 +462,10 @@ func boundaries(log *levelLog, anchors []int, seq []int32, half int) []int {
 		b := sort.Search(len(seq), func(i int) bool { return int(seq[i]) >= hi })
 		return b - a
 	}
-	kept := keptPerWindow(log, edges)
+	kept := make([]int64, len(edges)-1)
+	if keep {
+		kept = keptPerWindow(log, edges)
+	}
 	for w := 0; w+1 < len(edges); w++ {
 		lo, hi := edges[w], edges[w+1]
 		if hi-lo < 2 || count(lo, hi) < half {
@@ -447,11 +480,13 @@ func boundaries(log *levelLog, anchors []int, seq []int32, half int) []int {
 
 // keptPerWindow is what each window may keep and still count as an
 // iteration: a loop that keeps each iteration's output (a list of logits)
-// ends every iteration higher than it began, by about the same bytes. A
-// window is allowed what it kept when that is within a factor of two of the
-// median of the anchored windows; the window before the first anchor (the
-// loop's set-up) and one that kept far more (the first step creating
-// optimizer state) are allowed nothing.
+// ends every iteration higher than it began, by about the same bytes, and
+// most of what it allocates (the forward's temporaries) it frees. A window is
+// allowed what it kept when that is within a factor of two of the median of
+// the anchored windows and at most keptShare of the bytes it allocated; the
+// window before the first anchor (the loop's set-up), one that kept far more
+// (the first step creating optimizer state) and a loop that keeps nearly all
+// it allocates (building a model layer by layer) are allowed nothing.
 func keptPerWindow(log *levelLog, edges []int) []int64 {
 	kept := make([]int64, len(edges)-1)
 	var ks []int64
@@ -462,6 +497,9 @@ func keptPerWindow(log *levelLog, edges []int) []int64 {
 		}
 		kept[w] = max(0, log.at(hi-1).cur-log.at(lo-1).cur)
 		ks = append(ks, kept[w])
+		if float64(kept[w]) > keptShare*float64(allocatedIn(log, lo, hi)) {
+			kept[w] = 0
+		}
 	}
 	if len(ks) == 0 {
 		return kept
@@ -474,6 +512,23 @@ func keptPerWindow(log *levelLog, edges []int) []int64 {
 		}
 	}
 	return kept
+}
+
+// keptShare: a model's layers built in a loop keep 85-93% of what each
+// iteration allocates (the GPT-2 of examples/oom/too_big.py); an evaluation
+// keeping GPT-2's logits about 40%, a generation keeping each token's scores
+// a few percent.
+const keptShare = 2.0 / 3
+
+// allocatedIn adds up the bytes allocated by the log entries lo..hi-1.
+func allocatedIn(log *levelLog, lo, hi int) int64 {
+	var n int64
+	for i := max(lo, 1); i < hi; i++ {
+		if log.at(i).stack != 0 {
+			n += max(0, log.at(i).cur-log.at(i-1).cur)
+		}
+	}
+	return n
 }
 
 // windowEnd is where one iteration (log entries lo..hi-1) ends: the earliest

@@ -1,0 +1,227 @@
+package analyze_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/vramscope/vramscope/profiler/analyze"
+)
+
+// expectedFile labels every real recording of the repository and the shared
+// fixtures (see its "about").
+var expectedFile = filepath.Join(exampleDir, "expected_findings.json")
+
+type expectation struct {
+	Name        string            `json:"name"`
+	File        string            `json:"file"`
+	Kinds       []string          `json:"kinds"`
+	Iterations  *int              `json:"iterations"`
+	Lines       map[string]string `json:"lines"`
+	KnownMisses []string          `json:"known_misses"`
+	Pending     bool              `json:"pending"`
+	Note        string            `json:"note"`
+}
+
+func expectations(t *testing.T) []expectation {
+	t.Helper()
+	b, err := os.ReadFile(expectedFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Recordings []expectation `json:"recordings"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatalf("%s: %v", expectedFile, err)
+	}
+	return doc.Recordings
+}
+
+// recordingPath resolves an expectation's file: "shared:" is ../shared/, a
+// name without an extension is NAME.pickle or NAME.vsm (the agent's cases).
+// It returns "" when the file is not there.
+func recordingPath(e expectation) string {
+	p := filepath.Join("..", "..", e.File)
+	if rest, ok := strings.CutPrefix(e.File, "shared:"); ok {
+		p = filepath.Join("..", "..", "..", "shared", rest)
+	}
+	cands := []string{p}
+	if filepath.Ext(p) == "" {
+		cands = []string{p + ".pickle", p + ".vsm"}
+	}
+	for _, c := range cands {
+		if _, err := os.Stat(c); err == nil {
+			return c
+		}
+	}
+	return ""
+}
+
+var (
+	labelledMu  sync.Mutex
+	labelledRes = map[string]*analyze.Result{}
+)
+
+// analyseLabelled analyses one labelled recording once per test binary; a
+// compressed one (the shared large fixtures) is decompressed with xz first.
+// nil, with the reason, when it cannot be read here.
+func analyseLabelled(t *testing.T, e expectation) (*analyze.Result, string) {
+	t.Helper()
+	labelledMu.Lock()
+	defer labelledMu.Unlock()
+	if r := labelledRes[e.Name]; r != nil {
+		return r, ""
+	}
+	path := recordingPath(e)
+	if path == "" {
+		return nil, "not recorded yet"
+	}
+	if strings.HasSuffix(path, ".xz") {
+		xz, err := exec.LookPath("xz")
+		if err != nil {
+			return nil, "no xz to decompress it"
+		}
+		out := filepath.Join(t.TempDir(), e.Name+".pickle")
+		f, err := os.Create(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(xz, "-dc", path)
+		cmd.Stdout = f
+		err = cmd.Run()
+		f.Close()
+		if err != nil {
+			t.Fatalf("xz -dc %s: %v", path, err)
+		}
+		path = out
+	}
+	r, err := analyze.Run(path, analyze.Options{})
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	labelledRes[e.Name] = r
+	return r, ""
+}
+
+func kindSet(kinds []string) map[string]bool {
+	m := map[string]bool{}
+	for _, k := range kinds {
+		m[k] = true
+	}
+	return m
+}
+
+// Every labelled recording that is here gets exactly its labelled kinds
+// (less the acknowledged misses), each labelled line, and its known iteration
+// count within one (an edge iteration may be cut by the trace's start).
+func TestExpectedFindings(t *testing.T) {
+	for _, e := range expectations(t) {
+		t.Run(e.Name, func(t *testing.T) {
+			r, why := analyseLabelled(t, e)
+			if r == nil {
+				if !e.Pending && !strings.HasPrefix(e.File, "shared:") {
+					t.Errorf("%s: %s, and it is not marked pending", e.File, why)
+				}
+				t.Skipf("%s: %s", e.File, why)
+			}
+			want := kindSet(e.Kinds)
+			for _, k := range e.KnownMisses {
+				delete(want, k)
+			}
+			got := kindSet(kinds(r))
+			for k := range want {
+				if !got[k] {
+					t.Errorf("no %s finding (%s); found %v", k, e.Note, kinds(r))
+				}
+			}
+			for k := range got {
+				if !want[k] {
+					t.Errorf("unexpected %s finding (%s): %v", k, e.Note, titles(r, k))
+				}
+			}
+			for k, place := range e.Lines {
+				if !findingAt(r, k, place) {
+					t.Errorf("no %s finding at %s: %v", k, place, titles(r, k))
+				}
+			}
+			if e.Iterations != nil && !r.Devices[0].StepsIncomplete {
+				if d := len(r.Steps) - *e.Iterations; d < -1 || d > 1 {
+					t.Errorf("%d steps (%s), the run made %d", len(r.Steps), r.StepSource, *e.Iterations)
+				}
+			}
+		})
+	}
+}
+
+func findingAt(r *analyze.Result, kind, place string) bool {
+	for _, f := range findingsOf(r, kind) {
+		if fmt.Sprintf("%s:%d", filepath.Base(f.File), f.Line) == place {
+			return true
+		}
+	}
+	return false
+}
+
+func titles(r *analyze.Result, kind string) []string {
+	var out []string
+	for _, f := range findingsOf(r, kind) {
+		out = append(out, f.Title)
+	}
+	return out
+}
+
+// The lines labelled in record_piles.py's cases are the lines its comments
+// mark "expect: KIND", so the labels follow the script when it is edited.
+func TestExpectedLinesMarked(t *testing.T) {
+	script, err := os.ReadFile(filepath.Join("..", "..", "examples", "record", "record_piles.py"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(string(script), "\n")
+	marked := 0
+	for i, l := range lines {
+		if strings.Contains(l, "# expect: ") {
+			marked++
+			found := false
+			for _, e := range expectations(t) {
+				for k, place := range e.Lines {
+					found = found || (place == fmt.Sprintf("record_piles.py:%d", i+1) && strings.Contains(l, "# expect: "+k))
+				}
+			}
+			if !found {
+				t.Errorf("record_piles.py:%d is marked %q but no expectation names it", i+1, strings.TrimSpace(l))
+			}
+		}
+	}
+	for _, e := range expectations(t) {
+		for k, place := range e.Lines {
+			if base, n, ok := strings.Cut(place, ":"); ok && base == "record_piles.py" {
+				var i int
+				fmt.Sscan(n, &i)
+				if i < 1 || i > len(lines) || !strings.Contains(lines[i-1], "# expect: "+k) {
+					t.Errorf("%s: %s at %s, but that line is not marked \"expect: %s\"", e.Name, k, place, k)
+				}
+			}
+		}
+	}
+	if marked == 0 {
+		t.Error("record_piles.py marks no line")
+	}
+}
+
+// sortedKeys lists a set's keys in order.
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
