@@ -63,6 +63,9 @@ type Result struct {
 	moments *momentSource // the peak device's live set over time (moments.go)
 	// qualnames reads methods' classes from the source for flame labels (flame.go).
 	qualnames *profiler.Qualnames
+	// AllocatorMaps are each device's segments and blocks at the snapshot,
+	// the peak and the first OOM (allocmap.go).
+	AllocatorMaps []AllocatorMaps `json:"allocator_maps"`
 }
 
 // Device is the per-GPU part of a result.
@@ -170,6 +173,7 @@ func (a *analysis) finish(snap *torchsnap.Snapshot, opt Options) *Result {
 	peakDev := 0
 	for _, dev := range devicesOf(snap, byDevice) {
 		d := a.device(dev, byDevice[dev], snap)
+		r.AllocatorMaps = append(r.AllocatorMaps, a.allocatorMaps(dev, byDevice[dev], snap))
 		var ooms []OOM
 		if t := byDevice[dev]; t != nil {
 			ooms = a.ooms(t, d)

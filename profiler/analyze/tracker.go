@@ -16,6 +16,8 @@ type block struct {
 	t      int64 // allocation time; blocks from before the trace: math.MinInt64
 	ft     int64 // free time, once freed (blocks kept for the peak or an OOM); 0 while live
 	li     int32 // index of its allocation in the level log; -1: not logged
+	addr   uint64
+	req    uint64 // bytes requested (the trace's size; size is the block's)
 }
 
 func (b *block) resolved() int32 {
@@ -67,6 +69,8 @@ type tracker struct {
 	// outside the ring) to the allocation it ended.
 	replaced map[int32]int32
 	afterOOM int64 // allocs and frees replayed since the last OOM event
+	// changes undo the segments back to the peak or the first OOM (allocmap.go).
+	changes changeLog
 }
 
 // logEntry is one allocation or free in the level log. T is microseconds
@@ -102,6 +106,8 @@ type oomEvent struct {
 	stack             profiler.StackID
 	cur, rcur         int64
 	live              []block // tracked blocks live at the failure (the first few OOMs)
+	seq               int64
+	stream            int64
 }
 
 // maxOOMLive bounds how many OOM events keep a copy of the live blocks.
@@ -126,12 +132,15 @@ func (t *tracker) event(e *profiler.Event, user bool) {
 		t.free(e)
 	case profiler.ActSegmentAlloc, profiler.ActSegmentMap:
 		t.rcur += int64(e.Size)
+		t.changes.add(e)
 		t.framed(e, user)
 	case profiler.ActSegmentFree, profiler.ActSegmentUnmap:
 		t.rcur -= int64(e.Size)
+		t.changes.add(e)
 	case profiler.ActOOM:
 		o := oomEvent{timeUS: e.TimeUS, requested: int64(e.Size), deviceFree: e.DeviceFree,
-			stack: e.Stack, cur: t.cur, rcur: t.rcur}
+			stack: e.Stack, cur: t.cur, rcur: t.rcur, seq: e.Seq, stream: e.Stream}
+		t.changes.keepFrom(e.Seq)
 		if len(t.ooms) < maxOOMLive {
 			o.live = make([]block, 0, len(t.live))
 			for _, b := range t.live {
@@ -147,7 +156,7 @@ func (t *tracker) event(e *profiler.Event, user bool) {
 
 func (t *tracker) alloc(e *profiler.Event, user bool) {
 	size := blockSize(e.Size)
-	b := block{size: size, seq: e.Seq, t: e.TimeUS}
+	b := block{size: size, seq: e.Seq, t: e.TimeUS, addr: e.Addr, req: e.Size}
 	if !user {
 		if t.open == nil {
 			t.open = &gap{left: t.lastFramed, firstTime: e.TimeUS, stats: map[profiler.StackID]*origin{}}
@@ -195,6 +204,7 @@ func (t *tracker) alloc(e *profiler.Event, user bool) {
 	if t.cur > t.peak {
 		t.peak, t.peakAt, t.peakT = t.cur, e.Seq, e.TimeUS
 		t.freedSincePeak = t.freedSincePeak[:0]
+		t.changes.peakAt(e.Seq)
 	}
 }
 
@@ -230,8 +240,10 @@ func (t *tracker) free(e *profiler.Event) {
 	if !ok {
 		// Allocated before the trace began: it was live all along until now.
 		// Its frames (context="all") are where it was freed, not where it was made.
-		b = block{size: blockSize(e.Size), seq: -1, origin: t.a.origins.preTrace(0), t: math.MinInt64, li: -1}
+		b = block{size: blockSize(e.Size), seq: -1, origin: t.a.origins.preTrace(0), t: math.MinInt64, li: -1,
+			addr: e.Addr, req: e.Size}
 		t.preFreed += b.size
+		t.changes.preFree(e, b)
 	} else {
 		delete(t.live, e.Addr)
 	}
