@@ -571,6 +571,30 @@ func TestDiff(t *testing.T) {
 	if o2 := mustRun(t, "diff", a, b, "--json", "--top", "3"); o2.stdout != o.stdout {
 		t.Error("diff A B --json --top 3 differs from diff A B --json")
 	}
+	// --html: the after side's report with the before timeline and this diff; --report prints its data.
+	page := filepath.Join(t.TempDir(), "diff.html")
+	if h := mustRun(t, "diff", a, b, "--html", page); !strings.Contains(h.stdout, "report: "+page) {
+		t.Errorf("diff --html does not say where the page is:\n%s", h.stdout)
+	}
+	var rep struct {
+		File   string                `json:"file"`
+		Before struct{ File string } `json:"before"`
+		Diff   json.RawMessage       `json:"diff"`
+	}
+	data := scriptData(readFile(t, page), "vramscope-report")
+	if err := json.Unmarshal([]byte(data), &rep); err != nil {
+		t.Fatalf("diff --html report data: %v", err)
+	}
+	var inPage any
+	json.Unmarshal(rep.Diff, &inPage)
+	var plain any
+	json.Unmarshal([]byte(o.stdout), &plain)
+	if rep.File != b || rep.Before.File != a || !reflect.DeepEqual(inPage, plain) {
+		t.Errorf("diff --html: after %s, before %s; its diff equals --json's: %v", rep.File, rep.Before.File, reflect.DeepEqual(inPage, plain))
+	}
+	if r := mustRun(t, "diff", a, b, "--report"); strings.TrimSpace(r.stdout) == "" || !json.Valid([]byte(r.stdout)) {
+		t.Errorf("diff --report: %.200s", r.stdout)
+	}
 }
 
 // --map rewrites the container path to the local trainer folder.

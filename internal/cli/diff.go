@@ -4,14 +4,18 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 
 	"github.com/vramscope/vramscope/profiler/analyze"
+	"github.com/vramscope/vramscope/profiler/flame"
 )
 
 type diffCmd struct {
 	source
-	json bool
-	top  int
+	json   bool
+	report bool
+	html   string
+	top    int
 }
 
 func runDiff(args []string, stdout, stderr io.Writer) int {
@@ -19,6 +23,8 @@ func runDiff(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("diff", flag.ContinueOnError)
 	c.register(fs)
 	fs.BoolVar(&c.json, "json", false, "print the diff as JSON")
+	fs.StringVar(&c.html, "html", "", "also write the report of the after snapshot, both timelines overlaid and the per-line diff, as a self-contained HTML page")
+	fs.BoolVar(&c.report, "report", false, "print the data of the HTML page as JSON (what the notebook draws)")
 	fs.IntVar(&c.top, "top", 15, "sites to list")
 	pos, ok := parse(fs, args, stderr)
 	if !ok {
@@ -36,6 +42,11 @@ func runDiff(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, err)
 	}
+	if c.html != "" || c.report {
+		if code := c.writeReport(a, b, stdout, stderr); code != exitOK || c.report {
+			return code
+		}
+	}
 	d := analyze.Compare(a, b)
 	if c.json {
 		return printJSON(stdout, stderr, d)
@@ -52,6 +63,33 @@ func runDiff(args []string, stdout, stderr io.Writer) int {
 			where = fmt.Sprintf("%s:%d (%s)", s.File, s.Line, s.Function)
 		}
 		fmt.Fprintf(stdout, "  %11s %11s %11s  %-26s %s\n", signed(s.PeakDelta), fb(s.PeakBefore), fb(s.PeakAfter), s.Label(), where)
+	}
+	if c.html != "" {
+		fmt.Fprintf(stdout, "\nreport: %s\n", c.html)
+	}
+	return exitOK
+}
+
+// writeReport writes the diff page (--html) or prints its data (--report).
+func (c *diffCmd) writeReport(a, b *analyze.Result, stdout, stderr io.Writer) int {
+	rep, err := analyze.DiffReport(a, b)
+	if err != nil {
+		return fail(stderr, err)
+	}
+	if c.report {
+		stdout.Write(append(rep, '\n'))
+		return exitOK
+	}
+	f, err := os.Create(c.html)
+	if err != nil {
+		return fail(stderr, err)
+	}
+	err = flame.WriteReport(f, b.Flame(analyze.FlameOptions{Weight: flame.WeightPeak}), rep)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fail(stderr, err)
 	}
 	return exitOK
 }

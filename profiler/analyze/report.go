@@ -46,6 +46,31 @@ func (r *Result) Report() ([]byte, error) {
 	return json.Marshal(out)
 }
 
+// DiffReport is b's report with what the diff view adds: "before", a's peak
+// device timeline, categories and file (the timeline draws it over b's), and
+// "diff", the per-line Compare(a, b).
+func DiffReport(a, b *Result) ([]byte, error) {
+	rb, err := b.Report()
+	if err != nil {
+		return nil, err
+	}
+	var out map[string]json.RawMessage
+	if err := json.Unmarshal(rb, &out); err != nil {
+		return nil, fmt.Errorf("report: %w", err)
+	}
+	before := map[string]any{"file": a.File, "peak": a.Peak, "categories": a.Categories}
+	if d := a.peakDevice(); d != nil {
+		before["device"] = map[string]any{"device": d.Device, "peak": d.Peak, "timeline": d.Timeline,
+			"start_us": d.StartUS, "end_us": d.EndUS}
+	}
+	for k, v := range map[string]any{"before": before, "diff": Compare(a, b)} {
+		if out[k], err = json.Marshal(v); err != nil {
+			return nil, fmt.Errorf("report: %w", err)
+		}
+	}
+	return json.Marshal(out)
+}
+
 func (r *Result) peakDevice() *Device {
 	for i := range r.Devices {
 		if r.Devices[i].Device == r.Peak.Device {

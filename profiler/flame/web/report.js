@@ -6,7 +6,9 @@
  * present, the allocator map. The views are linked: a click on the timeline
  * shows the flame graph and top lines of what was live then; a click on a
  * finding selects its time range on the timeline and its lines in the flame
- * graph; a click on a line selects its frames.
+ * graph; a click on a line selects its frames. A diff's report (diff --html)
+ * also has "before" (the other snapshot's timeline, overlaid) and "diff" (per
+ * line), shown with the change by category.
  *
  * Data: the flame tree (profiler/flame's JSON) and the report object of
  * analyze's Result.Report ({device: {timeline, peak, ...}, sites, categories,
@@ -91,6 +93,8 @@
       this.peakBtn.hidden = true;
       this.flameBox = el("div", "vr-flame-graph", main);
       this.side = el("aside", "vr-side", body);
+      this.changeBox = this.section("Change", "vr-change");
+      this.changeBox.parentNode.hidden = true;
       this.linesBox = this.section("Top lines", "vr-lines");
       this.catsBox = this.section("Categories", "vr-cats");
       this.findingsBox = this.section("Findings", "vr-findings");
@@ -111,9 +115,12 @@
       this.flame = this.Flame.render(this.flameBox, this.peakTree, flameOpts);
       const dev = this.report.device;
       if (dev && dev.timeline && dev.timeline.points && dev.timeline.points.length) {
+        const before = this.report.before && this.report.before.device;
         this.timeline = this.Timeline.render(this.tlBox, dev, this.report, {
           onMoment: (t) => this.showMoment(t),
           colors: o.categoryColors,
+          overlay: before || undefined,
+          overlayLabel: before ? "before: " + base(this.report.before.file) : undefined,
         });
       } else {
         this.tlBox.hidden = true;
@@ -121,6 +128,7 @@
       this.peakBtn.addEventListener("click", () => this.showPeak());
       this.fillLines(this.report.sites || [], "at the peak");
       this.fillCategories();
+      this.fillChange();
       this.fillFindings();
       this.renderAllocMap();
     }
@@ -197,6 +205,38 @@
         sw.style.background = (this.options.categoryColors || {})[c.name] || this.Timeline.categoryColor(c.name);
         el("span", "vr-cat-name", row, c.name.replace(/_/g, " "));
         el("span", "vr-bytes", row, this.Flame.formatBytes(c.bytes) + " \u00b7 " + this.Flame.formatPercent(c.bytes, total));
+      }
+    }
+
+    // fillChange lists what a diff changed: the peak, each category, and the
+    // lines whose memory at the peak changed most (a click selects their frames).
+    fillChange() {
+      const d = this.report.diff;
+      if (!d) return;
+      const box = this.changeBox;
+      box.parentNode.hidden = false;
+      const fmt = this.Flame.formatBytes;
+      const delta = (n) => (n > 0 ? "+" : "") + fmt(n);
+      el("div", "vr-note", box, "Peak " + fmt(d.peak_before) + " \u2192 " + fmt(d.peak_after) + " (" + delta(d.peak_delta) + "), from " + base(d.before));
+      const before = new Map(((this.report.before || {}).categories || []).map((c) => [c.name, c.bytes]));
+      const after = new Map((this.report.categories || []).map((c) => [c.name, c.bytes]));
+      for (const name of new Set([...before.keys(), ...after.keys()])) {
+        const a = before.get(name) || 0;
+        const b = after.get(name) || 0;
+        if (!a && !b) continue;
+        const row = el("div", "vr-cat vr-cat-delta", box);
+        el("span", "vt-swatch", row).style.background = this.Timeline.categoryColor(name);
+        el("span", "vr-cat-name", row, name.replace(/_/g, " "));
+        el("span", "vr-bytes", row, fmt(a) + " \u2192 " + fmt(b) + " (" + delta(b - a) + ")");
+      }
+      const list = el("ol", "vr-list", box);
+      for (const s of (d.sites || []).filter((x) => x.status !== "same").slice(0, 10)) {
+        const b = el("button", "vr-link", el("li", "vr-item vr-delta-" + s.status, list));
+        b.type = "button";
+        el("span", "vr-bytes", b, delta(s.peak_delta));
+        el("span", "vr-where", b, s.file ? base(s.file) + ":" + s.line : String(s.function || ""));
+        el("span", "vr-func", b, s.status);
+        b.addEventListener("click", () => s.file && this.flame.selectFrames([{ file: s.file, line: s.line }], base(s.file) + ":" + s.line));
       }
     }
 

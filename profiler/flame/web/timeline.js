@@ -5,7 +5,8 @@
  * category_names, markers) on a <canvas>: allocated stacked by category,
  * reserved as a line, step boundaries, the peak and OOMs marked. Drag to zoom
  * into a range, + / - / arrows / 0 (and double-click) to zoom, pan and reset,
- * hover for a tooltip, click to pick a moment.
+ * hover for a tooltip, click to pick a moment. A diff overlays the other
+ * snapshot's allocated memory as a line, both aligned at their first event.
  *
  * It also holds the pure half of "moments" (analyze's Moments: per-bucket
  * deltas of live bytes by origin): the live set at any time, as a flame tree
@@ -38,6 +39,18 @@
       u++;
     }
     return u === 0 ? sign + Math.round(v) + " B" : sign + v.toFixed(2) + " " + UNITS[u];
+  }
+
+  /** axisBytes is a short axis label: three significant digits ("954 MiB", "1.40 GiB"). */
+  function axisBytes(n) {
+    let v = Math.abs(n);
+    let u = 0;
+    while (v >= 1024 && u < UNITS.length - 1) {
+      v /= 1024;
+      u++;
+    }
+    const digits = u === 0 || v >= 100 ? 0 : v >= 10 ? 1 : 2;
+    return (n < 0 ? "-" : "") + v.toFixed(digits) + " " + UNITS[u];
   }
 
   /** formatTime gives microseconds as "812 µs", "4.20 ms" or "12.345 s". */
@@ -264,7 +277,7 @@
     other: "#9c9c9c",
     unknown: "#bab0ac",
   };
-  const AXIS_W = 64;
+  const AXIS_W = 70;
   const AXIS_H = 18;
 
   function el(tag, cls, parent) {
@@ -283,6 +296,13 @@
       const t0 = this.s.n ? this.s.t[0] : 0;
       const last = this.s.n ? this.s.t[this.s.n - 1] : 1;
       this.full = [t0, Math.max(last, +this.device.end_us || 0, t0 + 1)];
+      // The overlay (a diff's before side) starts where this timeline starts.
+      const ov = this.options.overlay;
+      if (ov && ov.timeline && ov.timeline.points && ov.timeline.points.length) {
+        this.o = seriesOf(ov.timeline);
+        this.shift = t0 - this.o.t[0];
+        this.full[1] = Math.max(this.full[1], this.o.t[this.o.n - 1] + this.shift);
+      }
       this.range = this.full.slice();
       this.hoverT = null;
       this.moment = null; // the picked time
@@ -314,7 +334,7 @@
       this.canvas = el("canvas", "vt-canvas", root);
       this.canvas.setAttribute("role", "img");
       this.canvas.setAttribute("aria-label", "Allocated and reserved GPU memory over time");
-      this.tooltip = el("div", "vf-tooltip vt-tooltip", root);
+      this.tooltip = el("div", "vt-tooltip", root);
       this.tooltip.hidden = true;
       this.el = root;
       container.appendChild(root);
@@ -332,6 +352,7 @@
       if (this.s.hasCats) this.s.names.forEach((n) => add("vt-key-cat", this.catColor(n), n.replace(/_/g, " ")));
       else add("vt-key-cat", this.catColor("other"), "allocated");
       add("vt-key-reserved", "transparent", "reserved");
+      if (this.options.overlay) add("vt-key-overlay", "transparent", this.options.overlayLabel || "before");
     }
 
     catColor(name) {
@@ -348,6 +369,7 @@
       this.grid = v("--vf-border", "#d1d9e0");
       this.accent = v("--vf-focus", "#0969da");
       this.errorColor = v("--vf-error", "#cf222e");
+      this.overlayColor = (this.options.colors || {}).overlay || v("--vt-overlay", "#8250df");
       this.font = "11px " + v("--vf-ui-font", "sans-serif");
     }
 
@@ -416,12 +438,14 @@
       ctx.fillStyle = this.bg;
       ctx.fillRect(0, 0, cssW, cssH);
       this.cols = columns(this.s, this.range[0], this.range[1], this.plotWidth());
+      this.ocols = this.o ? columns(this.o, this.range[0] - this.shift, this.range[1] - this.shift, this.plotWidth()) : null;
       let top = 0;
-      for (let x = 0; x < this.cols.px; x++) top = Math.max(top, this.cols.max[x], this.cols.reserved[x]);
+      for (let x = 0; x < this.cols.px; x++) top = Math.max(top, this.cols.max[x], this.cols.reserved[x], this.ocols ? this.ocols.max[x] : 0);
       this.yMax = top > 0 ? top * 1.05 : 1;
       this.plotH = cssH - AXIS_H - 4;
       this.paintAxes();
       this.paintAreas();
+      this.paintOverlay();
       this.paintBand();
       this.paintMarkers();
       this.paintCursor();
@@ -447,7 +471,7 @@
         const y = Math.round(this.yOf(v)) + 0.5;
         ctx.moveTo(AXIS_W, y);
         ctx.lineTo(this.cssW - 8, y);
-        ctx.fillText(formatBytes(v), AXIS_W - 6, y);
+        ctx.fillText(axisBytes(v), AXIS_W - 6, y);
       }
       ctx.stroke();
       ctx.textAlign = "center";
@@ -497,10 +521,20 @@
       ctx.setLineDash([]);
     }
 
-    line(valueAt) {
+    // paintOverlay draws the other snapshot's allocated memory (each pixel's highest) as a line.
+    paintOverlay() {
+      if (!this.ocols) return;
       const ctx = this.ctx;
-      const c = this.cols;
+      ctx.strokeStyle = this.overlayColor;
+      ctx.lineWidth = 2;
+      this.line((x) => this.ocols.max[x], this.ocols);
       ctx.lineWidth = 1;
+    }
+
+    line(valueAt, cols) {
+      const ctx = this.ctx;
+      const c = cols || this.cols;
+      if (!cols) ctx.lineWidth = 1;
       ctx.beginPath();
       let on = false;
       for (let x = 0; x < c.px; x++) {
@@ -699,6 +733,10 @@
       line("vf-tt-name", formatTime(t - this.full[0]));
       if (i < 0) return;
       line("vf-tt-bytes", "allocated " + formatBytes(s.alloc[i]) + " \u00b7 reserved " + formatBytes(s.reserved[i]));
+      if (this.o) {
+        const j = indexAt(this.o, t - this.shift);
+        if (j >= 0) line("vf-tt-rel", (this.options.overlayLabel || "before") + ": allocated " + formatBytes(this.o.alloc[j]) + " \u00b7 reserved " + formatBytes(this.o.reserved[j]));
+      }
       if (s.hasCats) {
         s.names.forEach((n, j) => {
           if (s.cats[j][i] > 0) line("vf-tt-rel", n.replace(/_/g, " ") + ": " + formatBytes(s.cats[j][i]));
@@ -730,7 +768,7 @@
         },
         /** xAt is the client x of time t (for tests and hosts that point at a moment). */
         xAt: (t) => this.canvas.getBoundingClientRect().left + this.xOf(t),
-        state: () => ({ range: this.range.slice(), full: this.full.slice(), moment: this.moment, band: this.band, points: this.s.n, drawn: this.drawn || 0, markers: this.markers.length }),
+        state: () => ({ range: this.range.slice(), full: this.full.slice(), moment: this.moment, band: this.band, points: this.s.n, overlayPoints: this.o ? this.o.n : 0, drawn: this.drawn || 0, markers: this.markers.length }),
         refreshTheme: () => {
           this.readTheme();
           this.schedule();
@@ -755,7 +793,9 @@
    * with report's steps and OOMs into container, and returns a controller
    * {setRange(a, b), reset(), pick(t), highlight(a, b), xAt(t), state(),
    * refreshTheme(), destroy()}. options: {onMoment(t), onRange([a, b]),
-   * colors: {CATEGORY: css color}}. The first paint is synchronous.
+   * colors: {CATEGORY: css color, overlay}, overlay (another Device: a diff's
+   * before side, drawn as a line aligned at the first event), overlayLabel}.
+   * The first paint is synchronous.
    */
   function render(container, device, report, options) {
     if (!container || typeof container.appendChild !== "function") throw new Error("vramscope timeline: container element required");
@@ -767,6 +807,7 @@
   return {
     render: render,
     formatTime: formatTime,
+    axisBytes: axisBytes,
     niceStep: niceStep,
     seriesOf: seriesOf,
     indexAt: indexAt,

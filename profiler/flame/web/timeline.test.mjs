@@ -121,4 +121,7 @@ test("formatTime and niceStep", () => {
   assert.equal(tl.formatTime(12345678), "12.346 s");
   assert.equal(tl.niceStep(1000, 4), 200);
   assert.equal(tl.niceStep(7, 1), 5);
+  assert.equal(tl.axisBytes(953.67 * 2 ** 20), "954 MiB");
+  assert.equal(tl.axisBytes(1.4 * 2 ** 30), "1.40 GiB");
+  assert.equal(tl.axisBytes(0), "0 B");
 });
