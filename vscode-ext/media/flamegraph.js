@@ -1,7 +1,9 @@
 // Boots flame.js (VramscopeFlame, the CLI page's renderer) inside the VS Code
 // webview: the extension posts the tree; a click on a frame posts its file
-// and line back so the extension opens it. window.vramscope is the
-// renderer's controller, as on the CLI page (tests drive it).
+// and line back so the extension opens it. With the report's data (the whole
+// graph), report.js draws the linked report around it, as on the CLI page:
+// timeline, moments, top lines, findings. window.vramscope is the
+// controller, as on the CLI page (tests drive it).
 (function () {
   "use strict";
   const vscode = acquireVsCodeApi();
@@ -11,7 +13,7 @@
   const facts = document.getElementById("vs-facts");
   let view = null;
 
-  function show(tree) {
+  function show(tree, report) {
     if (view) view.destroy();
     view = null;
     container.textContent = "";
@@ -22,11 +24,12 @@
       " · total: " + F.formatBytes(root ? root.v : 0) +
       " · " + F.formatCount(F.countNodes(tree)) + " frames" +
       " · click a frame to zoom and open its line, Esc to reset";
-    view = F.render(container, tree, {
-      onFrameClick: function (frame) {
-        vscode.postMessage({ type: "open", file: frame.file, line: frame.line, name: frame.name });
-      },
-    });
+    const open = function (frame) {
+      vscode.postMessage({ type: "open", file: frame.file, line: frame.line, name: frame.name });
+    };
+    view = report && report.device && window.VramscopeReport
+      ? window.VramscopeReport.render(container, tree, report, { flameOptions: { onFrameClick: open }, onFrameClick: open })
+      : F.render(container, tree, { onFrameClick: open });
     window.vramscope = view;
   }
 
@@ -35,7 +38,7 @@
     if (!m || typeof m !== "object") return;
     if (m.type === "tree") {
       try {
-        show(m.tree);
+        show(m.tree, m.report);
       } catch (err) {
         container.textContent = "";
         const div = document.createElement("div");

@@ -1,5 +1,6 @@
 // Copies what the extension ships from the rest of the repository:
-//   profiler/flame/web/flame.js, flame.css, page.css -> media/ (the one flame-graph renderer;
+//   profiler/flame/web/flame.js, flame.css, page.css, timeline.*, report.* (and allocmap.*
+//     where present) -> media/ (the one flame-graph renderer and the linked report;
 //     test/package.test.mjs fails when the copies differ from the originals)
 //   bin/vramscope -> bin/vramscope (the language server for linux-x64; `make build`
 //     makes it, and this script builds it with go when it is missing), and bin/target
@@ -14,8 +15,10 @@ const ext = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const repo = path.resolve(ext, "..");
 
 mkdirSync(path.join(ext, "media"), { recursive: true });
-for (const f of ["flame.js", "flame.css", "page.css"]) {
-  copyFileSync(path.join(repo, "profiler/flame/web", f), path.join(ext, "media", f));
+for (const f of ["flame.js", "flame.css", "page.css", "timeline.js", "timeline.css", "report.js", "report.css", "allocmap.js", "allocmap.css"]) {
+  const src = path.join(repo, "profiler/flame/web", f);
+  if (f.startsWith("allocmap.") && !existsSync(src)) continue; // the allocator map, when it is there
+  copyFileSync(src, path.join(ext, "media", f));
 }
 
 const server = path.join(repo, "bin/vramscope");

@@ -24,6 +24,11 @@ export const Server = {
   status: "vramscope.status",
 } as const;
 
+/** Custom requests of the server, beside LSP's own methods (lsp/report.go). */
+export const ServerRequest = {
+  report: "vramscope/report",
+} as const;
+
 /** A handler for a server command run from the editor (a code lens click). */
 export type Interceptor = (args: unknown[]) => Promise<unknown>;
 
@@ -164,6 +169,13 @@ export class Ctx implements vscode.Disposable {
     const client = this.client;
     if (!client || !this.running) throw new Error("the vramscope language server is not running");
     return (await client.sendRequest(ExecuteCommandRequest.type, { command, arguments: [arg] })) as T;
+  }
+
+  /** request sends a custom request (ServerRequest) and returns its result. */
+  async request<T>(method: string, params: object = {}): Promise<T> {
+    const client = this.client;
+    if (!client || !this.running) throw new Error("the vramscope language server is not running");
+    return (await client.sendRequest(method, params)) as T;
   }
 
   dispose(): void {

@@ -4,9 +4,12 @@
 // nonce; colours come from the VS Code theme through flame.css's
 // --vscode-* variables. The tree comes from the server (vramscope.flameGraph,
 // file paths already local); clicking a frame opens its file at its line.
+// Beside the whole graph the webview draws the linked report (report.js,
+// timeline.js: the same files as the CLI's page) from vramscope/report: the
+// timeline, a moment's live set on click, top lines and findings.
 import * as fs from "node:fs";
 import * as vscode from "vscode";
-import { type Ctx, errorMessage, Server } from "./ctx";
+import { type Ctx, errorMessage, Server, ServerRequest } from "./ctx";
 import { basename, escapeHtml, nonce } from "./format";
 
 /** The arguments of vramscope.flameGraph (a code lens passes file and function). */
@@ -27,10 +30,12 @@ export class FlameGraphPanel implements vscode.Disposable {
   private args: FlameArgs = {};
   private ready = false;
   private tree: unknown;
+  private report: unknown;
 
   /** show opens the flame graph (or brings it forward) rooted where args say. */
   static async show(ctx: Ctx, args: FlameArgs = {}): Promise<void> {
     const tree = await ctx.exec<unknown>(Server.flameGraph, { ...args, weight: args.weight || ctx.config.weight });
+    const report = await reportFor(ctx, args);
     let p = FlameGraphPanel.current;
     if (!p) {
       const active = vscode.window.activeTextEditor;
@@ -41,7 +46,7 @@ export class FlameGraphPanel implements vscode.Disposable {
       p.panel.reveal(undefined, false);
     }
     p.args = args;
-    p.setTree(tree);
+    p.setTree(tree, report);
   }
 
   /** refresh reloads the open panel's tree (a new snapshot is shown). */
@@ -49,7 +54,8 @@ export class FlameGraphPanel implements vscode.Disposable {
     const p = FlameGraphPanel.current;
     if (!p) return;
     try {
-      p.setTree(await ctx.exec<unknown>(Server.flameGraph, { ...p.args, weight: p.args.weight || ctx.config.weight }));
+      const tree = await ctx.exec<unknown>(Server.flameGraph, { ...p.args, weight: p.args.weight || ctx.config.weight });
+      p.setTree(tree, await reportFor(ctx, p.args));
     } catch (err) {
       ctx.output.appendLine(`flame graph refresh: ${errorMessage(err)}`);
     }
@@ -70,18 +76,19 @@ export class FlameGraphPanel implements vscode.Disposable {
     this.panel.webview.onDidReceiveMessage((m: FromWebview) => void this.onMessage(m), null, this.disposables);
   }
 
-  private setTree(tree: unknown): void {
+  private setTree(tree: unknown, report: unknown): void {
     this.tree = tree;
+    this.report = report;
     const t = tree as { title?: string };
     this.panel.title = t && t.title ? `flame graph: ${basename(t.title)}` : "vramscope: flame graph";
-    if (this.ready) void this.panel.webview.postMessage({ type: "tree", tree, args: this.args });
+    if (this.ready) void this.panel.webview.postMessage({ type: "tree", tree, report, args: this.args });
   }
 
   private async onMessage(m: FromWebview): Promise<void> {
     switch (m.type) {
       case "ready":
         this.ready = true;
-        if (this.tree) void this.panel.webview.postMessage({ type: "tree", tree: this.tree, args: this.args });
+        if (this.tree) void this.panel.webview.postMessage({ type: "tree", tree: this.tree, report: this.report, args: this.args });
         return;
       case "open":
         await openFrame(this.ctx, m.file, m.line);
@@ -93,6 +100,8 @@ export class FlameGraphPanel implements vscode.Disposable {
     const w = this.panel.webview;
     const n = nonce();
     const uri = (f: string) => w.asWebviewUri(vscode.Uri.joinPath(media, f)).toString();
+    // The allocator map's files ship only where the build had them.
+    const optional = (f: string, tag: (u: string) => string) => (fs.existsSync(vscode.Uri.joinPath(media, f).fsPath) ? tag(uri(f)) : "");
     const csp = [
       "default-src 'none'",
       `style-src ${w.cspSource}`,
@@ -108,6 +117,8 @@ export class FlameGraphPanel implements vscode.Disposable {
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <link rel="stylesheet" href="${escapeHtml(uri("flame.css"))}">
 <link rel="stylesheet" href="${escapeHtml(uri("page.css"))}">
+<link rel="stylesheet" href="${escapeHtml(uri("timeline.css"))}">
+<link rel="stylesheet" href="${escapeHtml(uri("report.css"))}">${optional("allocmap.css", (u) => `\n<link rel="stylesheet" href="${escapeHtml(u)}">`)}
 <link rel="stylesheet" href="${escapeHtml(uri("flamegraph.css"))}">
 <title>vramscope flame graph</title>
 </head>
@@ -115,6 +126,8 @@ export class FlameGraphPanel implements vscode.Disposable {
 <header class="vs-header"><h1 id="vs-title">GPU memory</h1><span class="vs-facts" id="vs-facts">loading…</span></header>
 <main id="vramscope-flame" class="vs-main"></main>
 <script nonce="${n}" src="${escapeHtml(uri("flame.js"))}"></script>
+<script nonce="${n}" src="${escapeHtml(uri("timeline.js"))}"></script>
+<script nonce="${n}" src="${escapeHtml(uri("report.js"))}"></script>${optional("allocmap.js", (u) => `\n<script nonce="${n}" src="${escapeHtml(u)}"></script>`)}
 <script nonce="${n}" src="${escapeHtml(uri("flamegraph.js"))}"></script>
 </body>
 </html>`;
@@ -128,6 +141,21 @@ export class FlameGraphPanel implements vscode.Disposable {
 
   static disposeCurrent(): void {
     FlameGraphPanel.current?.dispose();
+  }
+}
+
+/**
+ * reportFor asks the server for the linked report's data (timeline, moments,
+ * top lines, findings) of the whole graph; null for a subtree (a code lens's
+ * "flame graph from here") or a server without vramscope/report.
+ */
+async function reportFor(ctx: Ctx, args: FlameArgs): Promise<unknown> {
+  if (args.function) return null;
+  try {
+    return await ctx.request<unknown>(ServerRequest.report, {});
+  } catch (err) {
+    ctx.output.appendLine(`report: ${errorMessage(err)}`);
+    return null;
   }
 }
 

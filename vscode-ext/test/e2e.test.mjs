@@ -1,6 +1,7 @@
 // Tests of the VS Code extension, as a person meets it.
 //
-// 1. The packaged .vsix: flame.js/flame.css identical to profiler/flame/web,
+// 1. The packaged .vsix: flame.js/flame.css (and the report's timeline.js,
+//    report.js and their styles) identical to profiler/flame/web,
 //    the bundled server, nothing stray, the manifest against lsp/settings.go,
 //    lsp/execute_command.go and lsp/code_lens.go, pinned dependencies.
 // 2. The extension in a real VS Code: code-server 4.100.3 (VS Code 1.100.3 in
@@ -10,7 +11,8 @@
 //    vramscope.daemon = "off". Checked: the status bar ("daemon not running");
 //    the inlay hint on line 22 of trainer/train_gpt2.py (read from the DOM,
 //    equal to the server's golden); its hover; "vramscope: Show Flame Graph"
-//    (a webview: nodes drawn, search, hover with bytes and percent); a click on
+//    (a webview: nodes drawn, search, hover with bytes and percent; the
+//    timeline drawn, a click on a moment shows what was live then); a click on
 //    a frame of train_gpt2.py opens the editor at that line (status bar "Ln N");
 //    the "flame graph from here" lens; a status-bar click; a hintThreshold
 //    change in the Settings editor reaching the server; Compare Snapshots…
@@ -130,7 +132,7 @@ test("the .vsix: manifest, bundled server, and media identical to profiler/flame
 
   await t.test("flame.js and flame.css are the CLI's, byte for byte (on disk and in the .vsix)", () => {
     const entries = zipEntries(vsix);
-    for (const f of ["flame.js", "flame.css", "page.css"]) {
+    for (const f of ["flame.js", "flame.css", "page.css", "timeline.js", "timeline.css", "report.js", "report.css"]) {
       const original = sha256(path.join(repoRoot, "profiler/flame/web", f));
       assert.equal(sha256(path.join(ext, "media", f)), original, `vscode-ext/media/${f} differs from profiler/flame/web/${f}: npm run assets -w vscode-ext`);
       assert.equal(entries[`extension/media/${f}`]?.sha256, original, `the .vsix's media/${f} differs from profiler/flame/web/${f}`);
@@ -567,6 +569,30 @@ test("the extension in code-server (VS Code 1.100.3)", { skip, timeout: 300_000 
     await attempt("flame-graph tooltip", () => canvas.hover({ position: { x: box.width * 0.3, y: 2.5 * rowH } }), () => frame.locator(".vf-tooltip:not([hidden])").count());
     const tip = await frame.textContent(".vf-tooltip");
     assert.match(tip, /\d+(\.\d\d)? (B|KiB|MiB|GiB) · \d+\.\d\d% of total/);
+  });
+
+  await step("the timeline is drawn and a click on a moment shows what was live then", async () => {
+    // report.js around the flame graph, the same files as the CLI's page.
+    const tl = frame.locator("canvas.vt-canvas");
+    await waitFor("the timeline", async () => (await frame.evaluate(() => window.vramscope.reportState && window.vramscope.reportState().timeline?.drawn)) > 0, 10_000);
+    const box = await tl.boundingBox();
+    assert.ok(box && box.width > 200 && box.height > 60, `timeline box ${JSON.stringify(box)}`);
+    const peakText = await frame.textContent(".vr-showing");
+    // Playwright places the click inside the element as it is when it clicks.
+    const moment = await attempt(
+      "a moment picked on the timeline",
+      () => tl.click({ position: { x: Math.round(box.width * 0.6), y: Math.round(box.height / 2) } }),
+      () => frame.evaluate(() => window.vramscope.reportState().moment),
+    );
+    assert.ok(moment.bytes > 0, JSON.stringify(moment));
+    const showing = await frame.textContent(".vr-showing");
+    assert.match(showing, /^Live at .+: \d+(\.\d\d)? (B|KiB|MiB|GiB)$/);
+    assert.notEqual(showing, peakText);
+    const root = await frame.evaluate(() => document.querySelector(".vf-crumb").textContent);
+    assert.equal(root, "all");
+    t.diagnostic(`moment: ${showing} (${(await frame.evaluate(() => window.vramscope.reportState().momentMs)).toFixed(1)} ms)`);
+    await shot(page, "03b-timeline-moment.png");
+    await attempt("the peak shown again", () => frame.locator("button.vr-peak").click(), () => frame.evaluate(() => window.vramscope.reportState().moment === null));
   });
 
   await step("clicking a frame of train_gpt2.py opens the editor at its line", async () => {
