@@ -16,7 +16,7 @@ import (
 	"strconv"
 )
 
-//go:embed web/flame.js web/flame.css web/page.css web/page.html web/timeline.js web/timeline.css web/report.js web/report.css
+//go:embed web/flame.js web/flame.css web/page.css web/page.html web/timeline.js web/timeline.css web/report.js web/report.css web/allocmap.js web/allocmap.css
 var webFS embed.FS
 
 var (
@@ -24,8 +24,8 @@ var (
 	stylesheet = mustRead("web/flame.css")
 	pageCSS    = mustRead("web/page.css")
 	// The linked report: the timeline and the composition of every view.
-	reportScript = mustRead("web/timeline.js") + "\n" + mustRead("web/report.js")
-	reportCSS    = mustRead("web/timeline.css") + "\n" + mustRead("web/report.css")
+	reportScript = mustRead("web/timeline.js") + "\n" + mustRead("web/report.js") + "\n" + mustRead("web/allocmap.js")
+	reportCSS    = mustRead("web/timeline.css") + "\n" + mustRead("web/report.css") + "\n" + mustRead("web/allocmap.css")
 	pageTmpl     = template.Must(template.New("page.html").ParseFS(webFS, "web/page.html"))
 )
 
@@ -90,11 +90,12 @@ func newPageData(t *Tree, data []byte) pageData {
 	}
 }
 
-// ReportScript returns timeline.js and report.js, which define
-// globalThis.VramscopeTimeline and globalThis.VramscopeReport.
+// ReportScript returns timeline.js, report.js and allocmap.js, which define
+// globalThis.VramscopeTimeline, globalThis.VramscopeReport and
+// globalThis.VramAllocMap.
 func ReportScript() string { return reportScript }
 
-// ReportStylesheet returns timeline.css and report.css.
+// ReportStylesheet returns timeline.css, report.css and allocmap.css.
 func ReportStylesheet() string { return reportCSS }
 
 // WriteReport writes the linked report: the timeline, the flame graph of t,
