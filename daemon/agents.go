@@ -24,6 +24,8 @@ type agent struct {
 	// cudaDevice is the device by CUDA's numbering in the process, nvmlDevice
 	// the same GPU by NVML's index (-1: not known, from its UUID).
 	cudaDevice, nvmlDevice int
+	// job ties it to the other ranks of its launch (jobKey; "" alone).
+	job string
 }
 
 // device maps a device index the agent reports (CUDA's numbering) to NVML's.
@@ -32,6 +34,17 @@ func (a *agent) device(cuda int) int {
 		return a.nvmlDevice
 	}
 	return cuda
+}
+
+// nvmlOf is device (CUDA's numbering) by NVML's index, and whether it is:
+// only the device whose UUID the agent reported can be mapped.
+func (a *agent) nvmlOf(cuda int) (int, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if cuda == a.cudaDevice && a.nvmlDevice >= 0 {
+		return a.nvmlDevice, true
+	}
+	return cuda, false
 }
 
 func (a *agent) process() api.Process {
@@ -93,7 +106,7 @@ func (s *session) agentRegister(_ context.Context, raw json.RawMessage) (any, er
 		Argv: p.Argv, Python: p.Python, Torch: p.Torch, CUDA: p.CUDA, Device: p.Device,
 		Recording: p.Recording, MaxEntries: p.MaxEntries, Note: p.Note,
 		Connected: time.Now().UTC().Format(time.RFC3339),
-	}, cudaDevice: p.Device, nvmlDevice: -1}
+	}, cudaDevice: p.Device, nvmlDevice: -1, job: jobKey(p.WorldSize, p.JobFacts)}
 	if i, ok := d.counters.deviceByUUID(p.DeviceUUID); ok {
 		a.nvmlDevice = i
 		a.proc.Device = i

@@ -13,7 +13,7 @@ func wireSnapshot(m store.Meta) api.Snapshot {
 	return api.Snapshot{
 		ID: m.ID, Created: m.Created, Bytes: m.Bytes, SHA256: m.SHA256, Reason: m.Reason,
 		Source: m.Source, PID: m.PID, Host: m.Host, Rank: m.Rank, Device: m.Device,
-		Entries: m.Entries, Format: m.Format, TookMS: m.TookMS, Phases: api.Phases(m.Phases), Label: m.Label, Group: m.Group,
+		Entries: m.Entries, Format: m.Format, TookMS: m.TookMS, Phases: api.Phases(m.Phases), Label: m.Label, Group: m.Group, DeviceByNVML: m.DeviceByNVML,
 		GPUBytes: m.GPUBytes, OtherGPUBytes: m.OtherGPUBytes, OtherPIDs: m.OtherPIDs,
 		PodUID: m.PodUID, Pod: m.Pod, Namespace: m.Namespace, Container: m.Container,
 	}

@@ -22,7 +22,6 @@ func (s *session) snapshotTake(ctx context.Context, raw json.RawMessage) (any, e
 		return nil, err
 	}
 	d := s.d
-	start := time.Now()
 	a := d.agents.get(p.PID)
 	if a == nil {
 		return nil, rpcErr(api.CodeNoAgent, "process %d has no agent attached (start it under `vramscope run`, or call vramscope.attach() in it)", p.PID)
@@ -31,61 +30,11 @@ func (s *session) snapshotTake(ctx context.Context, raw json.RawMessage) (any, e
 	if p.TimeoutMS > 0 {
 		timeout = time.Duration(p.TimeoutMS) * time.Millisecond
 	}
-	proc0 := a.process()
-	var nv store.Meta
-	d.nvmlAt(&nv, p.PID, proc0.Device)
-	d.podMeta(&nv, p.PID)
-	part := d.store.NewIncoming(fmt.Sprintf("%d", p.PID))
-	params := api.DumpParams{Path: part}
-	st := openStream(part)
-	if st != nil {
-		params.Stream = st.fifo
-	}
-	cctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	var res api.DumpResult
-	asked := time.Now()
-	if err := a.s.rpc().Call(cctx, api.AgentDump, params, &res); err != nil {
-		if st != nil {
-			st.close()
-		}
-		os.Remove(part)
-		if errors.Is(err, context.DeadlineExceeded) {
-			return nil, rpcErr(api.CodeAgentFailed, "process %d did not dump its snapshot within %s", p.PID, timeout)
-		}
-		return nil, rpcErr(api.CodeAgentFailed, "process %d could not dump its snapshot: %v", p.PID, err)
-	}
-	proc := a.process()
-	meta := store.Meta{Reason: "request", Source: firstArg(proc.Argv), PID: proc.PID, Host: proc.Host,
-		Rank: proc.Rank, Device: a.device(res.Device), Entries: res.Entries, TookMS: res.TookMS, Label: p.Label,
-		GPUBytes: nv.GPUBytes, OtherGPUBytes: nv.OtherGPUBytes, OtherPIDs: nv.OtherPIDs, Phases: store.Phases(res.Phases),
-		PodUID: nv.PodUID, Pod: nv.Pod, Namespace: nv.Namespace, Container: nv.Container}
-	answered := time.Now()
-	if st != nil && res.Streamed {
-		sr := st.wait(cctx)
-		if sr.stopped {
-			os.Remove(part)
-			return nil, rpcErr(api.CodeAgentFailed, "process %d did not finish streaming its snapshot within %s: %v", p.PID, timeout, sr.err)
-		}
-		finished := time.Now()
-		meta.Phases.Finish = millis(finished.Sub(answered))
-		m, err := d.commitStreamed(part, sr, meta)
-		if err != nil {
-			return nil, err
-		}
-		d.cfg.Logf("capture %s of pid %d (%d entries, %d bytes): %s = before %s, agent %s (snapshot %.1f ms, write %.1f ms), finish %s, commit %s",
-			m.ID, m.PID, m.Entries, m.Bytes, ms(time.Since(start)), ms(asked.Sub(start)), ms(answered.Sub(asked)),
-			res.Phases.Snapshot, res.Phases.Write, ms(finished.Sub(answered)), ms(time.Since(finished)))
-		return d.snapshotResult(m), nil
-	}
-	if st != nil {
-		st.close()
-	}
-	m, err := d.commit(part, part, meta)
+	c, err := d.capture(ctx, a, captureReq{label: p.Label, reason: "request", timeout: timeout})
 	if err != nil {
 		return nil, err
 	}
-	return d.snapshotResult(m), nil
+	return d.snapshotResult(c.meta), nil
 }
 
 // commitStreamed stores a snapshot the agent streamed: the reader already
@@ -184,7 +133,16 @@ func (s *session) agentCaptured(_ context.Context, raw json.RawMessage) (any, er
 		reason = "agent"
 	}
 	meta := store.Meta{Reason: reason, Source: firstArg(proc.Argv), PID: proc.PID, Host: proc.Host,
-		Rank: proc.Rank, Device: a.device(p.Device), Entries: p.Entries, TookMS: p.TookMS}
+		Rank: proc.Rank, Entries: p.Entries, TookMS: p.TookMS}
+	meta.Device, meta.DeviceByNVML = a.nvmlOf(p.Device)
+	// An OOM on one rank of a job captures the others into one group: the
+	// group's ID goes into this snapshot's meta before it is committed.
+	var group store.Group
+	var others []*agent
+	if reason == "oom" {
+		group, others = s.d.oomGroup(a)
+		meta.Group = group.ID
+	}
 	s.d.nvmlAt(&meta, proc.PID, meta.Device)
 	s.d.podMeta(&meta, proc.PID)
 	m, err := s.d.commit(p.Path, p.Path, meta)
@@ -194,6 +152,10 @@ func (s *session) agentCaptured(_ context.Context, raw json.RawMessage) (any, er
 	r := s.d.snapshotResult(m)
 	if reason == "oom" {
 		go s.d.publishOOM(r, p.OOM)
+	}
+	if len(others) > 0 {
+		at := capturedAt(time.Now().Add(-time.Duration(p.TookMS*float64(time.Millisecond))), p.DumpResult)
+		go s.d.fanOutOOM(group, store.Member{Rank: m.Rank, PID: m.PID, ID: m.ID, CapturedMS: unixMS(at)}, others)
 	}
 	return r, nil
 }

@@ -19,7 +19,7 @@ import (
 
 // Version is the API version. A client whose major version differs is refused
 // by daemon.hello; minor additions keep the major.
-const Version = "1.0"
+const Version = "1.1"
 
 // Direction says who sends a method.
 type Direction string
@@ -174,6 +174,7 @@ type Process struct {
 	Allocated  int64    `json:"torch_allocated,omitempty"` // torch.cuda.memory_allocated, from the agent's last report
 	Reserved   int64    `json:"torch_reserved,omitempty"`  // torch.cuda.memory_reserved, from the agent's last report
 	Connected  string   `json:"connected,omitempty"`       // RFC 3339
+	Job        string   `json:"job,omitempty"`             // what ties it to the other ranks of its launch ("run:ID", "master:ADDR:PORT", "parent:PID"; "" alone): group.take captures every process of its job
 }
 
 // ProcessListResult lists processes.
@@ -224,6 +225,7 @@ type Snapshot struct {
 	Phases        Phases    `json:"phases_ms,omitzero"`        // where a capture's time went; zero for an imported snapshot
 	Label         string    `json:"label,omitempty"`           // free text from the caller
 	Group         string    `json:"group,omitempty"`           // the group (every rank of one job, captured together) it belongs to: the Group's ID
+	DeviceByNVML  bool      `json:"device_by_nvml,omitempty"`  // Device is NVML's index of the GPU, found from the agent's device UUID (else CUDA's, in the process's numbering)
 	GPUBytes      uint64    `json:"gpu_bytes,omitempty"`       // what NVML saw the process use on its GPU when the snapshot was taken (0: no NVML)
 	OtherGPUBytes uint64    `json:"other_gpu_bytes,omitempty"` // what NVML saw every other process use on that GPU
 	OtherPIDs     string    `json:"other_pids,omitempty"`      // those other processes, comma-separated
@@ -361,6 +363,9 @@ type RegisterParams struct {
 	MaxEntries int    `json:"max_entries,omitempty"` // ring size of the recording
 	Note       string `json:"note,omitempty"`        // why it is counters only
 	APIVersion string `json:"api_version"`           // the agent's Version
+	// JobFacts tie the process to the other ranks of its launch, for
+	// group.take (agents before API 1.1 send none of them).
+	JobFacts
 }
 
 // RegisterResult tells the agent where to write snapshots: files it writes go
@@ -391,6 +396,8 @@ type DumpResult struct {
 	Streamed bool    `json:"streamed,omitempty"` // written to DumpParams.Stream as VSM1, not to Path
 	// Phases: where the agent's time went (Finish is the daemon's).
 	Phases Phases `json:"phases_ms,omitzero"`
+	// DumpTime is when the agent read the allocator's state, for a group's skew.
+	DumpTime
 }
 
 // CapturedParams hands over a snapshot the agent took on its own (on OOM).
@@ -467,6 +474,10 @@ var Methods = []Method{
 	{CountersDevices, ClientToDaemon, nil, DevicesResult{}, "GPUs NVML sees, the sampler's status and the latest sample of each."},
 	{CountersSeries, ClientToDaemon, SeriesParams{}, SeriesResult{}, "Counter samples of a device or a process over a time range, downsampled to max_points."},
 	{Subscribe, ClientToDaemon, SubscribeParams{}, Empty{}, "Sends this connection the event.* notifications of the topics asked for."},
+	{GroupTake, ClientToDaemon, GroupTakeParams{}, GroupResult{}, "Asks every rank of the process's job (the same torchrun run id, master address and port, or parent) for its snapshot at once and stores them as one group, with the skew of their capture times. A rank that fails is listed in failed; the call fails only when no rank gave a snapshot."},
+	{GroupList, ClientToDaemon, nil, GroupListResult{}, "Stored groups, newest first."},
+	{GroupGet, ClientToDaemon, IDParams{}, GroupResult{}, "One stored group and its members' snapshots."},
+	{AnalysisRanks, ClientToDaemon, RanksParams{}, "analyze.Ranks (as vramscope ranks --json)", "The rank view of a group: per rank peak, reserved, categories, NVML's non-PyTorch memory and top lines; the imbalance (max/median peak) and each outlier rank's per-line diff against the median rank."},
 	{AgentRegister, AgentToDaemon, RegisterParams{}, RegisterResult{}, "An agent announces its process; the connection then belongs to that process until it closes."},
 	{AgentCaptured, AgentToDaemon, CapturedParams{}, SnapshotResult{}, "The agent hands over a snapshot it wrote on its own (out of memory) into the incoming dir."},
 	{AgentTorch, AgentNotice, TorchParams{}, nil, "torch.cuda's allocated/reserved bytes, about once a second."},
@@ -476,4 +487,5 @@ var Methods = []Method{
 	{EventSnapshotStored, Notification, SnapshotResult{}, nil, "A snapshot was committed to the store (topic snapshot_stored)."},
 	{EventOOMCaptured, Notification, OOMEvent{}, nil, "An agent captured a snapshot at an out-of-memory error (topic oom_captured)."},
 	{EventCountersTick, Notification, DevicesResult{}, nil, "The latest counters, about once a second (topic counters_tick)."},
+	{EventGroupStored, Notification, GroupResult{}, nil, "A group was stored: by group.take, or after one rank's out-of-memory error captured the others (reason oom) (topic group_stored)."},
 }

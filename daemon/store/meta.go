@@ -26,6 +26,9 @@ type Meta struct {
 	// Group is the group (every rank of one job, captured together) this
 	// snapshot belongs to: its ID, see Group.
 	Group string `json:"group,omitempty"`
+	// DeviceByNVML: Device is NVML's index of the GPU, found from the UUID the
+	// agent reported (else it is CUDA's, in the process's numbering).
+	DeviceByNVML bool `json:"device_by_nvml,omitempty"`
 	// What NVML saw on the process's GPU when the snapshot was taken (0: no
 	// NVML): the process's own memory, and that of every other process.
 	GPUBytes      uint64 `json:"gpu_bytes,omitempty"`

@@ -138,9 +138,11 @@ func runPS(args []string, stdout, stderr io.Writer) int {
 func runSnap(args []string, stdout, stderr io.Writer) int {
 	var label *string
 	var timeout *time.Duration
+	var job *bool
 	f, pos, ok := parseDaemonCmd("snap", args, stderr, func(fs *flag.FlagSet) {
 		label = fs.String("label", "", "a note stored with the snapshot")
 		timeout = fs.Duration("timeout", 2*time.Minute, "how long the process may take to dump")
+		job = fs.Bool("job", false, "capture every rank of PID's launch at once (same torchrun run, master address or parent) as one group")
 	})
 	if !ok {
 		return exitInput
@@ -153,6 +155,9 @@ func runSnap(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintf(stderr, "vramscope snap: %q is not a pid\n", pos[0])
 		return exitInput
+	}
+	if *job {
+		return snapJob(f, api.GroupTakeParams{PID: pid, Label: *label, TimeoutMS: timeout.Milliseconds()}, *timeout, stdout, stderr)
 	}
 	var res api.SnapshotResult
 	p := api.TakeParams{PID: pid, Label: *label, Analyze: true, TimeoutMS: timeout.Milliseconds()}

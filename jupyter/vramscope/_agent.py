@@ -251,6 +251,7 @@ class Agent(_Link, _Captures):
             "max_entries": self.opts["max_entries"],
             "api_version": _api.API_VERSION,
         }
+        f.update(_job_facts())
         uuid = _torch.device_uuid(torch, f["device"]) if torch is not None else ""
         if uuid:
             f["device_uuid"] = uuid  # the daemon finds NVML's index of the device from it
@@ -452,3 +453,15 @@ def _install_process_hooks():
     atexit.register(_at_exit)
     if hasattr(os, "register_at_fork"):
         os.register_at_fork(after_in_child=_after_fork_child)
+
+
+def _job_facts():
+    """What ties this process to the other ranks of its launch, for the
+    daemon's group capture (RegisterParams' run_id, master_addr, master_port,
+    ppid): torchrun's run id, the rendezvous address and the parent."""
+    f = {"ppid": os.getppid()}
+    for key, env in (("run_id", "TORCHELASTIC_RUN_ID"), ("master_addr", "MASTER_ADDR"), ("master_port", "MASTER_PORT")):
+        v = os.environ.get(env, "").strip()
+        if v:
+            f[key] = v[:256]
+    return f

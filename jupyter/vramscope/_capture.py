@@ -198,6 +198,7 @@ class _Captures:
         try:
             try:
                 t1 = time.perf_counter()
+                at_ms = time.time() * 1000.0  # the ranks of a group are compared by this (its skew)
                 snap = _take_snapshot()
                 phases["snapshot"] = _ms(t1)
             finally:
@@ -228,7 +229,8 @@ class _Captures:
         took = (time.perf_counter() - t0) * 1000.0
         return {"result": {"path": path, "bytes": size, "entries": entries,
                            "took_ms": round(took, 3), "device": self.device(),
-                           "streamed": streamed is not None, "phases_ms": phases}}
+                           "streamed": streamed is not None, "phases_ms": phases,
+                           "at_ms": round(at_ms, 3)}}
 
     def _stream_ok(self, stream, path):
         """Whether the daemon's stream is a FIFO beside the dump path (else the
@@ -255,6 +257,7 @@ class _Captures:
             t0 = time.perf_counter()
             sched = self.schedule
             between = sched is not None and not sched.recording()
+            at_ms = time.time() * 1000.0  # when this rank's state was read, for its group's skew
             snap = _take_snapshot()
             if isinstance(snap, _FileSnapshot):  # test hook: read it now, like torch's snapshot
                 with open(snap.path, "rb") as f:
@@ -265,7 +268,7 @@ class _Captures:
             took = (time.perf_counter() - t0) * 1000.0
             allocated = _allocated_from_segments(snap, device) if isinstance(snap, dict) else -1
             oom = {"device": int(device), "requested": int(requested), "device_free": int(device_free),
-                   "device_allocated": int(allocated), "device_total": int(device_total)}
+                   "device_allocated": int(allocated), "device_total": int(device_total), "_at_ms": at_ms}
             self.submit(("capture", snap, oom, took))
             queued = True
         finally:
@@ -295,6 +298,7 @@ class _Captures:
 
     def _capture_one(self, snap, oom, took_ms):
         self.captures += 1
+        at_ms = oom.pop("_at_ms", None)
         name = "oom-%d-%d-%d" % (self.pid, int(time.time() * 1000), self.captures)
         device = oom["device"]
         incoming = self.incoming_dir if self.registered else None
@@ -310,6 +314,8 @@ class _Captures:
             params = {"path": path, "bytes": size, "entries": entries,
                       "took_ms": round(took_ms + (time.perf_counter() - t0) * 1000.0, 3),
                       "device": device, "reason": "oom", "oom": oom}
+            if at_ms:
+                params["at_ms"] = round(at_ms, 3)
             self.handing = (name, path, params)  # for _at_exit, if the daemon never answers
             try:
                 res = self.request(_api.AGENT_CAPTURED, params, CAPTURED_TIMEOUT) or {}
