@@ -105,8 +105,9 @@ func (s *session) agentRegister(_ context.Context, raw json.RawMessage) (any, er
 		PID: pid, Agent: true, Host: p.Host, Rank: p.Rank, LocalRank: p.LocalRank, WorldSize: p.WorldSize,
 		Argv: p.Argv, Python: p.Python, Torch: p.Torch, CUDA: p.CUDA, Device: p.Device,
 		Recording: p.Recording, MaxEntries: p.MaxEntries, Note: p.Note,
-		Connected: time.Now().UTC().Format(time.RFC3339),
-	}, cudaDevice: p.Device, nvmlDevice: -1, job: jobKey(p.WorldSize, p.JobFacts)}
+		Connected: time.Now().UTC().Format(time.RFC3339), Job: jobKey(p.WorldSize, p.JobFacts),
+	}, cudaDevice: p.Device, nvmlDevice: -1}
+	a.job = a.proc.Job
 	if i, ok := d.counters.deviceByUUID(p.DeviceUUID); ok {
 		a.nvmlDevice = i
 		a.proc.Device = i

@@ -134,6 +134,13 @@ func TestGroupTake(t *testing.T) {
 		return nil, nil
 	})
 	c := dial(t, cfg.Socket)
+	var ps api.ProcessListResult
+	call(t, c, api.ProcessList, nil, &ps)
+	for _, p := range ps.Processes {
+		if want := map[bool]string{true: "master:127.0.0.1:29501", false: "master:127.0.0.1:29500"}[p.PID == 7100]; p.Job != want {
+			t.Errorf("process.list: pid %d's job %q, want %q", p.PID, p.Job, want)
+		}
+	}
 	var g api.GroupResult
 	call(t, c, api.GroupTake, api.GroupTakeParams{PID: 7001, Label: "step 3"}, &g)
 	if g.Job != "master:127.0.0.1:29500" || g.Reason != "request" || len(g.Members) != 3 || len(g.Snapshots) != 3 || len(g.Failed) != 0 {
