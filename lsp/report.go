@@ -9,12 +9,46 @@ package lsp
 import (
 	"context"
 	"encoding/json"
+
+	"github.com/vramscope/vramscope/profiler/analyze"
 )
 
-// methodReport takes {} and answers analyze's Result.Report (local paths).
-const methodReport = "vramscope/report"
+// methodReport takes {} and answers analyze's Result.Report (local paths);
+// methodDiffReport takes {a, b} (snapshot files, before and after) and
+// answers analyze.DiffReport: b's report with a's timeline and the per-line
+// diff, for the compare webview's overlaid timelines.
+const (
+	methodReport     = "vramscope/report"
+	methodDiffReport = "vramscope/diffReport"
+)
 
-func init() { register(methodReport, (*Server).report, true) }
+func init() {
+	register(methodReport, (*Server).report, true)
+	register(methodDiffReport, (*Server).diffReport, true)
+}
+
+func (s *Server) diffReport(_ context.Context, raw json.RawMessage) (any, error) {
+	var p struct{ A, B string }
+	if err := decode(raw, &p); err != nil {
+		return nil, err
+	}
+	if p.A == "" || p.B == "" {
+		return nil, invalid("diffReport needs a and b")
+	}
+	la, err := s.snaps.load(p.A)
+	if err != nil {
+		return nil, invalid(err.Error())
+	}
+	lb, err := s.snaps.load(p.B)
+	if err != nil {
+		return nil, invalid(err.Error())
+	}
+	b, err := analyze.DiffReport(la.result, lb.result)
+	if err != nil {
+		return nil, failed(err.Error())
+	}
+	return s.localReport(b)
+}
 
 func (s *Server) report(_ context.Context, _ json.RawMessage) (any, error) {
 	l := s.shown()
@@ -25,6 +59,11 @@ func (s *Server) report(_ context.Context, _ json.RawMessage) (any, error) {
 	if err != nil {
 		return nil, failed(err.Error())
 	}
+	return s.localReport(b)
+}
+
+// localReport decodes a report and maps its files to local ones.
+func (s *Server) localReport(b []byte) (any, error) {
 	var rep map[string]any
 	if err := json.Unmarshal(b, &rep); err != nil {
 		return nil, failed(err.Error())
@@ -41,8 +80,12 @@ func (s *Server) localizeReport(rep map[string]any) {
 			m[key] = s.paths.local(f)
 		}
 	}
-	for _, k := range []string{"sites", "findings", "ooms"} {
-		for _, x := range objects(rep[k]) {
+	sites := rep["sites"]
+	if d, ok := rep["diff"].(map[string]any); ok {
+		sites = append(objectsAny(sites), objectsAny(d["sites"])...)
+	}
+	for _, list := range []any{sites, rep["findings"], rep["ooms"]} {
+		for _, x := range objects(list) {
 			local(x, "file")
 			if ev, ok := x["evidence"].(map[string]any); ok {
 				for _, line := range objects(ev["lines"]) {
@@ -56,6 +99,11 @@ func (s *Server) localizeReport(rep map[string]any) {
 			local(f, "f")
 		}
 	}
+}
+
+func objectsAny(v any) []any {
+	list, _ := v.([]any)
+	return list
 }
 
 // objects are the JSON objects of a decoded array (nil for anything else).

@@ -52,3 +52,44 @@ func TestReportCommand(t *testing.T) {
 		t.Errorf("no moment frame in %s", local)
 	}
 }
+
+// vramscope/diffReport answers the after side's report with the before
+// side's timeline and the per-line diff, files mapped to local ones.
+func TestDiffReportRequest(t *testing.T) {
+	dir := t.TempDir()
+	src, _ := os.ReadFile(filepath.Join(fixtures, "trainer/train_gpt2.py"))
+	local := filepath.Join(dir, "mine", "train_gpt2.py")
+	os.MkdirAll(filepath.Dir(local), 0o755)
+	os.WriteFile(local, src, 0o644)
+	c := start(t, Config{}, map[string]any{"pathMap": []string{"/workspace/trainer=" + filepath.Dir(local)}})
+	snap := filepath.Join(fixtures, "snapshots/gpt2_train.pickle")
+	var rep struct {
+		Before struct {
+			Device struct {
+				Timeline struct {
+					Points []any `json:"points"`
+				} `json:"timeline"`
+			} `json:"device"`
+		} `json:"before"`
+		Diff struct {
+			Sites []struct {
+				File   string `json:"file"`
+				Status string `json:"status"`
+			} `json:"sites"`
+		} `json:"diff"`
+	}
+	c.call(methodDiffReport, map[string]any{"a": snap, "b": snap}, &rep)
+	if len(rep.Before.Device.Timeline.Points) == 0 || len(rep.Diff.Sites) == 0 {
+		t.Fatalf("diff report: %d before points, %d sites", len(rep.Before.Device.Timeline.Points), len(rep.Diff.Sites))
+	}
+	found := false
+	for _, s := range rep.Diff.Sites {
+		if s.Status != "same" {
+			t.Errorf("a snapshot against itself: %s %s", s.File, s.Status)
+		}
+		found = found || s.File == local
+	}
+	if !found {
+		t.Errorf("no diff line in %s", local)
+	}
+}

@@ -194,8 +194,11 @@ def test_open_shows_widget_and_html(cpu_nb, engine, index, path):
 def test_open_example_matches_cli_peak(cpu_nb, engine):
     data = report(cpu_nb.cells[3])
     res = engine_analysis(engine, EXAMPLE)
-    facts = " ".join(widget_state(cpu_nb, data)["facts"])
+    state = widget_state(cpu_nb, data)
+    facts = " ".join(state["facts"])
     assert "peak 1.54 GiB" in facts and "4,636 trace events" in facts
+    # The linked report's data: the timeline and the live set over time.
+    assert state["report"]["peak"]["bytes"] == 1648864256 and state["report"]["moments"]["buckets"]
     assert res["peak"]["bytes"] == 1648864256
 
 
@@ -209,6 +212,10 @@ def test_diff_shows_widget_and_html(cpu_nb, index):
     assert state["sides"] == ["after", "before"] and state["side"] == "after"
     assert "\u2192" in state["facts"][0]
     assert "peak \u0394" in data["text/html"]
+    # The widget's report (report.js) overlays the before timeline on the after one.
+    rep = state["report"]
+    assert rep["before"]["device"]["timeline"]["points"] and rep["device"]["timeline"]["points"]
+    assert rep["diff"]["peak_delta"] == rep["peak"]["bytes"] - rep["before"]["peak"]["bytes"]
 
 
 def test_diff_fixture_numbers(cpu_nb):

@@ -113,6 +113,11 @@ def report(path):
     return run_json(["analyze", "--report", path])
 
 
+def diff_report(a, b):
+    """The report of b with a's timeline overlaid and the per-line diff (diff --report)."""
+    return run_json(["diff", "--report", a, b])
+
+
 def diff(a, b):
     """Per-line change from snapshot a to snapshot b (analyze.Diff)."""
     return run_json(["diff", "--json", a, b])

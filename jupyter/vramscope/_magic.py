@@ -144,7 +144,8 @@ def diff_report(a, b, top=20):
     labeler.tree(tree)
     view = {"title": "diff %s \u2192 %s" % (os.path.basename(a), os.path.basename(b)),
             "facts": _report.diff_facts(d), "diff": _report.diff_rows(d, labeler, top), "tree": tree,
-            "side": "after", "note": "flame graph: after (%s)" % os.path.basename(b)}
+            "side": "after", "note": "flame graph: after (%s)" % os.path.basename(b),
+            "report": labeler.report(_engine.diff_report(a, b))}
     return _widget.report(view, files={"after": b, "before": a}, labeler=labeler)
 
 

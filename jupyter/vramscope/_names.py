@@ -98,7 +98,7 @@ class Labeler:
         if not isinstance(report, dict):
             return report
         self.tree({"root": {"c": list((report.get("moments") or {}).get("frames") or [])}})
-        places = list(report.get("sites") or [])
+        places = list(report.get("sites") or []) + list((report.get("diff") or {}).get("sites") or [])
         for f in report.get("findings") or []:
             places.append(f)
             places.extend((f.get("evidence") or {}).get("lines") or [])

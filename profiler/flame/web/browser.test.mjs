@@ -311,3 +311,30 @@ test("linked report page in a real browser", { skip, timeout: 120_000 }, async (
   });
   assert.deepEqual(errors, []);
 });
+
+test("diff page: both timelines overlaid, the change by category and line", { skip, timeout: 120_000 }, async (t) => {
+  const { chromium } = await loadPlaywright();
+  const work = mkdtempSync(path.join(tmpdir(), "vramscope-diff-"));
+  t.after(() => rmSync(work, { recursive: true, force: true }));
+  const out = path.join(work, "diff.html");
+  const snaps = ["example_train", "leak_steps"].map((n) => path.join(repoRoot, "examples", "snapshots", n + ".pickle"));
+  const bin = process.env.VRAMSCOPE_BIN ? [path.resolve(process.env.VRAMSCOPE_BIN)] : ["go", "run", "./cmd/vramscope"];
+  execFileSync(bin[0], [...bin.slice(1), "diff", "--html", out, ...snaps], { cwd: repoRoot, stdio: ["ignore", "ignore", "inherit"] });
+  const browser = await chromium.launch({ executablePath: chromiumPath, args: launchArgs });
+  t.after(() => browser.close());
+  const page = await (await browser.newContext({ viewport: { width: 1280, height: 820 }, deviceScaleFactor: 1 })).newPage();
+  const errors = [];
+  page.on("pageerror", (e) => errors.push(String(e)));
+  await page.goto(pathToFileURL(out).href);
+  await page.waitForFunction(() => window.vramscope && window.vramscope.reportState().timeline.drawn > 0);
+  const st = await page.evaluate(() => window.vramscope.reportState().timeline);
+  assert.ok(st.points > 100 && st.overlayPoints > 100, JSON.stringify(st));
+  assert.match(await page.textContent(".vt-legend"), /before: example_train\.pickle/);
+  assert.match(await page.textContent(".vr-change .vr-note"), /^Peak 1\.54 GiB → \d+\.\d\d MiB \(-1\.\d\d GiB\), from example_train\.pickle$/);
+  assert.ok((await page.locator(".vr-change .vr-cat-delta").count()) >= 3, "categories before and after");
+  await page.click(".vr-change .vr-link:has-text(\"record_examples.py:87\")");
+  assert.ok((await page.evaluate(() => window.vramscope.reportState().flame.matches)) > 0, "a changed line selects its frames");
+  mkdirSync(artifacts, { recursive: true });
+  await page.screenshot({ path: path.join(artifacts, "report-diff.png") });
+  assert.deepEqual(errors, []);
+});
