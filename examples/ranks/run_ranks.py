@@ -21,6 +21,20 @@ printed PASS/FAIL):
 The snapshots are copied to OUT/snapshots/ (rank<N>.pickle, rank<N>_oom.pickle)
 so `vramscope ranks OUT/snapshots/rank*.pickle` works without the daemon.
 Bounded: each launch at most 4 minutes, the whole run well under 8.
+
+Two GPUs (issue #21; a machine with two GPUs): --dist ddp or --dist fsdp runs
+rank_dist.py instead (GPT-2 12 layers wrapped in DDP over NCCL, or sharded with
+FSDP2's fully_shard; one rank per GPU, rank 1 with 3x the batch), with the
+same checks; in the OOM part the other rank waits in its all-reduce when the
+daemon captures it, and the driver then stops the launch:
+
+    python3 examples/ranks/run_ranks.py --bin bin/vramscope --out examples/ranks/out-ddp --dist ddp
+    python3 examples/ranks/run_ranks.py --bin bin/vramscope --out examples/ranks/out-fsdp --dist fsdp
+
+What to check there beyond the one-GPU run: the GPU column of `vramscope ranks`
+shows 0 and 1 (NVML's indexes, found from each rank's device UUID), NON-TORCH
+holds NCCL's buffers and the CUDA context (a few hundred MiB to ~1 GiB per
+rank), and with FSDP the parameter category is about half of DDP's per rank.
 """
 import argparse
 import json
@@ -37,11 +51,15 @@ import gpu_e2e  # noqa: E402  (Env, Client, check, wait_for)
 from gpu_e2e import check, wait_for  # noqa: E402
 
 
+DIST = None  # "ddp" or "fsdp": two GPUs, rank_dist.py
+
+
 def launch(e, out, *extra):
-    """vramscope run -- torchrun … rank_train.py; returns the Popen."""
+    """vramscope run -- torchrun … rank_train.py (or rank_dist.py); returns the Popen."""
     torchrun = shutil.which("torchrun") or "torchrun"
+    program = ["rank_train.py"] if DIST is None else ["rank_dist.py", "--wrap", DIST]
     cmd = [e.bin, "run", "--socket", e.sock, "--", torchrun, "--standalone", "--nproc_per_node", "2",
-           os.path.join(HERE, "rank_train.py"), "--out", out, *extra]
+           os.path.join(HERE, program[0]), *program[1:], "--out", out, *extra]
     log = open(os.path.join(out, "launch.log"), "w")
     return subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, text=True, env=e.env, cwd=HERE)
 
@@ -113,19 +131,30 @@ def oom(e, c, out, summary):
         print(text, flush=True)
     finally:
         open(os.path.join(run, "stop"), "w").close()
-        p.wait(timeout=120)
+        try:
+            p.wait(timeout=30 if DIST is None else 5)
+        except subprocess.TimeoutExpired:  # the other rank waits in a collective for the one that died
+            p.terminate()
+            try:
+                p.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                p.kill()
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bin", required=True)
     ap.add_argument("--out", required=True)
+    ap.add_argument("--dist", choices=["ddp", "fsdp"], default=None, help="two GPUs: rank_dist.py with DDP or FSDP2")
     a = ap.parse_args()
+    global DIST
+    DIST = a.dist
     os.makedirs(a.out, exist_ok=True)
     e = gpu_e2e.Env(a)
     e.env["PYTHONPATH"] = os.path.join(ROOT, "jupyter") + os.pathsep + os.path.join(ROOT, "examples", "oom")
     c = e.serve()
-    summary = {"host": os.uname().nodename, "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    summary = {"host": os.uname().nodename, "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+               "program": "rank_train.py (one GPU)" if DIST is None else "rank_dist.py --wrap " + DIST}
     try:
         import torch
         summary["torch"], summary["gpu"] = torch.__version__, torch.cuda.get_device_name(0)
