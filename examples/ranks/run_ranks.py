@@ -97,7 +97,9 @@ def steady(e, c, out, summary):
         first = outl[0]["lines"][0] if outl and outl[0]["lines"] else {}
         check("rank 1 is the outlier", rv["max_rank"] == 1 and bool(outl), f"imbalance {rv['imbalance']:.2f}")
         check("imbalance > 1.5", rv["imbalance"] > 1.5, f"{rv['imbalance']:.2f}")
-        check("its first line is the model's forward/train step", first.get("file", "").endswith((".py",)), json.dumps(first)[:300])
+        check("its first line is the heavier batch's (in common.py or rank_train.py, grown)",
+              first.get("file", "").endswith(("common.py", "rank_train.py", "rank_dist.py")) and first.get("peak_delta", 0) > 0,
+              json.dumps(first)[:300])
         summary["steady"] = {"imbalance": rv["imbalance"], "first_line": first,
                              "peaks": {r["rank"]: r["peak_bytes"] for r in rv["ranks"]}}
         keep(out, g, "")
