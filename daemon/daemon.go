@@ -88,7 +88,7 @@ func New(cfg Config) (*Daemon, error) {
 	d.analyses = newAnalyses(st, 8)
 	d.analyses.augment = func(id string, r *analyze.Result) {
 		if m, ok := st.Get(id); ok {
-			r.Findings = append(r.Findings, nonPyTorchFindings(m, r)...)
+			r.Findings = append(r.Findings, nonPyTorchFindings(m, r, d.snapshotDeviceTotal(m))...)
 		}
 	}
 	st.OnRemove(d.analyses.drop)

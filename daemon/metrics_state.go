@@ -12,7 +12,8 @@ import (
 // them works before the first finding (the analysis's kinds and the
 // daemon's own non_pytorch_memory).
 var findingKinds = []string{analyze.KindOOM, analyze.KindFragmentation, analyze.KindLargeAllocation, analyze.KindActivationPeak,
-	analyze.KindLeak, analyze.KindCacheGrowth, analyze.KindOptimizerState, "non_pytorch_memory"}
+	analyze.KindLeak, analyze.KindCacheGrowth, analyze.KindUnboundedCache, analyze.KindLoopAccumulation, analyze.KindOptimizerState,
+	"non_pytorch_memory"}
 
 // exportCounts counts events since the daemon started, for Prometheus.
 type exportCounts struct {

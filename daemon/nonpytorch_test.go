@@ -3,6 +3,7 @@ package daemon
 import (
 	"encoding/json"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/vramscope/vramscope/daemon/store"
@@ -12,13 +13,20 @@ import (
 // On the H200 run of docs/gpu-e2e.md, NVML saw 8.27 GiB for the training pid
 // while PyTorch had reserved 7.53 GiB: a CUDA context, no finding. The same
 // snapshot with 6 GiB more in NVML's view (a library outside PyTorch), or with
-// another process on the GPU, gets one.
+// another process on the GPU, gets one; with the device's memory (NVML's
+// 140.4 GiB in that run) it says the share of the device, and it names the
+// likely owner: a library for a single process, NCCL for a rank of a job.
 func TestNonPyTorchMemory(t *testing.T) {
 	r, err := analyze.Run("../examples/snapshots/agent_gpt2.pickle", analyze.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var e2e struct {
+		Devices struct {
+			Devices []struct {
+				MemoryTotalBytes uint64 `json:"memory_total_bytes"`
+			} `json:"devices"`
+		} `json:"devices"`
 		Training struct {
 			Process struct {
 				GPUBytes uint64 `json:"gpu_bytes"`
@@ -34,18 +42,36 @@ func TestNonPyTorchMemory(t *testing.T) {
 	if nvml == 0 {
 		t.Fatal("gpu-e2e.json has no NVML figure for the training pid")
 	}
-	if f := nonPyTorchFindings(store.Meta{GPUBytes: nvml}, r); len(f) != 0 {
+	if len(e2e.Devices.Devices) == 0 || e2e.Devices.Devices[0].MemoryTotalBytes == 0 {
+		t.Fatal("gpu-e2e.json has no device memory")
+	}
+	total := e2e.Devices.Devices[0].MemoryTotalBytes
+	if f := nonPyTorchFindings(store.Meta{GPUBytes: nvml}, r, total); len(f) != 0 {
 		t.Errorf("a CUDA context reported as non-PyTorch memory: %+v", f)
 	}
-	f := nonPyTorchFindings(store.Meta{GPUBytes: nvml + 6<<30}, r)
+	f := nonPyTorchFindings(store.Meta{GPUBytes: nvml + 6<<30}, r, total)
 	if len(f) != 1 || f[0].Kind != "non_pytorch_memory" || f[0].Evidence.Numbers["outside_pytorch"] < 6<<30 {
-		t.Errorf("6 GiB outside PyTorch: %+v", f)
+		t.Fatalf("6 GiB outside PyTorch: %+v", f)
 	}
-	f = nonPyTorchFindings(store.Meta{GPUBytes: nvml, OtherGPUBytes: 20 << 30, OtherPIDs: "4242"}, r)
+	n := f[0].Evidence.Numbers
+	outside := n["outside_pytorch"]
+	if n["device_total"] != int64(total) || n["device_share_pct"] != (100*outside+int64(total)/2)/int64(total) || n["device_share_pct"] < 4 {
+		t.Errorf("share of the device: %v", n)
+	}
+	if n["beyond_context"] != outside-n["context_estimate"] || !strings.Contains(f[0].Title, "% of the 140.") ||
+		!strings.Contains(f[0].Title, "likely another CUDA library") {
+		t.Errorf("a single process: %s %v", f[0].Title, n)
+	}
+	f = nonPyTorchFindings(store.Meta{GPUBytes: nvml + 6<<30, Rank: 3}, r, 0)
+	if len(f) != 1 || !strings.Contains(f[0].Title, "likely NCCL") || strings.Contains(f[0].Title, "of the device") ||
+		f[0].Evidence.Numbers["device_total"] != 0 || !strings.Contains(f[0].Fix, "NCCL_BUFFSIZE") {
+		t.Errorf("rank 3 of a job, device memory unknown: %+v", f)
+	}
+	f = nonPyTorchFindings(store.Meta{GPUBytes: nvml, OtherGPUBytes: 20 << 30, OtherPIDs: "4242"}, r, total)
 	if len(f) != 1 || f[0].Evidence.Numbers["other_processes_bytes"] != 20<<30 {
 		t.Errorf("another process: %+v", f)
 	}
-	if f := nonPyTorchFindings(store.Meta{}, r); f != nil {
+	if f := nonPyTorchFindings(store.Meta{}, r, total); f != nil {
 		t.Errorf("no NVML data gave %+v", f)
 	}
 }
