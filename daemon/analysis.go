@@ -30,6 +30,8 @@ type analyses struct {
 	// augment adds what only the daemon knows (NVML at capture time) to a
 	// fresh analysis, before anyone sees it.
 	augment func(id string, r *analyze.Result)
+	// progress, when set (tests), is each decode's analyze.Options.Progress.
+	progress func(done, total int64)
 
 	pending sync.WaitGroup // summary caches being written
 
@@ -43,6 +45,11 @@ type analysisEntry struct {
 	done chan struct{}
 	res  *analyze.Result
 	err  error
+	// While the decode runs (under analyses.mu): the requests waiting for it,
+	// and how to stop it once none is left (their clients cancelled or went).
+	waiters int
+	cancel  context.CancelFunc
+	stopped bool
 }
 
 func newAnalyses(st *store.Store, max int) *analyses {
@@ -93,29 +100,89 @@ func (c *analyses) insert(e *analysisEntry) {
 // get returns the analysis of a stored snapshot, decoding it at most once
 // however many requests ask at the same time.
 func (c *analyses) get(id string) (*analyze.Result, error) {
+	return c.getContext(context.Background(), id)
+}
+
+// getContext is get for a request that may be cancelled, or whose client may
+// go: it stops waiting when ctx ends, and the decode stops too once no request
+// waits for it (a stopped decode is not cached; the next request starts anew).
+func (c *analyses) getContext(ctx context.Context, id string) (*analyze.Result, error) {
 	c.mu.Lock()
-	if el, ok := c.entries[id]; ok {
-		c.lru.MoveToFront(el)
-		e := el.Value.(*analysisEntry)
-		c.mu.Unlock()
-		<-e.done
-		return e.res, e.err
+	e := c.lookup(id)
+	if e == nil {
+		e = c.start(id)
 	}
-	e := &analysisEntry{id: id, done: make(chan struct{})}
-	c.insert(e)
+	e.waiters++
 	c.mu.Unlock()
+	select {
+	case <-e.done:
+		c.mu.Lock()
+		e.waiters--
+		c.mu.Unlock()
+		return e.res, e.err
+	case <-ctx.Done():
+		c.mu.Lock()
+		e.waiters--
+		if e.waiters == 0 && e.cancel != nil {
+			e.stopped = true
+			e.cancel()
+		}
+		c.mu.Unlock()
+		return nil, ctx.Err()
+	}
+}
+
+// lookup returns id's entry, finished or running, unless its decode was
+// stopped (then it forgets it); c.mu is held.
+func (c *analyses) lookup(id string) *analysisEntry {
+	el, ok := c.entries[id]
+	if !ok {
+		return nil
+	}
+	e := el.Value.(*analysisEntry)
+	if e.stopped {
+		c.lru.Remove(el) // its goroutine finds it gone and caches nothing
+		delete(c.entries, id)
+		return nil
+	}
+	c.lru.MoveToFront(el)
+	return e
+}
+
+// start decodes id on its own goroutine, so that the requests waiting for it
+// can stop waiting; c.mu is held.
+func (c *analyses) start(id string) *analysisEntry {
+	ctx, cancel := context.WithCancel(context.Background())
+	e := &analysisEntry{id: id, done: make(chan struct{}), cancel: cancel}
+	c.insert(e)
 	c.runs.Add(1)
-	e.res, e.err = analyze.Run(c.st.Path(id), analyze.Options{})
-	if e.err == nil && c.augment != nil {
-		c.augment(id, e.res)
+	go func() {
+		defer cancel()
+		res, err := analyze.RunContext(ctx, c.st.Path(id), analyze.Options{Progress: c.progress})
+		if err == nil && c.augment != nil {
+			c.augment(id, res)
+		}
+		c.mu.Lock()
+		e.res, e.err, e.cancel = res, err, nil
+		c.mu.Unlock()
+		close(e.done)
+		if err != nil {
+			c.dropEntry(e) // a failed analysis is not cached: the file may be fixed or deleted
+		} else {
+			c.writeSummary(id, res)
+		}
+	}()
+	return e
+}
+
+// dropEntry forgets e, unless a newer analysis of its snapshot replaced it.
+func (c *analyses) dropEntry(e *analysisEntry) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if el, ok := c.entries[e.id]; ok && el.Value.(*analysisEntry) == e {
+		c.lru.Remove(el)
+		delete(c.entries, e.id)
 	}
-	close(e.done)
-	if e.err != nil {
-		c.drop(id) // a failed analysis is not cached: the file may be fixed or deleted
-	} else {
-		c.writeSummary(id, e.res)
-	}
-	return e.res, e.err
 }
 
 // drop forgets a snapshot (deleted, or removed by retention).
@@ -137,18 +204,21 @@ func (c *analyses) cached(id string) bool {
 }
 
 // result looks up a snapshot and its analysis for an analysis.* request.
-func (s *session) result(id string) (*analyze.Result, error) {
+func (s *session) result(ctx context.Context, id string) (*analyze.Result, error) {
 	if _, err := s.d.lookup(id); err != nil {
 		return nil, err
 	}
-	r, err := s.d.analyses.get(id)
+	r, err := s.d.analyses.getContext(ctx, id)
+	if ctx.Err() != nil {
+		return nil, ctx.Err() // nobody reads the answer (the request was cancelled, or its client went)
+	}
 	if err != nil {
 		return nil, rpcErr(api.CodeBadSnapshot, "%v", err)
 	}
 	return r, nil
 }
 
-func (s *session) analysisSummary(_ context.Context, raw json.RawMessage) (any, error) {
+func (s *session) analysisSummary(ctx context.Context, raw json.RawMessage) (any, error) {
 	var p api.IDParams
 	if err := decode(raw, &p); err != nil {
 		return nil, err
@@ -161,15 +231,15 @@ func (s *session) analysisSummary(_ context.Context, raw json.RawMessage) (any, 
 			return json.RawMessage(b), nil
 		}
 	}
-	return s.result(p.ID)
+	return s.result(ctx, p.ID)
 }
 
-func (s *session) analysisSites(_ context.Context, raw json.RawMessage) (any, error) {
+func (s *session) analysisSites(ctx context.Context, raw json.RawMessage) (any, error) {
 	var p api.SitesParams
 	if err := decode(raw, &p); err != nil {
 		return nil, err
 	}
-	r, err := s.result(p.ID)
+	r, err := s.result(ctx, p.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -197,7 +267,7 @@ func sameFile(recorded, want string) bool {
 	return n >= 2 || (n == 1 && single)
 }
 
-func (s *session) analysisFlame(_ context.Context, raw json.RawMessage) (any, error) {
+func (s *session) analysisFlame(ctx context.Context, raw json.RawMessage) (any, error) {
 	var p api.FlameParams
 	if err := decode(raw, &p); err != nil {
 		return nil, err
@@ -209,19 +279,19 @@ func (s *session) analysisFlame(_ context.Context, raw json.RawMessage) (any, er
 			return nil, rpcErr(api.CodeInvalidParams, "unknown weight %q (peak, alloc or current)", p.Weight)
 		}
 	}
-	r, err := s.result(p.ID)
+	r, err := s.result(ctx, p.ID)
 	if err != nil {
 		return nil, err
 	}
 	return r.Flame(analyze.FlameOptions{Weight: w, KeepWrappers: p.KeepWrappers}), nil
 }
 
-func (s *session) analysisTimeline(_ context.Context, raw json.RawMessage) (any, error) {
+func (s *session) analysisTimeline(ctx context.Context, raw json.RawMessage) (any, error) {
 	var p api.TimelineParams
 	if err := decode(raw, &p); err != nil {
 		return nil, err
 	}
-	r, err := s.result(p.ID)
+	r, err := s.result(ctx, p.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -233,12 +303,12 @@ func (s *session) analysisTimeline(_ context.Context, raw json.RawMessage) (any,
 	return nil, rpcErr(api.CodeNotFound, "snapshot %s has no trace for device %d", p.ID, p.Device)
 }
 
-func (s *session) analysisFindings(_ context.Context, raw json.RawMessage) (any, error) {
+func (s *session) analysisFindings(ctx context.Context, raw json.RawMessage) (any, error) {
 	var p api.IDParams
 	if err := decode(raw, &p); err != nil {
 		return nil, err
 	}
-	r, err := s.result(p.ID)
+	r, err := s.result(ctx, p.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -248,23 +318,23 @@ func (s *session) analysisFindings(_ context.Context, raw json.RawMessage) (any,
 	return r.Findings, nil
 }
 
-func (s *session) analysisDiff(_ context.Context, raw json.RawMessage) (any, error) {
+func (s *session) analysisDiff(ctx context.Context, raw json.RawMessage) (any, error) {
 	var p api.DiffParams
 	if err := decode(raw, &p); err != nil {
 		return nil, err
 	}
-	a, err := s.result(p.A)
+	a, err := s.result(ctx, p.A)
 	if err != nil {
 		return nil, err
 	}
-	b, err := s.result(p.B)
+	b, err := s.result(ctx, p.B)
 	if err != nil {
 		return nil, err
 	}
 	return analyze.Compare(a, b), nil
 }
 
-func (s *session) analysisWhatIf(_ context.Context, raw json.RawMessage) (any, error) {
+func (s *session) analysisWhatIf(ctx context.Context, raw json.RawMessage) (any, error) {
 	var p api.WhatIfParams
 	if err := decode(raw, &p); err != nil {
 		return nil, err
@@ -278,7 +348,7 @@ func (s *session) analysisWhatIf(_ context.Context, raw json.RawMessage) (any, e
 	}
 	var pts []analyze.WhatIfPoint
 	for _, sn := range p.Snapshots {
-		r, err := s.result(sn.ID)
+		r, err := s.result(ctx, sn.ID)
 		if err != nil {
 			return nil, err
 		}

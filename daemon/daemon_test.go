@@ -95,7 +95,7 @@ func TestEveryMethodHasAHandler(t *testing.T) {
 		have[n] = true
 	}
 	for _, m := range api.Methods {
-		served := m.Dir == api.ClientToDaemon || m.Dir == api.AgentToDaemon || m.Dir == api.AgentNotice
+		served := m.Dir == api.ClientToDaemon || m.Dir == api.AgentToDaemon || m.Dir == api.AgentNotice || m.Dir == api.ClientNotice
 		if served != have[m.Name] {
 			t.Errorf("%s (%s): handler present = %v", m.Name, m.Dir, have[m.Name])
 		}

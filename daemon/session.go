@@ -28,6 +28,8 @@ type session struct {
 	topics  map[string]bool
 	out     chan notice   // notifications, sent by one goroutine; dropped when full
 	ready   chan struct{} // closed once conn is set: handlers may run before NewConn returns
+	// inflight ends each running request's context, by id ($/cancelRequest; cancel.go).
+	inflight map[jsonrpc2.ID]context.CancelFunc
 }
 
 // rpc is the session's connection, once NewConn has returned.
@@ -67,6 +69,7 @@ func init() {
 		api.CountersDevices:  (*session).countersDevices,
 		api.CountersSeries:   (*session).countersSeries,
 		api.Subscribe:        (*session).subscribe,
+		api.CancelRequest:    (*session).cancelRequest,
 		api.GroupTake:        (*session).groupTake,
 		api.GroupList:        (*session).groupList,
 		api.GroupGet:         (*session).groupGet,
@@ -139,7 +142,12 @@ func (s *session) handle(ctx context.Context, _ *jsonrpc2.Conn, req *jsonrpc2.Re
 	if !ok {
 		return nil, rpcErr(jsonrpc2.CodeMethodNotFound, "unknown method %q", req.Method)
 	}
+	ctx, done := s.track(ctx, req)
+	defer done()
 	res, err := h(s, ctx, params)
+	if err != nil && ctx.Err() != nil {
+		return nil, rpcErr(api.CodeCancelled, "%s: cancelled by the client", req.Method)
+	}
 	if err != nil {
 		var re *jsonrpc2.Error
 		if !errors.As(err, &re) {

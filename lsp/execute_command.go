@@ -49,7 +49,7 @@ type Summary struct {
 	ID        string `json:"id,omitempty"` // the daemon's snapshot id
 }
 
-func (s *Server) executeCommand(_ context.Context, raw json.RawMessage) (any, error) {
+func (s *Server) executeCommand(ctx context.Context, raw json.RawMessage) (any, error) {
 	var p struct {
 		Command   string            `json:"command"`
 		Arguments []json.RawMessage `json:"arguments"`
@@ -65,9 +65,9 @@ func (s *Server) executeCommand(_ context.Context, raw json.RawMessage) (any, er
 	}
 	switch p.Command {
 	case cmdOpenSnapshot:
-		return s.cmdOpen(a.Path, "")
+		return s.cmdOpen(ctx, a.Path, "")
 	case cmdCompareSnapshots:
-		return s.cmdCompare(a)
+		return s.cmdCompare(ctx, a)
 	case cmdTakeSnapshot:
 		return s.cmdTake(a)
 	case cmdAttach:
@@ -84,11 +84,12 @@ func (s *Server) executeCommand(_ context.Context, raw json.RawMessage) (any, er
 	return nil, invalid("unknown command " + strconv.Quote(p.Command))
 }
 
-func (s *Server) cmdOpen(path, id string) (any, error) {
+// cmdOpen stops the analysis when the request is cancelled and no other waits for it.
+func (s *Server) cmdOpen(ctx context.Context, path, id string) (any, error) {
 	if path == "" {
 		return nil, invalid("openSnapshot needs a path")
 	}
-	l, err := s.openAndShow(path)
+	l, err := s.openAndShowContext(ctx, path)
 	if err != nil {
 		return nil, invalid(err.Error())
 	}
@@ -96,15 +97,15 @@ func (s *Server) cmdOpen(path, id string) (any, error) {
 	return Summary{Path: l.path, PeakBytes: r.Peak.Bytes, Events: r.Events, Sites: len(r.Sites), Findings: len(r.Findings), ID: id}, nil
 }
 
-func (s *Server) cmdCompare(a commandArgs) (any, error) {
+func (s *Server) cmdCompare(ctx context.Context, a commandArgs) (any, error) {
 	if a.A == "" || a.B == "" {
 		return nil, invalid("compareSnapshots needs a and b")
 	}
-	la, err := s.snaps.load(a.A)
+	la, err := s.snaps.loadContext(ctx, a.A)
 	if err != nil {
 		return nil, invalid(err.Error())
 	}
-	lb, err := s.snaps.load(a.B)
+	lb, err := s.snaps.loadContext(ctx, a.B)
 	if err != nil {
 		return nil, invalid(err.Error())
 	}
@@ -143,7 +144,7 @@ func (s *Server) cmdTake(a commandArgs) (any, error) {
 	if err := c.Call(ctx, api.SnapshotTake, api.TakeParams{PID: pid, Label: a.Label}, &snap); err != nil {
 		return nil, failed(err.Error())
 	}
-	return s.cmdOpen(snap.Path, snap.ID)
+	return s.cmdOpen(context.Background(), snap.Path, snap.ID)
 }
 
 func (s *Server) cmdAttachPID(pid int) (any, error) {

@@ -47,6 +47,10 @@ type Server struct {
 	inited    bool // initialize was answered
 	exited    chan struct{}
 	ready     chan struct{} // closed once conn is set: handlers may run before NewConn returns
+	// life ends when Serve returns (the editor closed or exited): analyses
+	// started in the background stop with it.
+	life     context.Context
+	inflight map[jsonrpc2.ID]context.CancelFunc // running requests, by id ($/cancelRequest)
 }
 
 type handler func(s *Server, ctx context.Context, params json.RawMessage) (any, error)
@@ -80,6 +84,9 @@ func New(cfg Config) *Server {
 // message over its limit, input that ends inside a message) ends the session
 // with an error that says what was wrong.
 func (s *Server) Serve(ctx context.Context, rwc io.ReadWriteCloser) error {
+	ctx, stop := context.WithCancel(ctx)
+	defer stop() // every request still running, and every analysis, stops
+	s.life = ctx
 	st := newStream(rwc)
 	s.conn = jsonrpc2.NewConn(ctx, st, s, jsonrpc2.SetLogger(quiet{}), jsonrpc2.OnRecv(st.onRecv))
 	close(s.ready)
@@ -101,15 +108,23 @@ func (s *Server) Serve(ctx context.Context, rwc io.ReadWriteCloser) error {
 
 // Handle implements jsonrpc2.Handler: in order, except the async methods.
 func (s *Server) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.Request) {
+	ctx, done := s.track(ctx, req)
 	if async[req.Method] {
-		go s.handle(ctx, conn, req)
+		go func() {
+			defer done()
+			s.handle(ctx, conn, req)
+		}()
 		return
 	}
+	defer done()
 	s.handle(ctx, conn, req)
 }
 
 func (s *Server) handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.Request) {
 	res, err := s.call(ctx, req)
+	if err != nil && ctx.Err() != nil {
+		err = &jsonrpc2.Error{Code: codeRequestCancelled, Message: req.Method + ": cancelled"}
+	}
 	if req.Notif {
 		if err != nil {
 			s.cfg.Logf("%s: %v", req.Method, err)

@@ -1,6 +1,7 @@
 package lsp
 
 import (
+	"context"
 	"path/filepath"
 	"sync"
 
@@ -16,50 +17,93 @@ type loaded struct {
 	result *analyze.Result
 	index  *analyze.SiteIndex
 	byFile map[string][]analyze.Site // recorded file -> its user sites
+	// While it is analysed (under snapshots.mu): the requests waiting, and
+	// how to stop the analysis once none is left.
+	waiters int
+	cancel  context.CancelFunc
+	stopped bool
 }
 
 // snapshots analyses each snapshot file once, however many requests ask for
 // it at the same time, and keeps the results for the session.
 type snapshots struct {
-	mu     sync.Mutex
-	byPath map[string]*loaded
-	runs   int // analyses started, for the test that nothing is decoded twice
+	mu       sync.Mutex
+	byPath   map[string]*loaded
+	runs     int                     // analyses started, for the test that nothing is decoded twice
+	progress func(done, total int64) // each analysis's Options.Progress (tests)
 }
 
 func newSnapshots() *snapshots { return &snapshots{byPath: map[string]*loaded{}} }
 
+// load analyses path once for the session (a request that may not be cancelled).
 func (c *snapshots) load(path string) (*loaded, error) {
+	return c.loadContext(context.Background(), path)
+}
+
+// loadContext is load for a request that may be cancelled or whose editor may
+// close: it stops waiting when ctx ends, and the analysis stops too once no
+// request waits for it (a stopped analysis is not kept).
+func (c *snapshots) loadContext(ctx context.Context, path string) (*loaded, error) {
 	if abs, err := filepath.Abs(path); err == nil {
 		path = abs
 	}
 	c.mu.Lock()
 	l, ok := c.byPath[path]
-	if !ok {
-		l = &loaded{path: path, done: make(chan struct{})}
-		c.byPath[path] = l
-		c.runs++
+	if !ok || l.stopped {
+		l = c.start(path)
 	}
+	l.waiters++
 	c.mu.Unlock()
-	if ok {
-		<-l.done
-		return l, l.err
-	}
-	l.result, l.err = analyze.Run(path, analyze.Options{})
-	if l.err == nil {
-		l.index = l.result.IndexSites()
-		l.byFile = map[string][]analyze.Site{}
-		for _, s := range l.result.Sites {
-			if s.Kind == "user" && s.File != "" {
-				l.byFile[s.File] = append(l.byFile[s.File], s)
-			}
-		}
-	} else {
+	select {
+	case <-l.done:
 		c.mu.Lock()
-		delete(c.byPath, path) // not cached: the file may be fixed
+		l.waiters--
 		c.mu.Unlock()
+		return l, l.err
+	case <-ctx.Done():
+		c.mu.Lock()
+		l.waiters--
+		if l.waiters == 0 && l.cancel != nil {
+			l.stopped = true
+			l.cancel()
+		}
+		c.mu.Unlock()
+		return nil, ctx.Err()
 	}
-	close(l.done)
-	return l, l.err
+}
+
+// start analyses path on its own goroutine; c.mu is held.
+func (c *snapshots) start(path string) *loaded {
+	ctx, cancel := context.WithCancel(context.Background())
+	l := &loaded{path: path, done: make(chan struct{}), cancel: cancel}
+	c.byPath[path] = l
+	c.runs++
+	go func() {
+		defer cancel()
+		l.analyse(ctx, c.progress)
+		c.mu.Lock()
+		l.cancel = nil
+		if l.err != nil && c.byPath[path] == l {
+			delete(c.byPath, path) // not cached: the file may be fixed
+		}
+		c.mu.Unlock()
+		close(l.done)
+	}()
+	return l
+}
+
+func (l *loaded) analyse(ctx context.Context, progress func(done, total int64)) {
+	l.result, l.err = analyze.RunContext(ctx, l.path, analyze.Options{Progress: progress})
+	if l.err != nil {
+		return
+	}
+	l.index = l.result.IndexSites()
+	l.byFile = map[string][]analyze.Site{}
+	for _, s := range l.result.Sites {
+		if s.Kind == "user" && s.File != "" {
+			l.byFile[s.File] = append(l.byFile[s.File], s)
+		}
+	}
 }
 
 // show makes a loaded snapshot the one the editor shows and refreshes the

@@ -31,6 +31,7 @@ const (
 	DaemonToAgent  Direction = "daemon → agent"
 	Notification   Direction = "daemon → subscriber (notification)"
 	AgentNotice    Direction = "agent → daemon (notification)"
+	ClientNotice   Direction = "client → daemon (notification)"
 )
 
 // Method is one entry of the contract.
@@ -62,6 +63,7 @@ const (
 	CountersDevices  = "counters.devices"
 	CountersSeries   = "counters.series"
 	Subscribe        = "events.subscribe"
+	CancelRequest    = "$/cancelRequest"
 
 	AgentRegister = "agent.register"
 	AgentCaptured = "agent.captured"
@@ -90,6 +92,7 @@ const (
 	CodeBusy           = -32010 // too many TCP connections (per peer address or in total): try again later, or use the Unix socket
 	CodeInternal       = -32603 // a bug: the request was recovered, the daemon goes on
 	CodeInvalidParams  = -32602 // JSON-RPC: the params do not fit the method
+	CodeCancelled      = -32800 // the client cancelled the request ($/cancelRequest, as LSP's RequestCancelled) or closed its connection
 	CodeMethodNotFound = -32601 // JSON-RPC: no such method (or one the receiver does not answer, such as a request to a client)
 )
 
@@ -338,6 +341,13 @@ type DevicesResult struct {
 	Phases  any            `json:"phases"`  // []gpuphase.Phase: what each GPU does now (its last few seconds classified)
 }
 
+// CancelParams names a request of this connection whose answer the client no
+// longer waits for: the daemon stops its work (an analysis no other request
+// waits for stops decoding) and answers it with an error.
+type CancelParams struct {
+	ID any `json:"id"` // the request's JSON-RPC id, a number or a string
+}
+
 // SubscribeParams selects notifications for this connection (event.* names
 // without the prefix, e.g. "snapshot_stored"; empty = all but counters_tick).
 type SubscribeParams struct {
@@ -478,6 +488,7 @@ var Methods = []Method{
 	{GroupList, ClientToDaemon, nil, GroupListResult{}, "Stored groups, newest first."},
 	{GroupGet, ClientToDaemon, IDParams{}, GroupResult{}, "One stored group and its members' snapshots."},
 	{AnalysisRanks, ClientToDaemon, RanksParams{}, "analyze.Ranks (as vramscope ranks --json)", "The rank view of a group: per rank peak, reserved, categories, NVML's non-PyTorch memory and top lines; the imbalance (max/median peak) and each outlier rank's per-line diff against the median rank."},
+	{CancelRequest, ClientNotice, CancelParams{}, nil, "Stops a request of this connection that the client no longer waits for (as LSP's $/cancelRequest); a closed connection stops all of its requests."},
 	{AgentRegister, AgentToDaemon, RegisterParams{}, RegisterResult{}, "An agent announces its process; the connection then belongs to that process until it closes."},
 	{AgentCaptured, AgentToDaemon, CapturedParams{}, SnapshotResult{}, "The agent hands over a snapshot it wrote on its own (out of memory) into the incoming dir."},
 	{AgentTorch, AgentNotice, TorchParams{}, nil, "torch.cuda's allocated/reserved bytes, about once a second."},

@@ -7,7 +7,7 @@ import (
 
 func TestMethodsAreWellFormed(t *testing.T) {
 	seen := map[string]bool{}
-	dirs := map[Direction]bool{ClientToDaemon: true, AgentToDaemon: true, DaemonToAgent: true, Notification: true, AgentNotice: true}
+	dirs := map[Direction]bool{ClientToDaemon: true, AgentToDaemon: true, DaemonToAgent: true, Notification: true, AgentNotice: true, ClientNotice: true}
 	for _, m := range Methods {
 		if seen[m.Name] {
 			t.Errorf("%s is listed twice", m.Name)
@@ -19,7 +19,7 @@ func TestMethodsAreWellFormed(t *testing.T) {
 		if m.Doc == "" {
 			t.Errorf("%s has no doc", m.Name)
 		}
-		notice := m.Dir == Notification || m.Dir == AgentNotice
+		notice := m.Dir == Notification || m.Dir == AgentNotice || m.Dir == ClientNotice
 		if notice != (m.Result == nil) {
 			t.Errorf("%s: notifications, and only they, have no result", m.Name)
 		}

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -23,6 +24,7 @@ import (
 type Client struct {
 	conn   *jsonrpc2.Conn
 	Notify func(method string, params json.RawMessage) // called for event.* notifications; set before subscribing
+	seq    atomic.Uint64                               // request ids, "c1", "c2", … (Call)
 }
 
 // Dial connects to the daemon's Unix socket and says hello.
@@ -66,13 +68,28 @@ func handshake(ctx context.Context, c net.Conn, name, token string) (*Client, er
 }
 
 // Call sends one request and decodes its result into result (which may be nil).
+//
+// When ctx ends before the answer, Call tells the daemon ($/cancelRequest) so
+// that it stops the work nobody waits for (an analysis stops decoding).
 func (c *Client) Call(ctx context.Context, method string, params, result any) error {
-	err := c.conn.Call(ctx, method, params, result)
+	id := jsonrpc2.ID{Str: fmt.Sprintf("c%d", c.seq.Add(1)), IsString: true}
+	err := c.conn.Call(ctx, method, params, result, jsonrpc2.PickID(id))
+	if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		c.cancel(id)
+	}
 	var re *jsonrpc2.Error
 	if errors.As(err, &re) {
 		return &Error{Code: re.Code, Message: re.Message, Method: method}
 	}
 	return err
+}
+
+// cancel sends $/cancelRequest for id, waiting at most a second for the
+// socket (a daemon that does not read is no reason to hang the caller).
+func (c *Client) cancel(id jsonrpc2.ID) {
+	ctx, stop := context.WithTimeout(context.Background(), time.Second)
+	defer stop()
+	_ = c.conn.Notify(ctx, api.CancelRequest, api.CancelParams{ID: id})
 }
 
 // Close closes the connection.

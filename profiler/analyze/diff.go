@@ -1,7 +1,6 @@
 package analyze
 
 import (
-	"regexp"
 	"sort"
 	"strings"
 )
@@ -108,14 +107,12 @@ func abs(x int64) int64 {
 	return x
 }
 
-var phaseScope = regexp.MustCompile(`^\[no user frame: [^\]]*\]`)
-
 // phaseKey identifies a phase by its window between user lines, not by the
 // record_function scope that happened to be open (two runs of the same script
 // can annotate differently), so the same backward pass matches across snapshots.
 func phaseKey(s Site) string {
-	if s.Kind != "phase" {
+	if s.Kind != "phase" || s.Window == "" {
 		return s.Function
 	}
-	return phaseScope.ReplaceAllString(s.Function, "[no user frame]")
+	return s.Window
 }

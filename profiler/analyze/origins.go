@@ -29,7 +29,11 @@ type synthetic struct {
 	firstTime   int64
 	stack       profiler.StackID // pretrace: the stack recorded for the block, if any
 	label       string
-	call        profiler.Frame // gap inside a backward() the agent annotated: the line that called it
+	// window is a gap's place between user lines as its label says it, without
+	// the record_function scope ("[no user frame] after a.py:3, before :9"):
+	// diffs match phases by it (Site.Window).
+	window string
+	call   profiler.Frame // gap inside a backward() the agent annotated: the line that called it
 }
 
 type origins struct {
@@ -169,24 +173,29 @@ func (o *origins) label(anns []profiler.Annotation) {
 			s.label = "[backward pass of " + shortPlace(call) + "]"
 			continue
 		}
-		var parts []string
-		parts = append(parts, "[no user frame")
+		head, place := "[no user frame]", gapPlace(lf, lok, rf, rok)
 		if ph := innermostPhase(scopes); ph != "" {
-			parts[0] += ": " + ph
+			head = "[no user frame: " + ph + "]"
 		}
-		parts[0] += "]"
-		switch {
-		case lok && rok && lf.File == rf.File:
-			parts = append(parts, fmt.Sprintf("after %s, before :%d", shortPlace(lf), rf.Line))
-		case lok && rok:
-			parts = append(parts, fmt.Sprintf("after %s, before %s", shortPlace(lf), shortPlace(rf)))
-		case lok:
-			parts = append(parts, "after "+shortPlace(lf))
-		case rok:
-			parts = append(parts, "before "+shortPlace(rf))
-		}
-		s.label = strings.Join(parts, " ")
+		s.label = strings.TrimSpace(head + " " + place)
+		s.window = strings.TrimSpace("[no user frame] " + place)
 	}
+}
+
+// gapPlace says where a gap lies between the user lines around it ("after
+// a.py:3, before :9"), "" when neither is known.
+func gapPlace(lf profiler.Frame, lok bool, rf profiler.Frame, rok bool) string {
+	switch {
+	case lok && rok && lf.File == rf.File:
+		return fmt.Sprintf("after %s, before :%d", shortPlace(lf), rf.Line)
+	case lok && rok:
+		return fmt.Sprintf("after %s, before %s", shortPlace(lf), shortPlace(rf))
+	case lok:
+		return "after " + shortPlace(lf)
+	case rok:
+		return "before " + shortPlace(rf)
+	}
+	return ""
 }
 
 // backwardFromStack recognises a gap that autograd opened: the last framed

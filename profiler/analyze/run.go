@@ -5,7 +5,7 @@
 package analyze
 
 import (
-	"fmt"
+	"context"
 	"io"
 	"sort"
 
@@ -105,22 +105,13 @@ type analysis struct {
 // Run analyses the snapshot at path. Decoding and replay run on two
 // goroutines joined by a pipe of event batches.
 func Run(path string, opt Options) (*Result, error) {
-	return run(opt, func(frames *profiler.Frames, on torchsnap.EventFunc) (*torchsnap.Snapshot, error) {
-		return torchsnap.ReadFile(path, frames, on, torchsnap.Options{Progress: opt.Progress})
-	})
+	return RunContext(context.Background(), path, opt)
 }
 
 // RunStream analyses a VSM1 stream (a FIFO or socket the snapshot is still
 // being written to) as it arrives; name is what the result calls the file.
 func RunStream(name string, r io.Reader, opt Options) (*Result, error) {
-	return run(opt, func(frames *profiler.Frames, on torchsnap.EventFunc) (*torchsnap.Snapshot, error) {
-		snap, err := torchsnap.ReadVSM(r, frames, on, torchsnap.Options{})
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", name, err)
-		}
-		snap.Path = name
-		return snap, nil
-	})
+	return RunStreamContext(context.Background(), name, r, opt)
 }
 
 // FromBytes analyses a snapshot held in memory.

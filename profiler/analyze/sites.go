@@ -22,6 +22,11 @@ type Site struct {
 	PeakShare    float64 `json:"peak_share"` // of the peak of all devices
 	// Categories splits PeakBytes by memory category, where known.
 	Categories CategoryBytes `json:"categories"`
+	// Window is a phase site's place between user lines without the
+	// record_function scope its Function names ("[no user frame] after
+	// a.py:3"): two runs of one script can open different scopes around the
+	// same pass, and diffs match phases by it. Empty for every other site.
+	Window string `json:"-"`
 }
 
 // CategoryBytes is bytes by memory category (see categories.go); a struct, so
@@ -102,6 +107,7 @@ type siteKey struct {
 	file, fn string
 	line     int
 	kind     string
+	window   string // Site.Window
 }
 
 // sites aggregates origins by their first user frame and by their innermost frame.
@@ -136,7 +142,7 @@ func (a *analysis) sites(peak int64) (user, leaf []Site, cov Coverage) {
 func (a *analysis) siteKeys(id int32) (user, leaf siteKey) {
 	if id < 0 {
 		s := a.origins.syn[-id-1]
-		k := siteKey{fn: s.label, kind: "phase"}
+		k := siteKey{fn: s.label, kind: "phase", window: s.window}
 		if s.kind == "tensor" {
 			k.kind = "tensor"
 		}
@@ -176,7 +182,7 @@ func kindOf(file string) string {
 func addSite(m map[siteKey]*Site, k siteKey, x *origin) {
 	s := m[k]
 	if s == nil {
-		s = &Site{File: k.file, Line: k.line, Function: k.fn, Kind: k.kind}
+		s = &Site{File: k.file, Line: k.line, Function: k.fn, Kind: k.kind, Window: k.window}
 		m[k] = s
 	}
 	s.PeakBytes += x.peakBytes

@@ -14,8 +14,12 @@ func Decode(b []byte, lim Limits) (Value, error) {
 	return NewMachine(bytes.NewReader(b), int64(len(b)), plan, lim).Run()
 }
 
+// ErrNotPickle is Sniff's answer for a file that starts with no opcode of a
+// binary pickle (and none of the other formats it recognises).
+var ErrNotPickle = errors.New("not a pickle of protocol 2 or later (no PROTO opcode at byte 0)")
+
 // Sniff gives a plain answer for the commonest wrong inputs from a file's first
-// bytes: empty, compressed, JSON, or not a binary pickle at all.
+// bytes: empty, compressed, JSON, or not a binary pickle at all (ErrNotPickle).
 func Sniff(head []byte) error {
 	switch {
 	case len(head) == 0:
@@ -25,7 +29,7 @@ func Sniff(head []byte) error {
 	case head[0] == '{' || head[0] == '[':
 		return errors.New("looks like JSON, not a pickle (vramscope reads the output of torch.cuda.memory._dump_snapshot())")
 	case head[0] != opProto:
-		return errors.New("not a pickle of protocol 2 or later (no PROTO opcode at byte 0)")
+		return ErrNotPickle
 	}
 	return nil
 }

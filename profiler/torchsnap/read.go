@@ -7,12 +7,11 @@
 package torchsnap
 
 import (
+	"context"
 	"errors"
-	"fmt"
 	"io"
 	"os"
 	"runtime"
-	"runtime/debug"
 	"sync"
 	"sync/atomic"
 
@@ -50,14 +49,10 @@ type Options struct {
 // ReadFile decodes the snapshot at path, a pickle or a VSM1 stream (told
 // apart by the first bytes). Every error names the file.
 func ReadFile(path string, frames *profiler.Frames, onEvent EventFunc, opt Options) (*Snapshot, error) {
-	s, err := readFile(path, frames, onEvent, opt)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return s, nil
+	return ReadFileContext(context.Background(), path, frames, onEvent, opt)
 }
 
-func readFile(path string, frames *profiler.Frames, onEvent EventFunc, opt Options) (*Snapshot, error) {
+func readFile(ctx context.Context, path string, frames *profiler.Frames, onEvent EventFunc, opt Options) (*Snapshot, error) {
 	if opt.Limits == (pickle.Limits{}) {
 		opt.Limits = pickle.DefaultLimits
 	}
@@ -76,8 +71,12 @@ func readFile(path string, frames *profiler.Frames, onEvent EventFunc, opt Optio
 		return nil, err
 	}
 	size := st.Size()
+	var src io.ReaderAt = f
+	if ctx.Done() != nil {
+		src = ctxReaderAt{ctx, f}
+	}
 	if marshal.IsVSM(head[:n]) {
-		snap, err := readVSMFile(f, size, frames, onEvent, opt)
+		snap, err := readVSMFile(src, size, frames, onEvent, opt)
 		if err != nil {
 			return nil, err
 		}
@@ -85,15 +84,10 @@ func readFile(path string, frames *profiler.Frames, onEvent EventFunc, opt Optio
 		return snap, nil
 	}
 	prog := &progressReader{total: 2 * size, fn: opt.Progress}
-	prog.r = io.NewSectionReader(f, 0, size)
-	plan, err := pickle.ScanAt(progressAt{f, prog}, size, opt.Limits, runtime.GOMAXPROCS(0))
+	prog.r = io.NewSectionReader(src, 0, size)
+	plan, err := pickle.ScanAt(progressAt{src, prog}, size, opt.Limits, runtime.GOMAXPROCS(0))
 	if err != nil {
 		return nil, err
-	}
-	if size > 64<<20 {
-		// The planning pass's per-core tables are garbage now; hand their
-		// memory back before decoding so peak RSS is one pass's, not both.
-		debug.FreeOSMemory()
 	}
 	snap, err := decode(prog, size, plan, opt.Limits, frames, onEvent)
 	if err != nil {
@@ -168,7 +162,7 @@ func (p *progressReader) add(n int) {
 
 // progressAt counts what the planning pass reads.
 type progressAt struct {
-	f *os.File
+	f io.ReaderAt
 	p *progressReader
 }
 

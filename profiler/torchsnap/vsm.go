@@ -1,9 +1,9 @@
 package torchsnap
 
 import (
+	"errors"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/vramscope/vramscope/profiler"
 	"github.com/vramscope/vramscope/profiler/marshal"
@@ -26,7 +26,7 @@ func ReadVSM(r io.Reader, frames *profiler.Frames, onEvent EventFunc, opt Option
 
 // readVSMFile reads the VSM1 file f of size bytes, which must end with its end
 // frame.
-func readVSMFile(f *os.File, size int64, frames *profiler.Frames, onEvent EventFunc, opt Options) (*Snapshot, error) {
+func readVSMFile(f io.ReaderAt, size int64, frames *profiler.Frames, onEvent EventFunc, opt Options) (*Snapshot, error) {
 	prog := &progressReader{r: io.NewSectionReader(f, 0, size), total: size, fn: opt.Progress}
 	snap, err := readVSM(prog, frames, onEvent)
 	if err != nil {
@@ -148,10 +148,6 @@ func (d *decoder) internStacks(v pickle.Value, seen map[any]bool) error {
 	return nil
 }
 
-// unknownFormat is pickle.Sniff's answer for a file that starts with no
-// opcode it recognises.
-var unknownFormat = pickle.Sniff([]byte{0}).Error()
-
 // sniff checks a file's first bytes: nil for a pickle or a VSM1 stream, else
 // pickle.Sniff's plain answer, naming both formats when neither matches.
 func sniff(head []byte) error {
@@ -159,7 +155,7 @@ func sniff(head []byte) error {
 		return nil
 	}
 	err := pickle.Sniff(head)
-	if err != nil && err.Error() == unknownFormat {
+	if errors.Is(err, pickle.ErrNotPickle) {
 		if len(head) >= 3 && string(head[:3]) == "VSM" {
 			return fmt.Errorf("unsupported VSM version %q (vramscope reads VSM1)", head)
 		}
