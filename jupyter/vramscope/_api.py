@@ -4,7 +4,7 @@
 codes, message size limits and the shapes of params and results."""
 from typing import Any, List, Optional, TypedDict
 
-API_VERSION = "1.0"
+API_VERSION = "1.1"
 
 # Methods.
 HELLO = "daemon.hello"
@@ -25,6 +25,10 @@ ANALYSIS_WHAT_IF = "analysis.whatif"
 COUNTERS_DEVICES = "counters.devices"
 COUNTERS_SERIES = "counters.series"
 SUBSCRIBE = "events.subscribe"
+GROUP_TAKE = "group.take"
+GROUP_LIST = "group.list"
+GROUP_GET = "group.get"
+ANALYSIS_RANKS = "analysis.ranks"
 CANCEL_REQUEST = "$/cancelRequest"
 AGENT_REGISTER = "agent.register"
 AGENT_CAPTURED = "agent.captured"
@@ -35,6 +39,7 @@ EVENT_AGENT_GONE = "event.agent_gone"
 EVENT_SNAPSHOT_STORED = "event.snapshot_stored"
 EVENT_OOM_CAPTURED = "event.oom_captured"
 EVENT_COUNTERS_TICK = "event.counters_tick"
+EVENT_GROUP_STORED = "event.group_stored"
 
 # Error codes.
 CODE_PARSE = -32700  # JSON-RPC: the message is not JSON (the daemon answers, then closes the connection)
@@ -118,6 +123,7 @@ class Process(TypedDict, total=False):
     torch_allocated: int  # (omitted when empty) torch.cuda.memory_allocated, from the agent's last report
     torch_reserved: int  # (omitted when empty) torch.cuda.memory_reserved, from the agent's last report
     connected: str  # (omitted when empty) RFC 3339
+    job: str  # (omitted when empty) what ties it to the other ranks of its launch ("run:ID", "master:ADDR:PORT", "parent:PID"; "" alone): group.take captures every process of its job
 
 
 class ProcessListResult(TypedDict, total=False):
@@ -160,6 +166,7 @@ class Snapshot(TypedDict, total=False):
     phases_ms: "Phases"  # (omitted when empty) where a capture's time went; zero for an imported snapshot
     label: str  # (omitted when empty) free text from the caller
     group: str  # (omitted when empty) the group (every rank of one job, captured together) it belongs to: the Group's ID
+    device_by_nvml: bool  # (omitted when empty) Device is NVML's index of the GPU, found from the agent's device UUID (else CUDA's, in the process's numbering)
     gpu_bytes: int  # (omitted when empty) what NVML saw the process use on its GPU when the snapshot was taken (0: no NVML)
     other_gpu_bytes: int  # (omitted when empty) what NVML saw every other process use on that GPU
     other_pids: str  # (omitted when empty) those other processes, comma-separated
@@ -187,6 +194,7 @@ class SnapshotResult(TypedDict, total=False):
     phases_ms: "Phases"  # (omitted when empty) where a capture's time went; zero for an imported snapshot
     label: str  # (omitted when empty) free text from the caller
     group: str  # (omitted when empty) the group (every rank of one job, captured together) it belongs to: the Group's ID
+    device_by_nvml: bool  # (omitted when empty) Device is NVML's index of the GPU, found from the agent's device UUID (else CUDA's, in the process's numbering)
     gpu_bytes: int  # (omitted when empty) what NVML saw the process use on its GPU when the snapshot was taken (0: no NVML)
     other_gpu_bytes: int  # (omitted when empty) what NVML saw every other process use on that GPU
     other_pids: str  # (omitted when empty) those other processes, comma-separated
@@ -301,9 +309,76 @@ class SubscribeParams(TypedDict, total=False):
     topics: Optional[List[str]]  # (omitted when empty) e.g. snapshot_stored, oom_captured; empty: all but counters_tick
 
 
+class GroupTakeParams(TypedDict, total=False):
+    """GroupTakeParams asks for a snapshot of every rank of PID's job at once (every attached process whose Process.Job is PID's; PID alone when it has none)."""
+    pid: int  # any rank of the job
+    label: str  # (omitted when empty) free text stored with each rank's snapshot
+    timeout_ms: int  # (omitted when empty) for each rank; default 120000
+
+
+class GroupMember(TypedDict, total=False):
+    """GroupMember is one rank's snapshot in a group."""
+    rank: int  # torch.distributed rank
+    pid: int  # its process
+    snapshot: str  # its snapshot's ID
+    captured_ms: float  # when its allocator state was read, unix milliseconds
+
+
+class GroupFailure(TypedDict, total=False):
+    """GroupFailure is a rank that gave no snapshot."""
+    rank: int  # torch.distributed rank
+    pid: int  # its process
+    error: str  # why it gave no snapshot
+
+
+class Group(TypedDict, total=False):
+    """Group is one capture of every rank of a job."""
+    id: str  # "job-" and a snapshot-like ID, sortable by time
+    created: str  # when the group was stored (UTC)
+    reason: str  # "request", or "oom": one rank's out-of-memory error captured the others
+    job: str  # Job is what the ranks share: "run:ID" (torchrun's TORCHELASTIC_RUN_ID), "master:ADDR:PORT", "parent:PID", or "pid:PID" for a process alone.
+    label: str  # (omitted when empty) free text from the caller
+    members: Optional[List["GroupMember"]]  # by rank
+    skew_ms: float  # SkewMS is the latest member's capture time minus the earliest's.
+    failed: Optional[List["GroupFailure"]]  # (omitted when empty) ranks asked that gave no snapshot
+    partial: bool  # (omitted when empty) Partial: the daemon stopped before it wrote the group's record; the group was assembled from its members' metadata (no skew, no failures).
+
+
+class GroupResult(TypedDict, total=False):
+    """GroupResult is one stored group and its members' snapshots, by rank."""
+    id: str  # "job-" and a snapshot-like ID, sortable by time
+    created: str  # when the group was stored (UTC)
+    reason: str  # "request", or "oom": one rank's out-of-memory error captured the others
+    job: str  # Job is what the ranks share: "run:ID" (torchrun's TORCHELASTIC_RUN_ID), "master:ADDR:PORT", "parent:PID", or "pid:PID" for a process alone.
+    label: str  # (omitted when empty) free text from the caller
+    members: Optional[List["GroupMember"]]  # by rank
+    skew_ms: float  # SkewMS is the latest member's capture time minus the earliest's.
+    failed: Optional[List["GroupFailure"]]  # (omitted when empty) ranks asked that gave no snapshot
+    partial: bool  # (omitted when empty) Partial: the daemon stopped before it wrote the group's record; the group was assembled from its members' metadata (no skew, no failures).
+    snapshots: Optional[List["SnapshotResult"]]  # the members' snapshots, by rank
+
+
+class GroupListResult(TypedDict, total=False):
+    """GroupListResult lists stored groups, newest first."""
+    groups: Optional[List["GroupResult"]]  # newest first
+
+
+class RanksParams(TypedDict, total=False):
+    """RanksParams asks for the rank view of a group."""
+    group: str  # the group's ID
+
+
 class CancelParams(TypedDict, total=False):
     """CancelParams names a request of this connection whose answer the client no longer waits for: the daemon stops its work (an analysis no other request waits for stops decoding) and answers it with an error."""
     id: Any  # the request's JSON-RPC id, a number or a string
+
+
+class JobFacts(TypedDict, total=False):
+    """JobFacts are what agent.register says about the launch the process belongs to (agents before API 1.1 send none of them): torchrun's TORCHELASTIC_RUN_ID ("none" when no --rdzv-id was given), MASTER_ADDR and MASTER_PORT, and the parent's pid."""
+    run_id: str  # (omitted when empty) $TORCHELASTIC_RUN_ID
+    master_addr: str  # (omitted when empty) $MASTER_ADDR
+    master_port: str  # (omitted when empty) $MASTER_PORT
+    ppid: int  # (omitted when empty) the parent process's pid
 
 
 class RegisterParams(TypedDict, total=False):
@@ -323,12 +398,21 @@ class RegisterParams(TypedDict, total=False):
     max_entries: int  # (omitted when empty) ring size of the recording
     note: str  # (omitted when empty) why it is counters only
     api_version: str  # the agent's Version
+    run_id: str  # (omitted when empty) $TORCHELASTIC_RUN_ID
+    master_addr: str  # (omitted when empty) $MASTER_ADDR
+    master_port: str  # (omitted when empty) $MASTER_PORT
+    ppid: int  # (omitted when empty) the parent process's pid
 
 
 class RegisterResult(TypedDict, total=False):
     """RegisterResult tells the agent where to write snapshots: files it writes go to IncomingDir under a name of its choosing ending in ".part", and are handed over with agent.captured or as the result of agent.dump."""
     incoming_dir: str  # where the agent writes snapshot files (*.part)
     api_version: str  # the daemon's Version
+
+
+class DumpTime(TypedDict, total=False):
+    """DumpTime is part of agent.dump's answer: when the agent read the allocator's state (its _snapshot() call), unix milliseconds; a group's skew is the spread of these. 0 (older agents): the daemon takes the time it asked plus the agent's wait."""
+    at_ms: float  # (omitted when empty) unix milliseconds, the agent's clock
 
 
 class DumpResult(TypedDict, total=False):
@@ -340,6 +424,7 @@ class DumpResult(TypedDict, total=False):
     device: int  # the CUDA device it describes
     streamed: bool  # (omitted when empty) written to DumpParams.Stream as VSM1, not to Path
     phases_ms: "Phases"  # (omitted when empty) Phases: where the agent's time went (Finish is the daemon's).
+    at_ms: float  # (omitted when empty) unix milliseconds, the agent's clock
 
 
 class OOMRaw(TypedDict, total=False):
@@ -360,6 +445,7 @@ class CapturedParams(TypedDict, total=False):
     device: int  # the CUDA device it describes
     streamed: bool  # (omitted when empty) written to DumpParams.Stream as VSM1, not to Path
     phases_ms: "Phases"  # (omitted when empty) Phases: where the agent's time went (Finish is the daemon's).
+    at_ms: float  # (omitted when empty) unix milliseconds, the agent's clock
     reason: str  # "oom"
     oom: Optional["OOMRaw"]  # (omitted when empty) what the out-of-memory observer saw, for reason oom
 

@@ -3,7 +3,7 @@
 // api.ts: the daemon's JSON-RPC contract (method names, error codes, limits,
 // and the shapes of params and results) for the extension.
 
-export const API_VERSION = "1.0";
+export const API_VERSION = "1.1";
 
 /** The daemon's methods, as the wire spells them. */
 export const Method = {
@@ -25,6 +25,10 @@ export const Method = {
   CountersDevices: "counters.devices",
   CountersSeries: "counters.series",
   Subscribe: "events.subscribe",
+  GroupTake: "group.take",
+  GroupList: "group.list",
+  GroupGet: "group.get",
+  AnalysisRanks: "analysis.ranks",
   CancelRequest: "$/cancelRequest",
   AgentRegister: "agent.register",
   AgentCaptured: "agent.captured",
@@ -35,6 +39,7 @@ export const Method = {
   EventSnapshotStored: "event.snapshot_stored",
   EventOOMCaptured: "event.oom_captured",
   EventCountersTick: "event.counters_tick",
+  EventGroupStored: "event.group_stored",
 } as const;
 
 /** The daemon's error codes. */
@@ -178,6 +183,8 @@ export interface Process {
   torch_reserved?: number;
   /** RFC 3339 */
   connected?: string;
+  /** what ties it to the other ranks of its launch ("run:ID", "master:ADDR:PORT", "parent:PID"; "" alone): group.take captures every process of its job */
+  job?: string;
 }
 
 /** ProcessListResult lists processes. */
@@ -246,6 +253,8 @@ export interface Snapshot {
   label?: string;
   /** the group (every rank of one job, captured together) it belongs to: the Group's ID */
   group?: string;
+  /** Device is NVML's index of the GPU, found from the agent's device UUID (else CUDA's, in the process's numbering) */
+  device_by_nvml?: boolean;
   /** what NVML saw the process use on its GPU when the snapshot was taken (0: no NVML) */
   gpu_bytes?: number;
   /** what NVML saw every other process use on that GPU */
@@ -296,6 +305,8 @@ export interface SnapshotResult {
   label?: string;
   /** the group (every rank of one job, captured together) it belongs to: the Group's ID */
   group?: string;
+  /** Device is NVML's index of the GPU, found from the agent's device UUID (else CUDA's, in the process's numbering) */
+  device_by_nvml?: boolean;
   /** what NVML saw the process use on its GPU when the snapshot was taken (0: no NVML) */
   gpu_bytes?: number;
   /** what NVML saw every other process use on that GPU */
@@ -455,10 +466,112 @@ export interface SubscribeParams {
   topics?: string[];
 }
 
+/** GroupTakeParams asks for a snapshot of every rank of PID's job at once (every attached process whose Process.Job is PID's; PID alone when it has none). */
+export interface GroupTakeParams {
+  /** any rank of the job */
+  pid: number;
+  /** free text stored with each rank's snapshot */
+  label?: string;
+  /** for each rank; default 120000 */
+  timeout_ms?: number;
+}
+
+/** GroupMember is one rank's snapshot in a group. */
+export interface GroupMember {
+  /** torch.distributed rank */
+  rank: number;
+  /** its process */
+  pid: number;
+  /** its snapshot's ID */
+  snapshot: string;
+  /** when its allocator state was read, unix milliseconds */
+  captured_ms: number;
+}
+
+/** GroupFailure is a rank that gave no snapshot. */
+export interface GroupFailure {
+  /** torch.distributed rank */
+  rank: number;
+  /** its process */
+  pid: number;
+  /** why it gave no snapshot */
+  error: string;
+}
+
+/** Group is one capture of every rank of a job. */
+export interface Group {
+  /** "job-" and a snapshot-like ID, sortable by time */
+  id: string;
+  /** when the group was stored (UTC) */
+  created: string;
+  /** "request", or "oom": one rank's out-of-memory error captured the others */
+  reason: string;
+  /** Job is what the ranks share: "run:ID" (torchrun's TORCHELASTIC_RUN_ID), "master:ADDR:PORT", "parent:PID", or "pid:PID" for a process alone. */
+  job: string;
+  /** free text from the caller */
+  label?: string;
+  /** by rank */
+  members: GroupMember[] | null;
+  /** SkewMS is the latest member's capture time minus the earliest's. */
+  skew_ms: number;
+  /** ranks asked that gave no snapshot */
+  failed?: GroupFailure[];
+  /** Partial: the daemon stopped before it wrote the group's record; the group was assembled from its members' metadata (no skew, no failures). */
+  partial?: boolean;
+}
+
+/** GroupResult is one stored group and its members' snapshots, by rank. */
+export interface GroupResult {
+  /** "job-" and a snapshot-like ID, sortable by time */
+  id: string;
+  /** when the group was stored (UTC) */
+  created: string;
+  /** "request", or "oom": one rank's out-of-memory error captured the others */
+  reason: string;
+  /** Job is what the ranks share: "run:ID" (torchrun's TORCHELASTIC_RUN_ID), "master:ADDR:PORT", "parent:PID", or "pid:PID" for a process alone. */
+  job: string;
+  /** free text from the caller */
+  label?: string;
+  /** by rank */
+  members: GroupMember[] | null;
+  /** SkewMS is the latest member's capture time minus the earliest's. */
+  skew_ms: number;
+  /** ranks asked that gave no snapshot */
+  failed?: GroupFailure[];
+  /** Partial: the daemon stopped before it wrote the group's record; the group was assembled from its members' metadata (no skew, no failures). */
+  partial?: boolean;
+  /** the members' snapshots, by rank */
+  snapshots: SnapshotResult[] | null;
+}
+
+/** GroupListResult lists stored groups, newest first. */
+export interface GroupListResult {
+  /** newest first */
+  groups: GroupResult[] | null;
+}
+
+/** RanksParams asks for the rank view of a group. */
+export interface RanksParams {
+  /** the group's ID */
+  group: string;
+}
+
 /** CancelParams names a request of this connection whose answer the client no longer waits for: the daemon stops its work (an analysis no other request waits for stops decoding) and answers it with an error. */
 export interface CancelParams {
   /** the request's JSON-RPC id, a number or a string */
   id: unknown;
+}
+
+/** JobFacts are what agent.register says about the launch the process belongs to (agents before API 1.1 send none of them): torchrun's TORCHELASTIC_RUN_ID ("none" when no --rdzv-id was given), MASTER_ADDR and MASTER_PORT, and the parent's pid. */
+export interface JobFacts {
+  /** $TORCHELASTIC_RUN_ID */
+  run_id?: string;
+  /** $MASTER_ADDR */
+  master_addr?: string;
+  /** $MASTER_PORT */
+  master_port?: string;
+  /** the parent process's pid */
+  ppid?: number;
 }
 
 /** RegisterParams is what an agent says about its process. */
@@ -493,6 +606,14 @@ export interface RegisterParams {
   note?: string;
   /** the agent's Version */
   api_version: string;
+  /** $TORCHELASTIC_RUN_ID */
+  run_id?: string;
+  /** $MASTER_ADDR */
+  master_addr?: string;
+  /** $MASTER_PORT */
+  master_port?: string;
+  /** the parent process's pid */
+  ppid?: number;
 }
 
 /** RegisterResult tells the agent where to write snapshots: files it writes go to IncomingDir under a name of its choosing ending in ".part", and are handed over with agent.captured or as the result of agent.dump. */
@@ -501,6 +622,12 @@ export interface RegisterResult {
   incoming_dir: string;
   /** the daemon's Version */
   api_version: string;
+}
+
+/** DumpTime is part of agent.dump's answer: when the agent read the allocator's state (its _snapshot() call), unix milliseconds; a group's skew is the spread of these. 0 (older agents): the daemon takes the time it asked plus the agent's wait. */
+export interface DumpTime {
+  /** unix milliseconds, the agent's clock */
+  at_ms?: number;
 }
 
 /** DumpResult is what the agent wrote. */
@@ -519,6 +646,8 @@ export interface DumpResult {
   streamed?: boolean;
   /** Phases: where the agent's time went (Finish is the daemon's). */
   phases_ms?: Phases;
+  /** unix milliseconds, the agent's clock */
+  at_ms?: number;
 }
 
 /** OOMRaw is what the out-of-memory observer saw. */
@@ -551,6 +680,8 @@ export interface CapturedParams {
   streamed?: boolean;
   /** Phases: where the agent's time went (Finish is the daemon's). */
   phases_ms?: Phases;
+  /** unix milliseconds, the agent's clock */
+  at_ms?: number;
   /** "oom" */
   reason: string;
   /** what the out-of-memory observer saw, for reason oom */
