@@ -202,3 +202,22 @@ def test_records_forward_methods():
     assert want in res["methods"], res["methods"]
     assert sum(m[3] == "Attention.forward" for m in res["methods"]) == 1
     assert all(m[3].endswith(".forward") for m in res["methods"])
+
+
+def test_forward_descriptors_never_run():
+    """A forward that is not a plain function (a property, a builtin) is not
+    located, and the walk runs none of its code."""
+    ran = []
+
+    class Lazy(Module):
+        @property
+        def forward(self):
+            ran.append(1)
+            return None
+
+    model = Module(lazy=Lazy(), attn=Attention())
+    res = _tensors.name_tensors(fake_torch)
+    del model
+    assert ran == []
+    assert not any(m[3].startswith("Lazy") for m in res["methods"])
+    assert any(m[3] == "Attention.forward" and m[4] == ["model.attn"] for m in res["methods"]), res["methods"]

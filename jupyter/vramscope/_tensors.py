@@ -126,7 +126,8 @@ class _Walk:
         self.methods[key] = None
         try:
             # The class dicts along the MRO, not getattr: a descriptor's code never runs.
-            fn = next((k.__dict__["forward"] for k in type.__getattribute__(cls, "__mro__") if "forward" in k.__dict__), None)
+            dicts = (type.__getattribute__(k, "__dict__") for k in type.__getattribute__(cls, "__mro__"))
+            fn = next((d["forward"] for d in dicts if "forward" in d), None)
             if type(fn) is not types.FunctionType:
                 return
             code = fn.__code__
