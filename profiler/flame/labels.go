@@ -49,8 +49,10 @@ func (t *Tree) Label(names Namer) {
 			if q := names.Of(c.File, c.Line, c.Name); q != "" && q != c.Name {
 				c.Qual = q
 			}
-			c.Module = frameModule(c, names)
 		}
+	})
+	t.frameModules(names)
+	t.Walk(func(_ []*Node, n *Node) {
 		seen := map[string]int{}
 		for _, c := range n.Children {
 			seen[c.shown()]++
@@ -70,24 +72,109 @@ func (t *Tree) Label(names Namer) {
 	})
 }
 
-// frameModule is the module a forward frame runs: the path its memory
-// shares, narrowed to the instance of the frame's class where the agent said
-// which paths those are (the memory under GPT2Model.forward's layer loop is
-// all in "m.transformer.h.*", but the frame is "m.transformer"'s).
-func frameModule(c *Node, names Namer) string {
-	if c.Name != "forward" || c.Module == "" {
-		return "" // a module path names a module's forward, not its callers
+// frameModules turns the module path each node's memory shares into the
+// module each forward frame runs. The memory under a forward frame is its
+// submodules' (GPT2Model.forward's layer loop: all of it in
+// "m.transformer.h.*"), so a forward that calls other forwards runs the
+// parent of theirs ("m.transformer"); a forward that calls none runs the
+// module its memory names. Where the agent recorded which module paths run a
+// class's forward, that wins. Frames other than forward carry no module: it
+// names a module's forward, not its callers. Children before parents.
+func (t *Tree) frameModules(names Namer) {
+	var order []*Node
+	t.Walk(func(_ []*Node, n *Node) { order = append(order, n) })
+	below := map[*Node]string{} // the module the nearest forward frames under a node run in
+	for i := len(order) - 1; i >= 0; i-- {
+		n := order[i]
+		sameFunction(n.Children)
+		agg, has := "", false
+		for _, c := range n.Children {
+			m, ok := below[c]
+			if c.Name == "forward" && c.Module != "" {
+				m, ok = parentModule(c.Module), true
+			}
+			switch {
+			case !ok:
+			case !has:
+				agg, has = m, true
+			case agg != "":
+				agg = JoinModules(agg, m)
+			}
+		}
+		if has {
+			below[n] = agg
+		}
+		if n.Name != "forward" || n.Module == "" {
+			n.Module = ""
+			continue
+		}
+		raw := n.Module
+		if has && agg != "" && modulePrefix(agg, raw) {
+			n.Module = agg
+		}
+		if rec := recordedModule(n, names, raw); rec != "" {
+			n.Module = rec
+		}
 	}
+}
+
+// sameFunction gives the forward frames of one function under one caller
+// (its lines: GPT2Block.forward:274 and :305) one module, the one most of
+// their memory reads: they are one call of one module's forward, but a line
+// whose memory is all in one submodule's own tensors reads that submodule.
+func sameFunction(children []*Node) {
+	type fn struct{ file, name string }
+	votes := map[fn]map[string]int64{}
+	for _, c := range children {
+		if c.Name == "forward" && c.Module != "" {
+			k := fn{c.File, c.Name}
+			if votes[k] == nil {
+				votes[k] = map[string]int64{}
+			}
+			votes[k][c.Module] += c.Value
+		}
+	}
+	for _, c := range children {
+		v := votes[fn{c.File, c.Name}]
+		if len(v) < 2 || c.Name != "forward" || c.Module == "" {
+			continue
+		}
+		best, most := "", int64(-1)
+		for m, b := range v {
+			if b > most || b == most && m < best {
+				best, most = m, b
+			}
+		}
+		c.Module = best
+	}
+}
+
+// parentModule is the module that holds m: "a.h.*.mlp" -> "a.h.*", and past
+// a layer index its list too ("a.h.*" -> "a": a ModuleList runs no forward).
+func parentModule(m string) string {
+	i := strings.LastIndexByte(m, '.')
+	if i < 0 {
+		return ""
+	}
+	last, rest := m[i+1:], m[:i]
+	if isLayerIndex(last) {
+		if j := strings.LastIndexByte(rest, '.'); j >= 0 {
+			return rest[:j]
+		}
+		return ""
+	}
+	return rest
+}
+
+// recordedModule is the module path the agent recorded for the frame's class
+// that its memory lies under (the longest), or "".
+func recordedModule(c *Node, names Namer, raw string) string {
 	if c.Qual == "" {
-		return c.Module
-	}
-	paths := names.Modules(c.Qual)
-	if len(paths) == 0 {
-		return c.Module
+		return ""
 	}
 	best := ""
-	for _, p := range paths {
-		if len(p) > len(best) && modulePrefix(p, c.Module) {
+	for _, p := range names.Modules(c.Qual) {
+		if len(p) > len(best) && modulePrefix(p, raw) {
 			best = p
 		}
 	}

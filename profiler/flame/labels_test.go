@@ -60,3 +60,11 @@ func TestLabelWithRecordedMethods(t *testing.T) {
 		t.Errorf("raw name %q, qual %q", model.Name, model.Qual)
 	}
 }
+
+func TestParentModule(t *testing.T) {
+	for m, want := range map[string]string{"a.h.*.mlp": "a.h.*", "a.h.*": "a", "a.h.3": "a", "a.b": "a", "a": "", "h.*": ""} {
+		if got := parentModule(m); got != want {
+			t.Errorf("parentModule(%q) = %q, want %q", m, got, want)
+		}
+	}
+}
