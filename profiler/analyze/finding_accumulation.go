@@ -76,6 +76,17 @@ func (dg *devDiag) accumSites() []*accumSite {
 	return out
 }
 
+// perIteration is what one iteration adds: the median of the iterations'
+// bytes (the iteration under way at the peak also holds its temporaries).
+func (s *accumSite) perIteration() int64 {
+	bs := make([]int64, 0, len(s.iters))
+	for _, b := range s.iters {
+		bs = append(bs, b)
+	}
+	sort.Slice(bs, func(i, j int) bool { return bs[i] < bs[j] })
+	return bs[(len(bs)-1)/2]
+}
+
 // loopAccumulation reports the line that holds the most iterations' blocks at
 // the peak, when it passes the thresholds above and is not a leak (leakSites:
 // its blocks outlive every step, the leak finding speaks for them).
@@ -99,7 +110,7 @@ func (dg *devDiag) loopAccumulation(leakSites map[string]bool) *Finding {
 func (dg *devDiag) accumFinding(s *accumSite, ran int) *Finding {
 	peak := dg.d.Peak.Bytes
 	iters := int64(len(s.iters))
-	perIter := s.bytes / iters
+	perIter := s.perIteration()
 	f := Finding{Kind: KindLoopAccumulation, Severity: "warning", File: s.file, Line: s.line,
 		Evidence: Evidence{Numbers: map[string]int64{"bytes": s.bytes, "blocks": s.blocks, "iterations_alive_at_peak": iters,
 			"iterations_run_by_peak": int64(ran), "bytes_per_iteration": perIter, "peak_share_pct": pct(s.bytes, peak),

@@ -9,6 +9,12 @@
                                     without global_record_annotations)
   snaptool.py expandable FILE OUT   OUT is FILE with allocator_settings saying
                                     expandable_segments:True (the trace is unchanged)
+  snaptool.py cut FILE T OUT        OUT is FILE as if dumped at time T (microseconds): the
+                                    trace and annotations up to T, the segments' blocks as
+                                    they were then (segments themselves are kept as they are)
+  snaptool.py release FILE F:L OUT  OUT is FILE with every block alive at the end that was
+                                    allocated at source line F:L (file base name) freed after
+                                    its last entry, as if the program had cleared that list
 
 The replay is deliberately naive and written from PyTorch's documented format,
 not from vramscope's code: allocated bytes go up by an `alloc` entry's block
@@ -19,6 +25,7 @@ trace never allocated (or whose allocation it no longer holds) were there before
 the trace, as were blocks the trace frees without having allocated them.
 """
 import json
+import os
 import pickle
 import sys
 
@@ -190,6 +197,97 @@ def expandable(path, out):
         pickle.dump(snap, f, protocol=4)
 
 
+def live_at(trace, t, final):
+    """The blocks alive at time t: address -> block dict. final is the
+    snapshot's active blocks (address -> block), alive at the end."""
+    allocs = {}  # addr -> the alloc entry of the block there, up to t
+    after = set()  # addresses allocated after t and not freed since
+    live = {}
+    for e in trace:
+        a = e["action"]
+        if e["time_us"] <= t:
+            if a == "alloc":
+                allocs[e["addr"]] = e
+            elif a == "free_completed":
+                allocs.pop(e["addr"], None)
+            continue
+        if a == "alloc":
+            after.add(e["addr"])
+        elif a == "free_completed":
+            if e["addr"] in after:
+                after.discard(e["addr"])
+                continue
+            al = allocs.get(e["addr"], e)  # no alloc up to t: from before the trace
+            live[e["addr"]] = {"address": e["addr"], "size": block_size(al["size"]), "requested_size": al["size"],
+                               "state": "active_allocated", "frames": al.get("frames", [])}
+    for addr, b in final.items():
+        if addr not in after:
+            live[addr] = b
+    return live
+
+
+def rebuild(seg, live):
+    """seg's blocks: the live ones inside it, free space between them."""
+    lo, hi = seg["address"], seg["address"] + seg["total_size"]
+    blocks, at = [], lo
+    for addr in sorted(a for a in live if lo <= a < hi):
+        b = live[addr]
+        if addr > at:
+            blocks.append({"address": at, "size": addr - at, "requested_size": 0, "state": "inactive", "frames": []})
+        blocks.append(b)
+        at = addr + b["size"]
+    if at < hi:
+        blocks.append({"address": at, "size": hi - at, "requested_size": 0, "state": "inactive", "frames": []})
+    seg = dict(seg, blocks=blocks)
+    active = [b for b in blocks if b["state"] != "inactive"]
+    seg["allocated_size"] = seg["active_size"] = sum(b["size"] for b in active)
+    seg["requested_size"] = sum(b["requested_size"] for b in active)
+    return seg
+
+
+def cut(path, t, out):
+    with open(path, "rb") as f:
+        snap = pickle.load(f)
+    segs = []
+    for dev, trace in enumerate(snap["device_traces"]):
+        final = {b["address"]: b for s in snap["segments"] if s["device"] == dev for b in s["blocks"]
+                 if b["state"] != "inactive"}
+        live = live_at(trace, t, final)
+        segs += [rebuild(s, live) for s in snap["segments"] if s["device"] == dev]
+    snap["segments"] = segs
+    snap["device_traces"] = [[e for e in tr if e["time_us"] <= t] for tr in snap["device_traces"]]
+    snap["external_annotations"] = [a for a in snap.get("external_annotations", []) if a.get("time_us", 0) <= t]
+    with open(out, "wb") as f:
+        pickle.dump(snap, f, protocol=4)
+
+
+def release(path, place, out):
+    base, line = place.rsplit(":", 1)
+    with open(path, "rb") as f:
+        snap = pickle.load(f)
+    for dev, trace in enumerate(snap["device_traces"]):
+        allocs = {}
+        for e in trace:
+            if e["action"] == "alloc":
+                allocs[e["addr"]] = e
+            elif e["action"] == "free_completed":
+                allocs.pop(e["addr"], None)
+        t = trace[-1]["time_us"] if trace else 0
+        freed = set()
+        for addr, e in sorted(allocs.items(), key=lambda kv: kv[1]["time_us"]):
+            if any(os.path.basename(fr["filename"]) == base and fr["line"] == int(line) for fr in e.get("frames", [])):
+                t += 1
+                for action in ("free_requested", "free_completed"):
+                    trace.append(dict(e, action=action, time_us=t, frames=[]))
+                freed.add(addr)
+        for i, s in enumerate(snap["segments"]):
+            if s["device"] == dev and any(b["address"] in freed for b in s["blocks"]):
+                live = {b["address"]: b for b in s["blocks"] if b["state"] != "inactive" and b["address"] not in freed}
+                snap["segments"][i] = rebuild(s, live)
+    with open(out, "wb") as f:
+        pickle.dump(snap, f, protocol=4)
+
+
 # --- synthetic snapshots -------------------------------------------------------
 
 USER = "/workspace/proj/train.py"
@@ -302,6 +400,10 @@ def main(argv):
         strip(argv[1], argv[2])
     elif argv[0] == "expandable":
         expandable(argv[1], argv[2])
+    elif argv[0] == "cut":
+        cut(argv[1], int(argv[2]), argv[3])
+    elif argv[0] == "release":
+        release(argv[1], argv[2], argv[3])
     elif argv[0] == "synth":
         with open(argv[2], "wb") as f:
             pickle.dump(SYNTH[argv[1]](), f, protocol=4)
