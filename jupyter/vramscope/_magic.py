@@ -5,6 +5,8 @@
     %vramscope diff A B [--top N]
     %vramscope snapshot [--weight W] [--top N]
     %vramscope live [--interval S] [--device N] [--socket PATH]
+    %vramscope ranks GROUP | FILE FILE... [--rank N] [--weight W] [--top N]
+    %vramscope snap PID --job [--rank N] [--label L] [--socket PATH]
 
 %%vramscope records the cell's CUDA allocations and shows their flame graph,
 top lines (cell-relative names), the peak before vs during the cell and the
@@ -75,10 +77,25 @@ def _line_parser():
     lv.add_argument("--interval", type=float, default=1.0)
     lv.add_argument("--device", type=int, default=None)
     lv.add_argument("--socket", default=None)
+    r = sub.add_parser("ranks", add_help=False)
+    r.add_argument("sources", nargs="+")
+    _rank_flags(r)
+    sn = sub.add_parser("snap", add_help=False)
+    sn.add_argument("pid", type=int)
+    sn.add_argument("--job", action="store_true")
+    sn.add_argument("--label", default=None)
+    _rank_flags(sn)
     return p
 
 
-USAGE = ("usage: %vramscope open FILE | diff A B | snapshot | live   "
+def _rank_flags(p):
+    p.add_argument("--rank", type=int, default=None)
+    p.add_argument("--weight", type=_weight, default="peak")
+    p.add_argument("--top", type=int, default=10)
+    p.add_argument("--socket", default=None)
+
+
+USAGE = ("usage: %vramscope open FILE | diff A B | snapshot | live | ranks GROUP|FILES | snap PID --job   "
          "(%%vramscope [--weight peak|alloc|current] [--top N] [--max-entries N] on a cell)")
 
 
@@ -210,6 +227,8 @@ class VramscopeMagics(Magics):
                 return self._snapshot(args)
             if args.cmd == "live":
                 return self._live(args)
+            if args.cmd in ("ranks", "snap"):
+                return self._ranks(args)
         except _engine.EngineError as e:
             raise UsageError("vramscope: %s" % e) from None
         raise UsageError(USAGE)
@@ -237,6 +256,27 @@ class VramscopeMagics(Magics):
             view["note"] = ("the allocator was not recording: memory in use now, without the history "
                             "(vramscope.attach() or %%vramscope records it)")
         display(_widget.report(view, files={"": path}, labeler=labeler))
+
+    def _ranks(self, args):
+        """The ranks of one job: a stored group, files (one per rank), or a
+        group taken now (snap PID --job)."""
+        from . import _ranks
+
+        if args.cmd == "snap":
+            if not args.job:
+                raise UsageError("%vramscope snap PID --job: every rank of PID's launch (this kernel: %vramscope snapshot)")
+            g = _ranks.take_job(args.pid, args.socket, args.label)
+            note("group %s (%s): %d ranks, skew %.1f ms%s" % (g["id"], g["job"], len(g["members"]), g["skew_ms"],
+                 "; failed: " + ", ".join("rank %d (%s)" % (f["rank"], f["error"]) for f in g["failed"]) if g.get("failed") else ""))
+            sources = [g["id"]]
+        else:
+            sources = args.sources
+            if not _ranks.is_group(sources):
+                for f in sources:
+                    _need_file(f)
+        rv, files = _ranks.rank_view(sources, args.socket)
+        for out in _ranks.show(rv, files, args.rank, args.weight, args.top):
+            display(out)
 
     def _live(self, args):
         from . import _live
