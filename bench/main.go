@@ -189,6 +189,8 @@ func main() {
 	fmt.Fprintf(&b, "| %s | %s | %s | %.0f MB/s, %.0f ns/entry | %s (%s) | %s |\n", count(*entries), mib(synthSize), gen,
 		float64(synthSize)/gen.wall.Seconds()/1e6, float64(gen.wall.Nanoseconds())/float64(*entries), syn, syn.runs(), mark(syn.rss <= 512<<20))
 
+	b.WriteString(cancelSection(log, filepath.Join(*work, "gpt2_long_5000k.pickle")))
+
 	lspCmd := exec.Command("go", "run", "./bench/lspbench", "-bin", filepath.Join("bin", "vramscope"), "-snapshot", filepath.Join(*work, "gpt2_long_1000k.pickle"))
 	lspCmd.Stderr = os.Stderr
 	if err := lspCmd.Run(); err != nil {

@@ -6,7 +6,7 @@
 // daemon through daemon/client; it never imports the NVML sampler.
 //
 // One file per LSP method; handlers stay thin and call into state.go,
-// lines.go and daemon.go where the work is.
+// document.go and daemon.go where the work is.
 package lsp
 
 import (

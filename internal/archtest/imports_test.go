@@ -38,6 +38,7 @@ var allowed = []struct {
 	{"internal/cli", []string{"profiler/...", "internal/synth", "daemon", "daemon/...", "lsp"}, "subcommands call the engine or the daemon"},
 	{"internal/synth", []string{"profiler", "profiler/pickle", "profiler/torchsnap"}, ""},
 	{"internal/archtest", nil, ""},
+	{"internal/docstest", nil, "the test that every path the docs and comments name exists"},
 	{"internal/wiregen", []string{"daemon/api", "internal/golden"}, "generates docs/api.md, the Python and TypeScript wire files from daemon/api"},
 	{"internal/wiregen/cmd/wiregen", []string{"internal/wiregen"}, "go generate's entry point"},
 	{"internal/golden", nil, "golden-file checks for tests: standard library only"},

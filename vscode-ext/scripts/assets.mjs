@@ -1,7 +1,7 @@
 // Copies what the extension ships from the rest of the repository:
 //   profiler/flame/web/flame.js, flame.css, page.css, timeline.*, report.* (and allocmap.*
 //     where present) -> media/ (the one flame-graph renderer and the linked report;
-//     test/package.test.mjs fails when the copies differ from the originals)
+//     test/e2e.test.mjs's .vsix test fails when the copies differ from the originals)
 //   bin/vramscope -> bin/vramscope (the language server for linux-x64; `make build`
 //     makes it, and this script builds it with go when it is missing), and bin/target
 //     saying which platform it is for (deploy/dist/dist.py packages one .vsix per
