@@ -37,6 +37,7 @@ type commandArgs struct {
 	File     string `json:"file"`
 	Function string `json:"function"`
 	Weight   string `json:"weight"`
+	Group    string `json:"group"`
 }
 
 // Summary is what opening or taking a snapshot answers.
@@ -80,6 +81,10 @@ func (s *Server) executeCommand(ctx context.Context, raw json.RawMessage) (any, 
 		return s.cmdFlame(a)
 	case cmdStatus:
 		return s.cmdStatusBar(a.PID), nil
+	case cmdTakeJobSnapshot:
+		return s.cmdTakeJob(a)
+	case cmdRanks:
+		return s.cmdRankList(a)
 	}
 	return nil, invalid("unknown command " + strconv.Quote(p.Command))
 }

@@ -14,6 +14,7 @@ func init() { register("initialize", (*Server).initialize, false) }
 var commandNames = []string{
 	cmdOpenSnapshot, cmdCompareSnapshots, cmdTakeSnapshot, cmdAttach,
 	cmdListProcesses, cmdListSnapshots, cmdFlameGraph, cmdStatus,
+	cmdTakeJobSnapshot, cmdRanks,
 }
 
 func (s *Server) initialize(_ context.Context, raw json.RawMessage) (any, error) {
