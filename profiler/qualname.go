@@ -18,7 +18,7 @@ import (
 // the module classes' forwards, on the machine that ran them), those win.
 type Qualnames struct {
 	mu     sync.Mutex
-	files  map[string][]pyDef // nil: unreadable
+	files  map[string]map[string][]pyDef // file -> def name -> defs; nil: unreadable
 	seeded map[string][]Method
 	paths  map[string][]string // qualified name -> module paths of its instances
 }
@@ -83,11 +83,11 @@ func (q *Qualnames) Of(file string, line int, fn string) string {
 	if s := q.seededOf(file, line, fn); s != "" {
 		return s
 	}
-	defs := q.defs(file)
+	defs := q.defs(file)[fn]
 	var best *pyDef
 	for i := range defs {
 		d := &defs[i]
-		if d.name == fn && d.line <= line && (best == nil || d.line > best.line) {
+		if d.line <= line && (best == nil || d.line > best.line) {
 			best = d
 		}
 	}
@@ -97,25 +97,29 @@ func (q *Qualnames) Of(file string, line int, fn string) string {
 	return best.classes + "." + fn
 }
 
-func (q *Qualnames) defs(file string) []pyDef {
+// defs reads a file's defs by name, once.
+func (q *Qualnames) defs(file string) map[string][]pyDef {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if d, ok := q.files[file]; ok {
 		return d
 	}
 	if q.files == nil {
-		q.files = map[string][]pyDef{}
+		q.files = map[string]map[string][]pyDef{}
 	}
-	var defs []pyDef
+	var byName map[string][]pyDef
 	if len(q.files) < maxQualFiles {
 		if st, err := os.Stat(file); err == nil && st.Mode().IsRegular() && st.Size() <= maxQualSource {
 			if src, err := os.ReadFile(file); err == nil {
-				defs = ParsePythonDefs(src)
+				byName = map[string][]pyDef{}
+				for _, d := range ParsePythonDefs(src) {
+					byName[d.name] = append(byName[d.name], d)
+				}
 			}
 		}
 	}
-	q.files[file] = defs
-	return defs
+	q.files[file] = byName
+	return byName
 }
 
 // ParsePythonDefs lists the def statements of a Python source with the
