@@ -77,8 +77,8 @@ const (
 // Of returns "Class.fn" for the def named fn that encloses line in file, or
 // "" when the file cannot be read or fn is not a method there.
 func (q *Qualnames) Of(file string, line int, fn string) string {
-	if file == "" || fn == "" || strings.HasPrefix(fn, "<") || strings.HasPrefix(file, "<") {
-		return ""
+	if fn == "" || strings.HasPrefix(fn, "<") || !strings.HasSuffix(file, ".py") {
+		return "" // only Python sources are read: a snapshot names files, it does not choose what is opened
 	}
 	if s := q.seededOf(file, line, fn); s != "" {
 		return s
