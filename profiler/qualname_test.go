@@ -55,6 +55,16 @@ func TestQualnames(t *testing.T) {
 	if got := q.Of(filepath.Join(t.TempDir(), "gone.py"), 3, "forward"); got != "" {
 		t.Errorf("a missing file: %q, want the bare name", got)
 	}
+	other := filepath.Join(t.TempDir(), "model.txt")
+	if err := os.WriteFile(other, []byte(qualSource), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := q.Of(other, 15, "forward"); got != "" {
+		t.Errorf("a file that is not Python source was read: %q", got)
+	}
+	if dir := t.TempDir() + "/pkg.py"; os.Mkdir(dir, 0o755) == nil && q.Of(dir, 1, "forward") != "" {
+		t.Error("a directory was read")
+	}
 }
 
 // A real library file, long docstrings and all: Python's own json decoder,
