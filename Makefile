@@ -88,7 +88,7 @@ test-fixtures: build
 # saying what to install); then packages the .vsix and checks it, and runs it in
 # code-server (VS Code 1.100.3) with headless chromium; screenshots in test-artifacts/vscode.
 test-vscode: build
-	node --test vscode-ext/test/server.test.mjs
+	node --test vscode-ext/test/server.test.mjs vscode-ext/test/ranks.test.mjs
 	VRAMSCOPE_SHARED=$(SHARED) node --test vscode-ext/test/e2e.test.mjs
 
 # Large-snapshot benchmarks beside python3 pickle.load; writes docs/benchmarks.md (KEEP=1 keeps the 50M file).

@@ -8,6 +8,8 @@ import { showDiff, type Diff } from "./compare";
 import { type Ctx, errorMessage, Server } from "./ctx";
 import { type FlameArgs, FlameGraphPanel } from "./flamegraph";
 import { basename, formatBytes } from "./format";
+import { jobOf } from "./rankpick";
+import { rankPicker } from "./ranks";
 
 /** What opening or taking a snapshot answers (lsp.Summary). */
 export interface Summary {
@@ -91,6 +93,23 @@ export async function takeSnapshot(ctx: Ctx, arg: { pid?: number; label?: string
       await attach(ctx, { pid: pick.process.pid });
     }
     pid = pick.process.pid;
+    const ranks = jobOf(procs, pick.process);
+    const picker = rankPicker();
+    if (ranks.length > 1 && picker) {
+      const scope = await vscode.window.showQuickPick(
+        [
+          { label: `pid ${pid} only`, job: false },
+          { label: `Whole job: ${ranks.length} ranks at once`, description: pick.process.job, job: true },
+        ],
+        { title: "vramscope: this process has siblings (one launch)", placeHolder: "snapshot one rank, or every rank of the job" },
+      );
+      if (!scope) return undefined;
+      if (scope.job) {
+        ctx.selectedPid = pid;
+        await picker.takeJob(pid, arg.label);
+        return undefined;
+      }
+    }
   }
   ctx.selectedPid = pid;
   const s = await vscode.window.withProgress(

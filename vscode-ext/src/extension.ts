@@ -5,6 +5,7 @@ import * as vscode from "vscode";
 import { registerCommands } from "./commands";
 import { Ctx } from "./ctx";
 import { FlameGraphPanel } from "./flamegraph";
+import { RankPicker } from "./ranks";
 import { StatusBar } from "./statusbar";
 
 let ctx: Ctx | undefined;
@@ -17,6 +18,7 @@ export async function activate(extension: vscode.ExtensionContext): Promise<void
   const bar = new StatusBar(c);
   c.pushCleanup(
     bar,
+    new RankPicker(c),
     // A new snapshot (opened, taken, or followed from the daemon) redraws an open flame graph.
     bar.onDidChangeSnapshot(() => void FlameGraphPanel.refresh(c)),
     c.onDidChangeRunning(() => void bar.refresh()),
