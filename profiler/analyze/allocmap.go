@@ -43,8 +43,10 @@ type AllocMap struct {
 	Segments   []AllocSegment `json:"segments"`
 	// Lines are the user lines blocks were allocated at (AllocBlock.Line).
 	Lines []string `json:"lines"`
-	// Merged counts blocks drawn together to keep the map under maxMapBlocks.
-	Merged int `json:"merged_blocks,omitempty"`
+	// Merged counts blocks drawn together to keep the map under maxMapBlocks;
+	// OmittedSegments, the smallest segments left out past that many.
+	Merged          int `json:"merged_blocks,omitempty"`
+	OmittedSegments int `json:"omitted_segments,omitempty"`
 	// Reconstructed: not read from the snapshot but replayed back to At;
 	// requested sizes are the trace's and blocks are not split finer than
 	// their requests.

@@ -53,3 +53,32 @@ func TestAllocMapBounded(t *testing.T) {
 		t.Errorf("%d wide blocks kept apart, want %d", wide, 3*maxMapBlocks/1000)
 	}
 }
+
+// More segments than maxMapBlocks (one block each: nothing to merge) end, and
+// keep the largest segments.
+func TestAllocMapManySegments(t *testing.T) {
+	mb := newMapBuilder(nil, "snapshot", 0)
+	for i := 0; i < maxMapBlocks+10; i++ {
+		size := int64(2 << 20)
+		if i%100 == 0 {
+			size = 20 << 20
+		}
+		mb.add(AllocSegment{Addr: uint64(i) << 32, Size: size, Blocks: []AllocBlock{{Size: size, State: "free"}}})
+	}
+	m := mb.finish()
+	if len(m.Segments) != maxMapBlocks || m.OmittedSegments != 10 {
+		t.Fatalf("%d segments drawn, %d omitted", len(m.Segments), m.OmittedSegments)
+	}
+	big := 0
+	for i, s := range m.Segments {
+		if s.Size == 20<<20 {
+			big++
+		}
+		if i > 0 && s.Addr <= m.Segments[i-1].Addr {
+			t.Fatal("segments out of address order")
+		}
+	}
+	if big != (maxMapBlocks+10+99)/100 {
+		t.Errorf("%d large segments kept", big)
+	}
+}

@@ -252,7 +252,7 @@ func (mb *mapBuilder) finish() AllocMap {
 	for _, s := range m.Segments {
 		n += len(s.Blocks)
 	}
-	for px := max(m.Reserved/1_000_000, 1); n > maxMapBlocks; px *= 2 {
+	for px := max(m.Reserved/1_000_000, 1); n > maxMapBlocks && px <= m.Reserved; px *= 2 {
 		n = 0
 		for i := range m.Segments {
 			merged := mergeNarrow(m.Segments[i].Blocks, px)
@@ -261,7 +261,20 @@ func (mb *mapBuilder) finish() AllocMap {
 			n += len(merged)
 		}
 	}
+	if len(m.Segments) > maxMapBlocks {
+		m.Segments, m.OmittedSegments = largestSegments(m.Segments, maxMapBlocks)
+	}
 	return m
+}
+
+// largestSegments keeps the n largest segments, in address order, when there
+// are too many to draw even one block each (they still count in Reserved).
+func largestSegments(segs []AllocSegment, n int) ([]AllocSegment, int) {
+	bySize := append([]AllocSegment(nil), segs...)
+	sort.SliceStable(bySize, func(i, j int) bool { return bySize[i].Size > bySize[j].Size })
+	kept := bySize[:n]
+	sort.Slice(kept, func(i, j int) bool { return kept[i].Addr < kept[j].Addr })
+	return kept, len(segs) - n
 }
 
 // mergeNarrow draws each run of adjacent blocks narrower than px as one.

@@ -79,7 +79,8 @@
       title: MOMENT_WORDS[map.at] || map.at,
       text: formatBytes(map.reserved) + " reserved in " + (map.segments || []).length + " segments, " +
         formatBytes(map.allocated) + " allocated, " + formatBytes(free.bytes) + " free in " + free.blocks +
-        (free.blocks === 1 ? " block" : " blocks") + "; largest free block " + formatBytes(map.largest_free_block),
+        (free.blocks === 1 ? " block" : " blocks") + "; largest free block " + formatBytes(map.largest_free_block) +
+        (map.omitted_segments ? " (the " + map.omitted_segments + " smallest segments are not drawn)" : ""),
     };
     if (map.request) {
       out.fits = map.largest_free_block >= map.request;
