@@ -182,7 +182,7 @@ export async function compareSnapshots(ctx: Ctx, arg: { a?: string; b?: string }
     { location: vscode.ProgressLocation.Notification, title: `vramscope: comparing ${basename(a)} and ${basename(b)}…` },
     () => ctx.exec<Diff>(Server.compareSnapshots, { a, b }),
   );
-  showDiff(ctx, d);
+  await showDiff(ctx, d, { a, b });
   return d;
 }
 

@@ -1,8 +1,10 @@
 // compare.ts shows vramscope.compareSnapshots' answer (analyze.Diff) as a
 // table in a webview: the peak before and after, then the sites whose memory
 // at the peak changed, largest change first. A file:line cell opens the line.
+// Above the table, both timelines overlaid (timeline.js, the CLI page's, with
+// the server's vramscope/diffReport) and the change by category.
 import * as vscode from "vscode";
-import { type Ctx } from "./ctx";
+import { type Ctx, errorMessage, ServerRequest } from "./ctx";
 import { openFrame } from "./flamegraph";
 import { basename, escapeHtml, formatBytes, formatDelta, nonce } from "./format";
 
@@ -34,17 +36,41 @@ export interface SiteDelta {
   allocs_delta: number;
 }
 
+/** The parts of analyze.DiffReport the compare view draws. */
+interface DiffReport {
+  device?: unknown;
+  categories?: Category[];
+  before?: { device?: unknown; categories?: Category[]; file?: string };
+}
+
+interface Category {
+  name: string;
+  bytes: number;
+}
+
 const MAX_ROWS = 200;
 
-export function showDiff(ctx: Ctx, d: Diff): void {
+/** showDiff opens the compare view of d; a and b are the files compared (for the timelines). */
+export async function showDiff(ctx: Ctx, d: Diff, files?: { a: string; b: string }): Promise<void> {
+  let report: DiffReport | null = null;
+  if (files) {
+    try {
+      report = await ctx.request<DiffReport>(ServerRequest.diffReport, files);
+    } catch (err) {
+      ctx.output.appendLine(`diff report: ${errorMessage(err)}`);
+    }
+  }
+  const media = vscode.Uri.joinPath(ctx.extension.extensionUri, "media");
   const panel = vscode.window.createWebviewPanel(
     "vramscope.compare",
     `compare: ${basename(d.before)} → ${basename(d.after)}`,
     vscode.ViewColumn.Beside,
-    { enableScripts: true, localResourceRoots: [] },
+    { enableScripts: true, localResourceRoots: [media] },
   );
   const sites = (d.sites || []).filter((s) => s.status !== "same").slice(0, MAX_ROWS);
-  panel.webview.html = diffHtml(d, sites);
+  const w = panel.webview;
+  const assets = { cspSource: w.cspSource, uri: (f: string) => w.asWebviewUri(vscode.Uri.joinPath(media, f)).toString() };
+  panel.webview.html = diffHtml(d, sites, report && report.device && report.before?.device ? report : null, assets);
   panel.webview.onDidReceiveMessage((m: { type: string; i: number }) => {
     const s = m && m.type === "open" ? sites[m.i] : undefined;
     if (s) void openFrame(ctx, s.file, s.line);
@@ -56,9 +82,40 @@ export function statusLabel(s: SiteDelta): string {
   return s.status === "changed" && s.changed?.length ? s.changed.join(", ") : s.status;
 }
 
-function diffHtml(d: Diff, sites: SiteDelta[]): string {
+/** categoryRows are the change by category, before -> after, as table rows. */
+function categoryRows(r: DiffReport): string {
+  const before = new Map((r.before?.categories || []).map((c) => [c.name, c.bytes]));
+  const after = new Map((r.categories || []).map((c) => [c.name, c.bytes]));
+  return [...new Set([...before.keys(), ...after.keys()])]
+    .map((name) => {
+      const a = before.get(name) || 0;
+      const b = after.get(name) || 0;
+      return a || b ? `<tr><td>${escapeHtml(name.replace(/_/g, " "))}</td><td class="n">${formatBytes(a)}</td><td class="n">${formatBytes(b)}</td><td class="n d">${formatDelta(b - a)}</td></tr>` : "";
+    })
+    .join("\n");
+}
+
+/** timelineHtml is the overlaid timelines' element, data and script (timeline.js from media/). */
+function timelineHtml(r: DiffReport, n: string, uri: (f: string) => string): string {
+  // JSON in a script element: "<" escaped so no text can close it.
+  const data = JSON.stringify({ after: r.device, before: r.before?.device, report: r, label: "before: " + basename(r.before?.file || "") }).replace(/</g, "\\u003c");
+  return `<div class="vs-timeline" id="vs-timeline"></div>
+<table class="cats"><thead><tr><th>category at the peak</th><th class="n">before</th><th class="n">after</th><th class="n">Δ</th></tr></thead><tbody>
+${categoryRows(r)}
+</tbody></table>
+<script type="application/json" id="vs-diff-report">${data}</script>
+<script nonce="${n}" src="${escapeHtml(uri("timeline.js"))}"></script>
+<script nonce="${n}">
+(function () {
+  const d = JSON.parse(document.getElementById("vs-diff-report").textContent);
+  window.vramscopeTimeline = VramscopeTimeline.render(document.getElementById("vs-timeline"), d.after, d.report, { overlay: d.before, overlayLabel: d.label });
+})();
+</script>`;
+}
+
+function diffHtml(d: Diff, sites: SiteDelta[], report: DiffReport | null, assets: { cspSource: string; uri: (f: string) => string }): string {
   const n = nonce();
-  const csp = `default-src 'none'; style-src 'nonce-${n}'; script-src 'nonce-${n}'`;
+  const csp = `default-src 'none'; style-src 'nonce-${n}' ${assets.cspSource}; script-src 'nonce-${n}'`;
   const rows = sites
     .map((s, i) => {
       const where = s.file ? `${basename(s.file)}:${s.line}` : s.function || "?";
@@ -72,7 +129,11 @@ function diffHtml(d: Diff, sites: SiteDelta[]): string {
 <meta charset="utf-8">
 <meta http-equiv="Content-Security-Policy" content="${csp}">
 <title>vramscope compare</title>
+<link rel="stylesheet" href="${escapeHtml(assets.uri("flame.css"))}">
+<link rel="stylesheet" href="${escapeHtml(assets.uri("timeline.css"))}">
 <style nonce="${n}">
+.vs-timeline { height: 220px; margin-bottom: 10px; }
+table.cats { width: auto; min-width: 50%; margin-bottom: 14px; }
 body { font-family: var(--vscode-font-family); font-size: var(--vscode-font-size); color: var(--vscode-foreground); background: var(--vscode-editor-background); padding: 8px 14px; }
 table { border-collapse: collapse; width: 100%; table-layout: fixed; font-variant-numeric: tabular-nums; }
 th, td { text-align: left; padding: 3px 6px; border-bottom: 1px solid var(--vscode-panel-border, #8884); vertical-align: top; }
@@ -89,7 +150,8 @@ a { color: var(--vscode-textLink-foreground); text-decoration: none; }
 <body>
 <h2>${escapeHtml(basename(d.before))} → ${escapeHtml(basename(d.after))}</h2>
 <div class="facts">peak ${formatBytes(d.peak_before)} → ${formatBytes(d.peak_after)} (${formatDelta(d.peak_delta)}) · ${d.new_sites} new sites · ${d.gone_sites} gone</div>
-<table>
+${report ? timelineHtml(report, n, assets.uri) : ""}
+<table class="sites">
 <thead><tr><th class="where">line</th><th class="what">what changed</th><th class="n">peak before</th><th class="n">peak after</th><th class="n">Δ peak</th><th class="n">Δ allocated</th></tr></thead>
 <tbody>
 ${rows || '<tr><td colspan="6">no site changed</td></tr>'}

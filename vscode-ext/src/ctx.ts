@@ -27,6 +27,7 @@ export const Server = {
 /** Custom requests of the server, beside LSP's own methods (lsp/report.go). */
 export const ServerRequest = {
   report: "vramscope/report",
+  diffReport: "vramscope/diffReport",
 } as const;
 
 /** A handler for a server command run from the editor (a code lens click). */

@@ -16,7 +16,8 @@
 //    a frame of train_gpt2.py opens the editor at that line (status bar "Ln N");
 //    the "flame graph from here" lens; a status-bar click; a hintThreshold
 //    change in the Settings editor reaching the server; Compare Snapshots…
-//    through VS Code's file dialog; then, with a real daemon and agent (the
+//    through VS Code's file dialog (the table, both timelines overlaid, the
+//    change by category); then, with a real daemon and agent (the
 //    daemon setting switched to "connect"), the status bar on the agent's pid
 //    and Take Snapshot's process pick taking and opening a snapshot. No request
 //    may leave loopback, no CSP violation, no error notification, and the
@@ -217,7 +218,14 @@ test("the extension in code-server (VS Code 1.100.3)", { skip, timeout: 300_000 
 
   // Everything code-server writes goes under one temporary folder.
   const work = mkdtempSync(path.join(tmpdir(), "vramscope-vscode-"));
-  t.after(() => rmSync(work, { recursive: true, force: true }));
+  // Removed once code-server has exited (after hooks run in the order they
+  // are added: this one stops it first); the retries cover its children
+  // (extension host, language server) still closing files in it.
+  let stopCodeServer = async () => {};
+  t.after(async () => {
+    await stopCodeServer();
+    rmSync(work, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 });
+  });
   const userData = path.join(work, "user-data");
   const extensions = path.join(work, "extensions");
   mkdirSync(path.join(userData, "User"), { recursive: true });
@@ -291,6 +299,25 @@ test("the extension in code-server (VS Code 1.100.3)", { skip, timeout: 300_000 
   );
   cs.stdout.on("data", (d) => log.push(String(d)));
   cs.stderr.on("data", (d) => log.push(String(d)));
+  const csExited = new Promise((resolve) => cs.once("exit", resolve));
+  stopCodeServer = async () => {
+    if (cs.exitCode !== null || cs.signalCode !== null) return;
+    try {
+      process.kill(-cs.pid, "SIGTERM"); // code-server, its extension host and vramscope lsp
+    } catch {
+      return; // already gone
+    }
+    let timer;
+    const late = new Promise((resolve) => (timer = setTimeout(() => resolve("late"), 15_000)));
+    if ((await Promise.race([csExited, late])) === "late") {
+      try {
+        process.kill(-cs.pid, "SIGKILL");
+      } catch {
+        // gone meanwhile
+      }
+    }
+    clearTimeout(timer);
+  };
   t.after(() => {
     try {
       process.kill(-cs.pid, "SIGTERM"); // code-server, its extension host and vramscope lsp
@@ -727,7 +754,7 @@ test("the extension in code-server (VS Code 1.100.3)", { skip, timeout: 300_000 
               return {
                 title: document.querySelector("h2").textContent,
                 facts: document.querySelector(".facts").textContent,
-                rows: document.querySelectorAll("tbody tr").length,
+                rows: document.querySelectorAll("table.sites tbody tr").length,
                 what: [...document.querySelectorAll("tbody td.what")].map((td) => td.textContent),
                 overflow: root.scrollWidth - root.clientWidth,
               };
@@ -746,6 +773,20 @@ test("the extension in code-server (VS Code 1.100.3)", { skip, timeout: 300_000 
     assert.ok(table.overflow <= 0, `the table is ${table.overflow}px wider than its panel`);
     // A changed row says which measure changed.
     for (const w of table.what) assert.match(w, /^(new|gone|(peak|current|allocated|allocs)(, (current|allocated|allocs))*)$/, `"what changed" reads ${JSON.stringify(w)}`);
+    // Above the table: both timelines overlaid (timeline.js, the CLI page's) and the change by category.
+    const overlay = await waitFor(
+      "the overlaid timelines",
+      async () => {
+        for (const f of page.frames()) {
+          const st = await f.evaluate(() => (window.vramscopeTimeline ? { ...window.vramscopeTimeline.state(), cats: document.querySelectorAll("table.cats tbody tr").length } : null)).catch(() => null);
+          if (st && st.drawn > 0) return st;
+        }
+        return null;
+      },
+      20_000,
+    );
+    assert.ok(overlay.points > 10 && overlay.overlayPoints > 10, `timelines: ${overlay.points} points after, ${overlay.overlayPoints} before`);
+    assert.ok(overlay.cats > 0, "the change by category is listed");
     await shot(page, "07-compare.png");
   });
 
