@@ -154,226 +154,242 @@ def _classes():
         if _FlameWidget is not None:
             return _FlameWidget, _LiveWidget
         import anywidget
-        import traitlets as t
+        import traitlets
 
-        class FlameWidget(StaticCopy, anywidget.AnyWidget):
-            """An interactive flame graph with its report (see module doc)."""
-
-            _esm = esm("widget.js")
-            _css = css()
-
-            tree = t.Dict().tag(sync=True)
-            # analyze --report: the timeline, moments, top lines and findings (report.js)
-            report = t.Dict(allow_none=True, default_value=None).tag(sync=True)
-            weight = t.Unicode("peak").tag(sync=True)
-            weights = t.List(t.Unicode()).tag(sync=True)
-            side = t.Unicode("").tag(sync=True)
-            sides = t.List(t.Unicode()).tag(sync=True)
-            title = t.Unicode("").tag(sync=True)
-            facts = t.List(t.Unicode()).tag(sync=True)
-            peak_line = t.Unicode("").tag(sync=True)
-            note = t.Unicode("").tag(sync=True)
-            top_lines = t.List().tag(sync=True)
-            findings = t.List(allow_none=True, default_value=None).tag(sync=True)
-            diff = t.List(allow_none=True, default_value=None).tag(sync=True)
-            selected = t.Dict().tag(sync=True)
-            selected_info = t.Dict().tag(sync=True)
-            height = t.Int(0).tag(sync=True)  # px; 0: as tall as the graph (120 to 560 px)
-            static_key = t.Unicode().tag(sync=True)  # marks this widget's static copies (see module doc)
-
-            @t.default("static_key")
-            def _new_key(self):
-                return new_key()
-
-            def __init__(self, view=None, files=None, labeler=None, **kw):
-                view = dict(view or {})
-                for k in ("tree", "title", "facts", "peak_line", "note", "top_lines", "findings", "diff",
-                          "weight", "side", "report"):
-                    if view.get(k) is not None:
-                        kw.setdefault(k, view[k])
-                self.timings = None  # %%vramscope: what the report cost (see _magic)
-                self._files = dict(files or {})  # side ("" for a single snapshot) -> snapshot file
-                self._labeler = labeler
-                if self._files:
-                    kw.setdefault("weights", list(_engine.WEIGHTS))
-                if len(self._files) > 1:
-                    kw.setdefault("sides", sorted(self._files, key=lambda s: s != "after"))
-                super().__init__(**kw)
-                self.on_msg(self._on_msg)
-
-            @classmethod
-            def from_tree(cls, tree, title=None, **kw):
-                """A widget for a flame tree (flame.Tree JSON) without a snapshot file."""
-                return cls({"tree": tree, "title": title or tree.get("title") or "flame graph"}, **kw)
-
-            def view(self):
-                return {"title": self.title, "facts": list(self.facts), "peak_line": self.peak_line,
-                        "note": self.note, "top_lines": list(self.top_lines), "findings": self.findings,
-                        "diff": self.diff, "tree": self.tree}
-
-            def _static_html(self):
-                return _html.page(dict(self.view(), weight=self.weight, side=self.side), self.static_key)
-
-            def _static_plain(self):
-                return _html.plain(self.view())
-
-            @t.observe("tree")
-            def _on_tree(self, _change):
-                self.update_static()  # another weight or side: exports show what was shown last
-
-            def set_view(self, weight=None, side=None):
-                """Recompute the tree for another weight / side of a diff (runs the engine)."""
-                weight = weight or self.weight
-                side = self.side if side is None else side
-                path = self._files.get(side)
-                if path is None:
-                    raise ValueError("no snapshot for %r" % (side,))
-                tree = _engine.flame(path, weight)
-                if self._labeler is not None:
-                    self._labeler.tree(tree)
-                report = self.report
-                if report is not None and side != self.side:
-                    report = _engine.report(path)  # the other snapshot's timeline
-                    if self._labeler is not None:
-                        self._labeler.report(report)
-                with self.hold_sync():
-                    self.report = report
-                    self.tree = tree
-                    self.weight = weight
-                    self.side = side
-
-            def _on_msg(self, _w, content, _buffers):
-                if not isinstance(content, dict) or content.get("type") != "view":
-                    return
-                reply = {"type": "view", "id": content.get("id"), "ok": True}
-                try:
-                    self.set_view(content.get("weight"), content.get("side"))
-                except Exception as e:
-                    reply.update(ok=False, error=str(e))
-                self.send(reply)
-
-            @t.observe("selected")
-            def _on_selected(self, change):
-                sel = change["new"] or {}
-                f, line = sel.get("file") or "", int(sel.get("line") or 0)
-                lab = self._labeler
-                real = lab.real.get(f, f) if lab is not None else f
-                where = (lab.label(real, line) if lab is not None else "%s:%d" % (f, line)) if f else ""
-                src = ""
-                if real and line:
-                    try:
-                        src = linecache.getline(real, line).strip()
-                    except Exception:
-                        src = ""
-                self.selected_info = {"name": sel.get("name") or "", "where": where, "source": src,
-                                      "path": list(sel.get("path") or [])}
-
-        class LiveWidget(StaticCopy, anywidget.AnyWidget):
-            """GPU memory, utilisation and torch allocated/reserved over time (see _live)."""
-
-            STATIC_EVERY_S = 5.0  # how often a running view rewrites its static copy
-
-            _esm = esm("live.js")
-            _css = _html.asset("flame.css") + _html.asset("widget.css")
-
-            samples = t.List().tag(sync=True)
-            running = t.Bool(False).tag(sync=True)
-            source = t.Unicode("").tag(sync=True)
-            note = t.Unicode("").tag(sync=True)
-            device = t.Int(0).tag(sync=True)
-            total = t.Int(0).tag(sync=True)
-            interval = t.Float(1.0).tag(sync=True)
-            static_key = t.Unicode().tag(sync=True)
-
-            @t.default("static_key")
-            def _new_key(self):
-                return new_key()
-
-            def __init__(self, sampler=None, **kw):
-                self._sampler = sampler
-                self._thread = None
-                self._stop = threading.Event()
-                self._static_at = 0.0
-                super().__init__(**kw)
-
-            def state(self):
-                return {"samples": list(self.samples), "running": self.running, "source": self.source,
-                        "note": self.note, "device": self.device, "total": self.total, "interval": self.interval}
-
-            def _static_html(self):
-                from . import _livestatic
-
-                return _livestatic.page(self.state(), self.static_key)
-
-            def _static_plain(self):
-                from . import _livestatic
-
-                return _livestatic.plain(self.state())
-
-            def _maybe_update_static(self, force=False):
-                now = time.monotonic()
-                if force or now - self._static_at >= self.STATIC_EVERY_S:
-                    self._static_at = now
-                    self.update_static()
-
-            def start(self):
-                if self._thread is not None and self._thread.is_alive():
-                    return
-                self._stop.clear()
-                self._thread = threading.Thread(target=self._loop, name="vramscope-live", daemon=True)
-                self._thread.start()
-                self.running = True  # the observer sees the thread alive: no second one
-
-            def stop(self, wait=3.0):
-                """Stop sampling (the Stop button does the same). Waits up to
-                `wait` s for the sampling thread, so that the samples, and the
-                static copy rewritten here, are the last ones."""
-                self._stop.set()
-                th = self._thread
-                if wait and th is not None and th is not threading.current_thread():
-                    th.join(wait)
-                if self.running:
-                    self.running = False  # the observer rewrites the static copy
-                else:
-                    self._maybe_update_static(force=True)
-
-            @t.observe("running")
-            def _on_running(self, change):
-                if change["new"]:
-                    if self._sampler is not None:
-                        self.start()
-                else:
-                    self._stop.set()
-                    # Here, in the thread that stopped it (a cell, the Stop
-                    # button's message), not only in the sampling thread:
-                    # nbclient takes a display update only while the cell it
-                    # belongs to runs.
-                    self._maybe_update_static(force=True)
-
-            def _loop(self):
-                s = self._sampler
-                try:
-                    hist = s.history()
-                    if hist:
-                        self.samples = hist[-s.keep:]
-                    while not self._stop.is_set():
-                        point = s.sample()
-                        if point is not None:
-                            self.total = int(point.get("total") or self.total or 0)
-                            self.samples = (list(self.samples) + [point])[-s.keep:]
-                            self._maybe_update_static()
-                        self._stop.wait(s.interval)
-                except Exception as e:  # never into the kernel
-                    self.note = "stopped: %s" % e
-                finally:
-                    s.close()
-                    if self.running:
-                        self.running = False
-                    else:
-                        self._maybe_update_static(force=True)
-
-        _FlameWidget, _LiveWidget = FlameWidget, LiveWidget
+        _FlameWidget = _flame_widget(anywidget, traitlets)
+        _LiveWidget = _live_widget(anywidget, traitlets)
         return _FlameWidget, _LiveWidget
+
+
+def selection_info(sel, labeler):
+    """What the widget shows for a clicked frame: its name, its place (cell
+    relative with a labeler) and the source line, read in the kernel."""
+    f, line = sel.get("file") or "", int(sel.get("line") or 0)
+    real = labeler.real.get(f, f) if labeler is not None else f
+    where = (labeler.label(real, line) if labeler is not None else "%s:%d" % (f, line)) if f else ""
+    src = ""
+    if real and line:
+        try:
+            src = linecache.getline(real, line).strip()
+        except Exception:
+            src = ""
+    return {"name": sel.get("name") or "", "where": where, "source": src, "path": list(sel.get("path") or [])}
+
+
+def _flame_widget(anywidget, t):
+    """FlameWidget: the report of a snapshot or a diff (flame graph, timeline, tables)."""
+
+    class FlameWidget(StaticCopy, anywidget.AnyWidget):
+        """An interactive flame graph with its report (see module doc)."""
+
+        _esm = esm("widget.js")
+        _css = css()
+
+        tree = t.Dict().tag(sync=True)
+        # analyze --report: the timeline, moments, top lines and findings (report.js)
+        report = t.Dict(allow_none=True, default_value=None).tag(sync=True)
+        weight = t.Unicode("peak").tag(sync=True)
+        weights = t.List(t.Unicode()).tag(sync=True)
+        side = t.Unicode("").tag(sync=True)
+        sides = t.List(t.Unicode()).tag(sync=True)
+        title = t.Unicode("").tag(sync=True)
+        facts = t.List(t.Unicode()).tag(sync=True)
+        peak_line = t.Unicode("").tag(sync=True)
+        note = t.Unicode("").tag(sync=True)
+        top_lines = t.List().tag(sync=True)
+        findings = t.List(allow_none=True, default_value=None).tag(sync=True)
+        diff = t.List(allow_none=True, default_value=None).tag(sync=True)
+        selected = t.Dict().tag(sync=True)
+        selected_info = t.Dict().tag(sync=True)
+        height = t.Int(0).tag(sync=True)  # px; 0: as tall as the graph (120 to 560 px)
+        static_key = t.Unicode().tag(sync=True)  # marks this widget's static copies (see module doc)
+
+        @t.default("static_key")
+        def _new_key(self):
+            return new_key()
+
+        def __init__(self, view=None, files=None, labeler=None, **kw):
+            view = dict(view or {})
+            for k in ("tree", "title", "facts", "peak_line", "note", "top_lines", "findings", "diff",
+                      "weight", "side", "report"):
+                if view.get(k) is not None:
+                    kw.setdefault(k, view[k])
+            self.timings = None  # %%vramscope: what the report cost (see _magic)
+            self._files = dict(files or {})  # side ("" for a single snapshot) -> snapshot file
+            self._labeler = labeler
+            if self._files:
+                kw.setdefault("weights", list(_engine.WEIGHTS))
+            if len(self._files) > 1:
+                kw.setdefault("sides", sorted(self._files, key=lambda s: s != "after"))
+            super().__init__(**kw)
+            self.on_msg(self._on_msg)
+
+        @classmethod
+        def from_tree(cls, tree, title=None, **kw):
+            """A widget for a flame tree (flame.Tree JSON) without a snapshot file."""
+            return cls({"tree": tree, "title": title or tree.get("title") or "flame graph"}, **kw)
+
+        def view(self):
+            return {"title": self.title, "facts": list(self.facts), "peak_line": self.peak_line,
+                    "note": self.note, "top_lines": list(self.top_lines), "findings": self.findings,
+                    "diff": self.diff, "tree": self.tree}
+
+        def _static_html(self):
+            return _html.page(dict(self.view(), weight=self.weight, side=self.side), self.static_key)
+
+        def _static_plain(self):
+            return _html.plain(self.view())
+
+        @t.observe("tree")
+        def _on_tree(self, _change):
+            self.update_static()  # another weight or side: exports show what was shown last
+
+        def set_view(self, weight=None, side=None):
+            """Recompute the tree for another weight / side of a diff (runs the engine)."""
+            weight = weight or self.weight
+            side = self.side if side is None else side
+            path = self._files.get(side)
+            if path is None:
+                raise ValueError("no snapshot for %r" % (side,))
+            tree = _engine.flame(path, weight)
+            if self._labeler is not None:
+                self._labeler.tree(tree)
+            report = self.report
+            if report is not None and side != self.side:
+                report = _engine.report(path)  # the other snapshot's timeline
+                if self._labeler is not None:
+                    self._labeler.report(report)
+            with self.hold_sync():
+                self.report = report
+                self.tree = tree
+                self.weight = weight
+                self.side = side
+
+        def _on_msg(self, _w, content, _buffers):
+            if not isinstance(content, dict) or content.get("type") != "view":
+                return
+            reply = {"type": "view", "id": content.get("id"), "ok": True}
+            try:
+                self.set_view(content.get("weight"), content.get("side"))
+            except Exception as e:
+                reply.update(ok=False, error=str(e))
+            self.send(reply)
+
+        @t.observe("selected")
+        def _on_selected(self, change):
+            self.selected_info = selection_info(change["new"] or {}, self._labeler)
+
+    return FlameWidget
+
+
+def _live_widget(anywidget, t):
+    """LiveWidget: GPU memory and utilisation sampled while it runs."""
+
+    class LiveWidget(StaticCopy, anywidget.AnyWidget):
+        """GPU memory, utilisation and torch allocated/reserved over time (see _live)."""
+
+        STATIC_EVERY_S = 5.0  # how often a running view rewrites its static copy
+
+        _esm = esm("live.js")
+        _css = _html.asset("flame.css") + _html.asset("widget.css")
+
+        samples = t.List().tag(sync=True)
+        running = t.Bool(False).tag(sync=True)
+        source = t.Unicode("").tag(sync=True)
+        note = t.Unicode("").tag(sync=True)
+        device = t.Int(0).tag(sync=True)
+        total = t.Int(0).tag(sync=True)
+        interval = t.Float(1.0).tag(sync=True)
+        static_key = t.Unicode().tag(sync=True)
+
+        @t.default("static_key")
+        def _new_key(self):
+            return new_key()
+
+        def __init__(self, sampler=None, **kw):
+            self._sampler = sampler
+            self._thread = None
+            self._stop = threading.Event()
+            self._static_at = 0.0
+            super().__init__(**kw)
+
+        def state(self):
+            return {"samples": list(self.samples), "running": self.running, "source": self.source,
+                    "note": self.note, "device": self.device, "total": self.total, "interval": self.interval}
+
+        def _static_html(self):
+            from . import _livestatic
+
+            return _livestatic.page(self.state(), self.static_key)
+
+        def _static_plain(self):
+            from . import _livestatic
+
+            return _livestatic.plain(self.state())
+
+        def _maybe_update_static(self, force=False):
+            now = time.monotonic()
+            if force or now - self._static_at >= self.STATIC_EVERY_S:
+                self._static_at = now
+                self.update_static()
+
+        def start(self):
+            if self._thread is not None and self._thread.is_alive():
+                return
+            self._stop.clear()
+            self._thread = threading.Thread(target=self._loop, name="vramscope-live", daemon=True)
+            self._thread.start()
+            self.running = True  # the observer sees the thread alive: no second one
+
+        def stop(self, wait=3.0):
+            """Stop sampling (the Stop button does the same). Waits up to
+            `wait` s for the sampling thread, so that the samples, and the
+            static copy rewritten here, are the last ones."""
+            self._stop.set()
+            th = self._thread
+            if wait and th is not None and th is not threading.current_thread():
+                th.join(wait)
+            if self.running:
+                self.running = False  # the observer rewrites the static copy
+            else:
+                self._maybe_update_static(force=True)
+
+        @t.observe("running")
+        def _on_running(self, change):
+            if change["new"]:
+                if self._sampler is not None:
+                    self.start()
+            else:
+                self._stop.set()
+                # Here, in the thread that stopped it (a cell, the Stop
+                # button's message), not only in the sampling thread:
+                # nbclient takes a display update only while the cell it
+                # belongs to runs.
+                self._maybe_update_static(force=True)
+
+        def _loop(self):
+            s = self._sampler
+            try:
+                hist = s.history()
+                if hist:
+                    self.samples = hist[-s.keep:]
+                while not self._stop.is_set():
+                    point = s.sample()
+                    if point is not None:
+                        self.total = int(point.get("total") or self.total or 0)
+                        self.samples = (list(self.samples) + [point])[-s.keep:]
+                        self._maybe_update_static()
+                    self._stop.wait(s.interval)
+            except Exception as e:  # never into the kernel
+                self.note = "stopped: %s" % e
+            finally:
+                s.close()
+                if self.running:
+                    self.running = False
+                else:
+                    self._maybe_update_static(force=True)
+
+    return LiveWidget
 
 
 def flame_widget_class():
