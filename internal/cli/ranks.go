@@ -26,7 +26,8 @@ func runRanks(args []string, stdout, stderr io.Writer) int {
 	var c ranksCmd
 	fs := flag.NewFlagSet("ranks", flag.ContinueOnError)
 	c.register(fs)
-	c.daemon.register(fs)
+	fs.StringVar(&c.daemon.socket, "socket", "", "the daemon's socket, for a GROUP (default as vramscope serve)")
+	fs.BoolVar(&c.daemon.json, "json", false, "print the rank view as JSON (analyze.Ranks)")
 	pos, ok := parse(fs, args, stderr)
 	if !ok {
 		return exitInput
