@@ -9,7 +9,7 @@ EXAMPLE := examples/snapshots/example_train.pickle
 RECORDED := /work/main
 SHARED  ?= ../shared
 
-.PHONY: all build generate dist test-dist demo test clean-artifacts setup test-go test-web test-py test-fixtures test-vscode bench bench-lsp bench-widget fuzz gpu-e2e clean
+.PHONY: all build generate dist test-dist demo test clean-artifacts setup test-go test-web test-py test-fixtures test-vscode bench bench-lsp bench-widget bench-page fuzz gpu-e2e clean
 
 all: build
 
@@ -98,6 +98,11 @@ bench:
 # Language-server latency on the 1M-entry snapshot (make bench runs it too, after decompressing the snapshot); writes docs/lsp-bench.md.
 bench-lsp: build
 	go run ./bench/lspbench
+
+# The linked report page (analyze --html) on the 1M and 5M snapshots in chromium: size, time to interactive,
+# renderer memory, click -> flame, beside the flame-only page and the raw JSON; writes docs/page-bench.md.
+bench-page: build
+	node bench/page.mjs
 
 # The notebook widget's 100k-node render in JupyterLab + chromium (make setup first); writes docs/widget-bench.md.
 bench-widget: build
