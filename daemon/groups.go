@@ -153,14 +153,23 @@ func (d *Daemon) groupResult(g store.Group) api.GroupResult {
 }
 
 // fanOutOOM captures the other ranks of an agent that ran out of memory,
-// into the group its OOM snapshot already names: what every rank held at
-// that moment. It runs off the agent's call (the agent is waiting at exit).
-func (d *Daemon) fanOutOOM(g store.Group, oomRank store.Member, others []*agent) {
-	g.Members = append(g.Members, oomRank)
-	ctx := context.Background()
-	d.captureRanks(ctx, &g, others, captureReq{group: g.ID, reason: "oom", timeout: d.cfg.DumpTimeout})
+// into the group its OOM snapshot names: what every rank held at that
+// moment. It starts when the OOM snapshot arrives, while that one is still
+// analysed and committed; oomRank then says how that went (no ID: it was
+// not stored). Off the agent's call: the agent is waiting at exit.
+func (d *Daemon) fanOutOOM(g store.Group, oomRank <-chan *store.Member, others []*agent) {
+	d.captureRanks(context.Background(), &g, others, captureReq{group: g.ID, reason: "oom", timeout: d.cfg.DumpTimeout})
+	if m := <-oomRank; m.ID != "" {
+		g.Members = append(g.Members, *m)
+	} else {
+		g.Failed = append(g.Failed, store.Failure{Rank: m.Rank, PID: m.PID, Error: "its out-of-memory snapshot could not be stored"})
+	}
+	if len(g.Members) == 0 {
+		d.cfg.Logf("group %s after an OOM: no rank was stored", g.ID)
+		return
+	}
 	if _, err := d.storeGroup(g); err != nil {
-		d.cfg.Logf("group %s after the OOM of pid %d: %v", g.ID, oomRank.PID, err)
+		d.cfg.Logf("group %s after an OOM: %v", g.ID, err)
 	}
 }
 

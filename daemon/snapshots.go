@@ -135,27 +135,33 @@ func (s *session) agentCaptured(_ context.Context, raw json.RawMessage) (any, er
 	meta := store.Meta{Reason: reason, Source: firstArg(proc.Argv), PID: proc.PID, Host: proc.Host,
 		Rank: proc.Rank, Entries: p.Entries, TookMS: p.TookMS}
 	meta.Device, meta.DeviceByNVML = a.nvmlOf(p.Device)
-	// An OOM on one rank of a job captures the others into one group: the
-	// group's ID goes into this snapshot's meta before it is committed.
-	var group store.Group
-	var others []*agent
+	// An OOM on one rank of a job captures the others into one group, at
+	// once (not after this snapshot's analysis and commit): the group's ID
+	// goes into this snapshot's meta, which joins the group once committed.
+	var oomRank chan *store.Member
 	if reason == "oom" {
-		group, others = s.d.oomGroup(a)
-		meta.Group = group.ID
+		if group, others := s.d.oomGroup(a); len(others) > 0 {
+			meta.Group, oomRank = group.ID, make(chan *store.Member, 1)
+			go s.d.fanOutOOM(group, oomRank, others)
+		}
 	}
+	at := capturedAt(time.Now().Add(-time.Duration(p.TookMS*float64(time.Millisecond))), p.DumpResult)
 	s.d.nvmlAt(&meta, proc.PID, meta.Device)
 	s.d.podMeta(&meta, proc.PID)
 	m, err := s.d.commit(p.Path, p.Path, meta)
+	if oomRank != nil {
+		if err != nil {
+			oomRank <- &store.Member{Rank: proc.Rank, PID: proc.PID} // no ID: not stored
+		} else {
+			oomRank <- &store.Member{Rank: m.Rank, PID: m.PID, ID: m.ID, CapturedMS: unixMS(at)}
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
 	r := s.d.snapshotResult(m)
 	if reason == "oom" {
 		go s.d.publishOOM(r, p.OOM)
-	}
-	if len(others) > 0 {
-		at := capturedAt(time.Now().Add(-time.Duration(p.TookMS*float64(time.Millisecond))), p.DumpResult)
-		go s.d.fanOutOOM(group, store.Member{Rank: m.Rank, PID: m.PID, ID: m.ID, CapturedMS: unixMS(at)}, others)
 	}
 	return r, nil
 }
