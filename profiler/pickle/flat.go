@@ -43,42 +43,68 @@ const maxFlatItems = 256
 
 // flat tries to decode a flat dict at b[0] (EMPTY_DICT) for a claimed list. It
 // returns the bytes consumed, or 0 (with nothing changed) to use the slow path.
+// It reads in two steps: the dict's bytes into m.pend (nothing in the machine
+// changes yet), then the commit of what the slow path would have done.
 func (m *Machine) flat(list *List, b []byte) (int, error) {
 	p := &m.pend
 	p.n, p.nget, p.memos, p.list, p.nitem, p.store, p.key, p.hit = 0, 0, 0, nil, 0, 0, nil, false
-	pos := skipFrames(b, 1)
-	memoLen := m.memoLen
+	pos, memoLen, ok := m.flatOpen(b)
+	if !ok {
+		return 0, nil
+	}
+	if pos, ok = m.flatPairs(b, pos, memoLen); !ok {
+		return 0, nil
+	}
+	if err := m.flatCommit(list); err != nil {
+		return 0, err
+	}
+	return pos, nil
+}
+
+// flatOpen reads the dict's start (EMPTY_DICT, a MEMOIZE of a slot never read
+// back, MARK) and returns where its pairs begin and the memo length after it.
+func (m *Machine) flatOpen(b []byte) (pos int, memoLen uint64, ok bool) {
+	p := &m.pend
+	pos = skipFrames(b, 1)
+	memoLen = m.memoLen
 	if pos < len(b) && b[pos] == opMemoize {
 		if !m.unwanted(memoLen) {
-			return 0, nil // the dict itself is read back later: build it
+			return 0, 0, false // the dict itself is read back later: build it
 		}
 		memoLen++
 		p.memos++
 		pos = skipFrames(b, pos+1)
 	}
 	if pos >= len(b) || b[pos] != opMark {
-		return 0, nil
+		return 0, 0, false
 	}
-	pos++
+	return pos + 1, memoLen, true
+}
+
+// flatPairs reads the key/value pairs up to SETITEMS into m.pend and returns
+// the position after it. It is the decoder's hot loop (millions of dicts, a
+// few pairs each): the common keys and values are read inline, not by calls.
+func (m *Machine) flatPairs(b []byte, pos int, memoLen uint64) (int, bool) {
+	p := &m.pend
 	// The pairs. Each is at most 16 bytes (a LONG_BINGET key, a LONG1 of 8
 	// bytes and a MEMOIZE), so with 16 bytes left every argument is in b; a
 	// dict cut off closer to the end of the input is left to the slow path.
 	n := 0 // pairs so far (p.n is set at the end)
 	for {
 		if len(b)-pos < 16 {
-			return 0, nil
+			return 0, false
 		}
 		w := binary.LittleEndian.Uint64(b[pos:])
 		switch byte(w) {
 		case opSetItems:
-			pos++
-			goto commit
+			p.n = n
+			return pos + 1, true
 		case opFrame:
 			pos = skipFrames(b, pos)
 			continue
 		}
 		if n == maxFlatPairs {
-			return 0, nil
+			return 0, false
 		}
 		// The key: a remembered GET (one compare under a mask), else read.
 		if c := &m.keys[n&(maxFlatPairs-1)]; c.n > 0 && w&c.mask == c.bits {
@@ -87,14 +113,14 @@ func (m *Machine) flat(list *List, b []byte) (int, error) {
 		} else {
 			k, kn := m.flatKey(n, b[pos:])
 			if kn == 0 {
-				return 0, nil
+				return 0, false
 			}
 			p.keys[n&(maxFlatPairs-1)] = k
 			pos += kn
 		}
 		if b[pos] == opFrame {
 			if pos = skipFrames(b, pos); len(b)-pos < 16 {
-				return 0, nil
+				return 0, false
 			}
 		}
 		// The value: the common numbers and remembered GETs inline.
@@ -110,7 +136,7 @@ func (m *Machine) flat(list *List, b []byte) (int, error) {
 		case opLong1:
 			l := byte(w >> 8)
 			if l > 8 {
-				return 0, nil // not an int64: the slow path makes a big.Int
+				return 0, false // not an int64: the slow path makes a big.Int
 			}
 			shift := 64 - 8*uint(l)
 			*out = Value{Kind: Int, Num: int64(binary.LittleEndian.Uint64(b[pos+2:])<<shift) >> shift}
@@ -129,7 +155,7 @@ func (m *Machine) flat(list *List, b []byte) (int, error) {
 		default:
 			k, memos := m.flatValue(n, b[pos:], memoLen, out)
 			if k == 0 {
-				return 0, nil
+				return 0, false
 			}
 			memoLen += uint64(memos)
 			p.memos += memos
@@ -140,7 +166,7 @@ func (m *Machine) flat(list *List, b []byte) (int, error) {
 		if b[pos] == opMemoize || b[pos] == opFrame {
 			if k := skipFrames(b, pos); k < len(b) && b[k] == opMemoize {
 				if !m.unwanted(memoLen) {
-					return 0, nil
+					return 0, false
 				}
 				memoLen++
 				p.memos++
@@ -150,9 +176,39 @@ func (m *Machine) flat(list *List, b []byte) (int, error) {
 		n++
 	next:
 	}
-commit:
-	p.n = n
-	// Commit: the memo bookkeeping the slow path would have done.
+}
+
+// flatCommit does what the slow path would have done with the dict read into
+// m.pend: the memo bookkeeping, the inline list's items, then OnFlatDict.
+func (m *Machine) flatCommit(list *List) error {
+	p := &m.pend
+	m.commitMemo()
+	filled := p.list != nil && p.nitem > 0
+	if filled {
+		if err := m.commitItems(); err != nil {
+			return err
+		}
+	}
+	if p.hit && len(p.list.Items) > 0 {
+		if err := m.hold(len(p.list.Items)); err != nil {
+			return err
+		}
+	}
+	list.Count++
+	if err := m.OnFlatDict(list, p.keys[:p.n], p.vals[:p.n]); err != nil {
+		return err
+	}
+	if filled {
+		// After OnFlatDict: the copy keeps what it cached in Mark.
+		m.remember(p.key, p.list)
+	}
+	return nil
+}
+
+// commitMemo writes the memo slots the dict's MEMOIZEs took (only the inline
+// list's, which is read back) and consumes its memo reads.
+func (m *Machine) commitMemo() {
+	p := &m.pend
 	for i := 0; i < p.memos; i++ {
 		if p.store == m.memoLen+1 {
 			m.memo.set(m.memoLen, Value{Kind: ListKind, Ref: p.list})
@@ -167,37 +223,23 @@ commit:
 			m.memo.del(p.gets[i])
 		}
 	}
-	filled := p.list != nil && p.nitem > 0
-	if filled {
-		p.list.Count += int64(p.nitem)
-		done := false
-		var err error
-		if m.OnAppend != nil {
-			if done, err = m.OnAppend(p.list, p.items[:p.nitem]); err != nil {
-				return 0, err
-			}
-		}
-		if !done {
-			if err := m.hold(p.nitem); err != nil {
-				return 0, err
-			}
-			p.list.Items = append(p.list.Items, p.items[:p.nitem]...)
+}
+
+// commitItems hands the inline list's items to OnAppend, or keeps them.
+func (m *Machine) commitItems() error {
+	p := &m.pend
+	p.list.Count += int64(p.nitem)
+	if m.OnAppend != nil {
+		done, err := m.OnAppend(p.list, p.items[:p.nitem])
+		if err != nil || done {
+			return err
 		}
 	}
-	if p.hit && len(p.list.Items) > 0 {
-		if err := m.hold(len(p.list.Items)); err != nil {
-			return 0, err
-		}
+	if err := m.hold(p.nitem); err != nil {
+		return err
 	}
-	list.Count++
-	if err := m.OnFlatDict(list, p.keys[:p.n], p.vals[:p.n]); err != nil {
-		return 0, err
-	}
-	if filled {
-		// After OnFlatDict: the copy keeps what it cached in Mark.
-		m.remember(p.key, p.list)
-	}
-	return pos, nil
+	p.list.Items = append(p.list.Items, p.items[:p.nitem]...)
+	return nil
 }
 
 // unwanted reports whether a memo slot about to be written is never read back
