@@ -133,7 +133,7 @@ test("the .vsix: manifest, bundled server, and media identical to profiler/flame
 
   await t.test("flame.js and flame.css are the CLI's, byte for byte (on disk and in the .vsix)", () => {
     const entries = zipEntries(vsix);
-    for (const f of ["flame.js", "flame.css", "page.css", "timeline.js", "timeline.css", "report.js", "report.css"]) {
+    for (const f of ["flame.js", "flame.css", "page.css", "timeline.js", "timeline.css", "report.js", "report.css", "allocmap.js", "allocmap.css"]) {
       const original = sha256(path.join(repoRoot, "profiler/flame/web", f));
       assert.equal(sha256(path.join(ext, "media", f)), original, `vscode-ext/media/${f} differs from profiler/flame/web/${f}: npm run assets -w vscode-ext`);
       assert.equal(entries[`extension/media/${f}`]?.sha256, original, `the .vsix's media/${f} differs from profiler/flame/web/${f}`);
@@ -853,6 +853,53 @@ test("the extension in code-server (VS Code 1.100.3)", { skip, timeout: 300_000 
     assert.match(toast, /vramscope: took \S+\.pickle: peak 5\.42 GiB, \d+ sites, \d+ findings/);
     await shot(page, "09-snapshot-taken.png");
     assert.ok(readdirSync(path.join(work, "store"), { recursive: true }).some((f) => String(f).endsWith(".pickle")), "the daemon stored the snapshot");
+  });
+
+  await step("with a daemon: Take Snapshot of a whole job, and the rank picker switches the rank shown", async () => {
+    // Two more real agents: ranks 0 and 1 of one torchrun launch (the same
+    // TORCHELASTIC_RUN_ID). Their "snapshots" are two real recordings standing
+    // in for ranks (GPT-2 at batch 4 and 8, examples/snapshots/whatif).
+    const whatif = path.join(repoRoot, "examples/snapshots/whatif");
+    const rankJob = path.join(work, "rank_job.py");
+    writeFileSync(rankJob, "import sys, time\nsys.modules['torch'] = None\nimport vramscope\nvramscope.attach()\ntime.sleep(600)\n");
+    const ranks = [4, 8].map((bs, rank) =>
+      spawn("python3", [rankJob], {
+        env: { ...process.env, PYTHONPATH: path.join(repoRoot, "jupyter"), VRAMSCOPE_SOCKET: socket, TORCHELASTIC_RUN_ID: "e2ejob",
+          RANK: String(rank), LOCAL_RANK: String(rank), WORLD_SIZE: "2", VRAMSCOPE_TEST_SNAPSHOT: path.join(whatif, `whatif_bs${bs}.pickle`) },
+        stdio: ["ignore", "ignore", "ignore"],
+      }));
+    t.after(() => ranks.forEach((c) => c.kill("SIGTERM")));
+    await waitFor("both ranks registered with the daemon", () => {
+      const ps = JSON.parse(execFileSync(path.join(repoRoot, "bin/vramscope"), ["ps", "--json", "--socket", socket], { encoding: "utf8" }));
+      return ranks.every((r) => ps.processes.some((p) => p.pid === r.pid && p.job === "run:e2ejob"));
+    }, 30_000);
+
+    await focusEditor("train_gpt2.py");
+    await palette("vramscope: Take Snapshot");
+    const title = page.locator(".quick-input-widget .quick-input-title");
+    const titled = async (text) => (await quickInputOpen()) && ((await title.textContent().catch(() => "")) || "").includes(text);
+    const choose = async (what, titleText, filter, rowText) => {
+      await waitFor(`the quick pick "${titleText}"`, () => titled(titleText), 20_000);
+      const row = page.locator(".quick-input-list .monaco-list-row.focused", { hasText: rowText }).first();
+      await attempt(`"${rowText}" as the focused row of ${what}`, () => quickInput.fill(filter, { timeout: 5_000 }).catch(() => {}), async () => (await row.count()) > 0);
+      await attempt(`${what} closing on Enter`, () => page.keyboard.press("Enter"), async () => !(await titled(titleText)));
+    };
+    await choose("the process pick", "take a snapshot of", `pid ${ranks[1].pid} · rank 1/2`, `pid ${ranks[1].pid} · rank 1/2`);
+    await choose("the scope pick", "this process has siblings", "Whole job", "Whole job: 2 ranks at once");
+    const toast = await waitFor("the whole job's notification", async () => {
+      const all = (await page.locator(".notifications-toasts .notification-list-item-message").allTextContents()).join("\n");
+      return /vramscope: 2 ranks of run:e2ejob/.test(all) ? all : null;
+    }, 60_000);
+    t.diagnostic(`notification: ${toast}`);
+    assert.match(toast, /vramscope: 2 ranks of run:e2ejob, [\d.]+ ms apart; imbalance ×1\.63, showing rank 1 \(5\.03 GiB\)/);
+    const rankItem = page.locator(".part.statusbar .statusbar-item", { hasText: "rank 1 of 2" }).first();
+    await rankItem.waitFor({ state: "visible", timeout: 20_000 });
+    await shot(page, "10-whole-job.png");
+    await attempt("the rank pick", () => rankItem.click(), () => titled("ranks of run:e2ejob"));
+    await choose("the rank pick", "ranks of run:e2ejob", "rank 0", "rank 0");
+    const shown = page.locator(".part.statusbar .statusbar-item", { hasText: "rank 0 of 2" }).first();
+    await shown.waitFor({ state: "visible", timeout: 20_000 });
+    await shot(page, "11-rank-0-shown.png");
   });
 
   const toasts = (await page.locator(".notifications-toasts .notification-list-item-message").allTextContents()).join("\n");
