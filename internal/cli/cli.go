@@ -32,9 +32,9 @@ var commands []command
 
 func init() {
 	commands = []command{
-		{"analyze", "analyze FILE [--map REMOTE=LOCAL] [--root DIR] [--json] [--html OUT] [--top N] [--device-memory SIZE]  peak, top lines, stacks, allocator state, findings", runAnalyze},
+		{"analyze", "analyze FILE [--map REMOTE=LOCAL] [--root DIR] [--json] [--html OUT] [--report] [--top N] [--device-memory SIZE]  peak, top lines, stacks, allocator state, findings", runAnalyze},
 		{"flame", "flame FILE [-o OUT] [--weight peak|alloc|current] [--format html|json|collapsed|pprof] [--keep-wrappers]  flame graph", runFlame},
-		{"diff", "diff A B [--json]  per-line change between two snapshots A and B", runDiff},
+		{"diff", "diff A B [--json] [--html OUT] [--report]  per-line change between two snapshots A and B", runDiff},
 		{"ranks", "ranks GROUP | FILE FILE... [--json]  the ranks of one job side by side: peak, reserved, categories, imbalance, the outlier ranks and their lines", runRanks},
 		{"whatif", "whatif A B C... [--sizes 2,4,8] [--device-memory 80GiB] [--overhead 1GiB] [--predict N,...] [--json]  fit peak memory against batch size or length; the largest size that fits", runWhatIf},
 		{"convert", "convert FILE.vsm [-o OUT.pickle]  write a streamed (VSM1) snapshot as PyTorch's pickle", runConvert},
