@@ -60,8 +60,10 @@ def esm(name):
 
 
 def css():
-    """The widget's styles: the shared ones (flame, timeline, report) and its own."""
-    return "".join(_html.asset(n) for n in ("flame.css", "timeline.css", "report.css", "widget.css"))
+    """The widget's styles: the shared ones (flame, timeline, report, allocator
+    map where present) and its own."""
+    names = ("flame.css", "timeline.css", "report.css", "allocmap.css", "widget.css")
+    return "".join(_html.asset(n) for n in names if n != "allocmap.css" or _html.has_asset(n))
 
 
 def _bundle(out):

@@ -68,6 +68,13 @@ function whenVisible(el, fn) {
   return () => ro.disconnect();
 }
 
+// What the flame graph of each weight shows, for the report's "Back to ...".
+const BASES = {
+  peak: ["At the peak", "the peak"],
+  alloc: ["All allocations (weight: alloc)", "all allocations"],
+  current: ["At the snapshot (weight: current)", "the snapshot"],
+};
+
 function render({ model, el }) {
   const t0 = performance.now();
   const root = h("div", "vs-widget", el);
@@ -189,7 +196,10 @@ function render({ model, el }) {
       // The report fills a fixed height: the timeline above, the flame graph below.
       flameHost.classList.add("vs-report");
       flameHost.style.height = (height > 0 ? height + 260 : 760) + "px";
+      const base = BASES[model.get("weight")] || BASES.peak;
       ctrl = VramscopeReport.render(flameHost, tree, model.get("report"), {
+        baseLabel: base[0],
+        baseName: base[1],
         flame: VramscopeFlame,
         timeline: VramscopeTimeline,
         allocmap: typeof VramAllocMap !== "undefined" ? VramAllocMap : undefined,

@@ -87,8 +87,10 @@
       const body = el("div", "vr-body", r);
       const main = el("section", "vr-flame", body);
       const head = el("div", "vr-flame-head", main);
-      this.showing = el("span", "vr-showing", head, "At the peak");
-      this.peakBtn = el("button", "vr-peak", head, "Back to the peak");
+      // The tree given is the peak's unless the host says otherwise (another weight).
+      this.baseLabel = this.options.baseLabel || "At the peak";
+      this.showing = el("span", "vr-showing", head, this.baseLabel);
+      this.peakBtn = el("button", "vr-peak", head, "Back to " + (this.options.baseName || "the peak"));
       this.peakBtn.type = "button";
       this.peakBtn.hidden = true;
       this.flameBox = el("div", "vr-flame-graph", main);
@@ -162,7 +164,7 @@
     showPeak() {
       this.flame.setTree(this.peakTree);
       this.fillLines(this.report.sites || [], "at the peak");
-      this.showing.textContent = "At the peak";
+      this.showing.textContent = this.baseLabel;
       this.peakBtn.hidden = true;
       this.moment = null;
       if (this.timeline) this.timeline.pick(null, true);
@@ -324,8 +326,10 @@
    * graph's controller extended with {flame, timeline, showMoment(t),
    * showPeak(), selectFinding(i), reportState()}. options: {flameOptions
    * (flame.js's options: onFrameClick, colors, height), onFrameClick (for a
-   * top line), categoryColors, flame, timeline, allocmap (the modules, when not
-   * globals)}. Measured as "vramscope-report-render".
+   * top line), categoryColors, baseLabel and baseName (what the tree given
+   * shows, when not the peak: "All allocations", "all allocations"), flame,
+   * timeline, allocmap (the modules, when not globals)}. Measured as
+   * "vramscope-report-render".
    */
   function render(container, tree, report, options) {
     mark("vramscope-report-start");
