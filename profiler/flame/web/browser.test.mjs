@@ -234,7 +234,10 @@ test("linked report page in a real browser", { skip, timeout: 120_000 }, async (
     await page.mouse.move(x - 30, midY);
     await page.mouse.move(x, midY);
     await page.waitForSelector(".vt-tooltip:not([hidden])");
-    assert.match(await page.textContent(".vt-tooltip"), /allocated \d+\.\d\d [KMG]iB · reserved/);
+    const tip = await page.textContent(".vt-tooltip");
+    assert.match(tip, /allocated \d+\.\d\d [KMG]iB · reserved/);
+    // The lines live then, from the moments: the peak's top line among them.
+    assert.ok(tip.includes(`${path.basename(report.sites[0].file)}:${report.sites[0].line}`), tip);
   });
 
   await t.test("click a moment: the flame graph and top lines of then", async () => {

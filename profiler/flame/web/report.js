@@ -120,6 +120,7 @@
         const before = this.report.before && this.report.before.device;
         this.timeline = this.Timeline.render(this.tlBox, dev, this.report, {
           onMoment: (t) => this.showMoment(t),
+          describe: (t) => this.describeMoment(t),
           colors: o.categoryColors,
           overlay: before || undefined,
           overlayLabel: before ? "before: " + base(this.report.before.file) : undefined,
@@ -159,6 +160,19 @@
       this.lastMomentMs = measure("vramscope-moment", "vramscope-moment-start", "vramscope-moment-end");
       this.moment = { t: t, bucket: b, bytes: tree.root.v };
       return this.moment;
+    }
+
+    // describeMoment names the lines holding the most at time t, for the
+    // timeline's tooltip (one bucket's live set, cached while the pointer stays in it).
+    describeMoment(t) {
+      if (!this.moments) return [];
+      const b = this.Timeline.bucketOf(this.moments, t);
+      if (!this.described || this.described.b !== b) {
+        const live = this.Timeline.liveAt(this.moments, b);
+        const lines = this.Timeline.topLinesOf(this.moments, live, 3);
+        this.described = { b: b, text: lines.map((l) => this.Flame.formatBytes(l.bytes) + " " + (l.file ? base(l.file) + ":" + l.line : l.name)) };
+      }
+      return this.described.text;
     }
 
     showPeak() {

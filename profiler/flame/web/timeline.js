@@ -744,6 +744,14 @@
       }
       const near = this.markers.filter((m) => m.kind !== "step" && Math.abs(this.xOf(m.t) - this.xOf(t)) < 4);
       for (const m of near) line("vf-tt-self", m.label);
+      // The host may say more about the moment (report.js: the lines live then).
+      if (typeof this.options.describe === "function") {
+        try {
+          for (const text of this.options.describe(t) || []) line("vf-tt-file", text);
+        } catch (err) {
+          console.error("vramscope timeline: describe failed", err);
+        }
+      }
       if (this.options.onMoment) line("vf-tt-hint", "click: what was live then");
     }
 
@@ -794,7 +802,8 @@
    * {setRange(a, b), reset(), pick(t), highlight(a, b), xAt(t), state(),
    * refreshTheme(), destroy()}. options: {onMoment(t), onRange([a, b]),
    * colors: {CATEGORY: css color, overlay}, overlay (another Device: a diff's
-   * before side, drawn as a line aligned at the first event), overlayLabel}.
+   * before side, drawn as a line aligned at the first event), overlayLabel,
+   * describe(t) (more tooltip lines for the moment t)}.
    * The first paint is synchronous.
    */
   function render(container, device, report, options) {
