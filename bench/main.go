@@ -90,13 +90,12 @@ func main() {
 	}
 
 	type row struct {
-		name     string
-		size     int64
-		entries  string
-		analyze  figure
-		python   figure
-		pyRuns   int
-		analyzeN int
+		name    string
+		size    int64
+		entries string
+		analyze figure
+		python  figure
+		pyRuns  int
 	}
 	var rows []row
 	var cores string // the core-count table of the 5M-entry snapshot

@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -173,7 +172,10 @@ func TestPprofEndpoint(t *testing.T) {
 	if code, _ := httpGet(t, base+"?pid=4101&rank=3"); code != 404 {
 		t.Errorf("rank 3: %d", code)
 	}
-	gotool := filepath.Join(runtime.GOROOT(), "bin", "go")
+	gotool, err := exec.LookPath("go") // the go tool that runs this test
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, q := range []string{"?pid=4101", "?rank=0", "?pod=" + testPods[4101].PodUID, ""} {
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute) // the first run may build the pprof tool
 		cmd := exec.CommandContext(ctx, gotool, "tool", "pprof", "-top", "-nodecount=5", base+q)

@@ -24,8 +24,7 @@ type session struct {
 	mu      sync.Mutex
 	authed  bool
 	closing bool
-	agent   *agent // set by agent.register
-	topics  map[string]bool
+	agent   *agent        // set by agent.register
 	out     chan notice   // notifications, sent by one goroutine; dropped when full
 	ready   chan struct{} // closed once conn is set: handlers may run before NewConn returns
 	// inflight ends each running request's context, by id ($/cancelRequest; cancel.go).

@@ -24,14 +24,13 @@ var fixtures, _ = filepath.Abs("../../shared/fixtures")
 // fakeClient is an editor on the other end of a pipe: it sends requests and
 // records what the server pushes (diagnostics, messages, refresh requests).
 type fakeClient struct {
-	t      *testing.T
-	srv    *Server
-	conn   *jsonrpc2.Conn
-	mu     sync.Mutex
-	diags  map[string][]protocol.Diagnostic
-	msgs   []string
-	asked  map[string]int
-	nextID int
+	t     *testing.T
+	srv   *Server
+	conn  *jsonrpc2.Conn
+	mu    sync.Mutex
+	diags map[string][]protocol.Diagnostic
+	msgs  []string
+	asked map[string]int
 }
 
 func (c *fakeClient) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.Request) {

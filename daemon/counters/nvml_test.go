@@ -521,9 +521,7 @@ func TestLostGPU(t *testing.T) {
 	srv := dgxh200.New()
 	simulate(srv)
 	w := &wrapLib{Interface: srv}
-	for _, d := range srv.Devices {
-		w.devs = append(w.devs, d)
-	}
+	w.devs = append(w.devs, srv.Devices...)
 	lost := &lostGPU{Device: srv.Devices[3]}
 	w.devs[3] = lost
 	c := NewCollector(everyTick(mustOpen(t, w)), Options{})

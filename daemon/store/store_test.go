@@ -659,10 +659,7 @@ func TestConcurrent(t *testing.T) {
 	if len(list)+len(removed) != 60 {
 		t.Errorf("%d listed + %d removed != 60 committed", len(list), len(removed))
 	}
-	var onDisk []string
-	for _, n := range names(t, filepath.Join(s.Dir(), "snapshots")) {
-		onDisk = append(onDisk, n)
-	}
+	onDisk := names(t, filepath.Join(s.Dir(), "snapshots"))
 	var want []string
 	for _, m := range list {
 		want = append(want, m.ID+".json", m.ID+".pickle")

@@ -21,7 +21,6 @@ import pickle
 import shutil
 import platform
 import socket
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -137,7 +136,7 @@ def paused_run(e, c, max_entries, pause_at, steps, sample=None, takes=1):
         if takes > 1:  # then the script times torch's own _snapshot() in the same state
             time.sleep(1.0)
             open(f"{go}.{k}", "w").close()
-            wait_for(lambda: os.path.exists(f"{go}.{k}.done"), 120, "torch's own _snapshot() timed")
+            wait_for(lambda k=k: os.path.exists(f"{go}.{k}.done"), 120, "torch's own _snapshot() timed")
     capture_s, snap = sorted(runs, key=lambda r: r[0])[len(runs) // 2]  # the median take
     series = c.call("counters.series", {"device": 0, "pid": pid})
     open(go, "w").close()

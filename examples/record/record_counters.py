@@ -43,12 +43,12 @@ def main():
     a = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
     b = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
     run("compute_bound", lambda: torch.mm(a, b), labels)
-    del a, b
+    a = b = None  # freed (not del: the lambda above names them)
 
     src = torch.empty(4 << 30, dtype=torch.uint8, device="cuda")
     dst = torch.empty_like(src)
     run("memory_bandwidth_bound", lambda: dst.copy_(src), labels)
-    del src, dst
+    src = dst = None
 
     host = torch.empty(1 << 30, dtype=torch.uint8).pin_memory()
     dev = torch.empty(1 << 30, dtype=torch.uint8, device="cuda")
@@ -73,7 +73,8 @@ def main():
         torch.cuda.synchronize()
         time.sleep(0.2)  # the input pipeline keeps the GPU waiting
     run("input_starved", starved, labels)
-    del held, small, host, dev
+    del held
+    small = host = dev = None
     torch.cuda.empty_cache()
 
     start = now_ms()

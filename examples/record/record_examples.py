@@ -82,7 +82,7 @@ def leak_steps():
     kept = []
     reset()
     record()
-    for step in range(8):
+    for _step in range(8):
         x = torch.randn(512, 1024, device="cuda")
         out = model(x)
         loss = out.pow(2).mean()

@@ -96,7 +96,7 @@ def leak_graph():
     reset()
     record()
     after = []
-    for step in range(10):
+    for _step in range(10):
         x = torch.randn(256, 1024, device="cuda")
         loss = model(x).pow(2).mean()
         loss.backward()
@@ -117,7 +117,7 @@ def leak_infer():
     record()
     after = []
     with torch.no_grad():
-        for step in range(12):
+        for _step in range(12):
             x = torch.randn(128, 1024, device="cuda")
             y = model(x)
             preds.append(y)  # the bug: should be y.cpu() or y.item()
@@ -163,7 +163,7 @@ def cache_growth():
     reset()
     record()
     after = []
-    for step, length in enumerate(schedule):
+    for _step, length in enumerate(schedule):
         if length not in tables:
             tables[length] = torch.randn(length, 1024, device="cuda")  # cached per length, never evicted
         x = torch.randn(length, 1024, device="cuda") + tables[length]
@@ -257,7 +257,7 @@ def healthy_mlp():
     reset()
     record()
     after = []
-    for step in range(6):
+    for _step in range(6):
         x = torch.randn(512, 1024, device="cuda")
         loss = model(x).pow(2).mean()
         loss.backward()
@@ -277,11 +277,11 @@ def cache_infer():
     record()
     after = []
     with torch.no_grad():
-        for step, length in enumerate(schedule):
+        for _step, length in enumerate(schedule):
             if length not in masks:
                 masks[length] = torch.ones(length, length, device="cuda").tril()  # kept for every length
             x = masks[length] @ torch.randn(length, 1024, device="cuda") / length
-            out = model(x).sum().item()
+            model(x).sum().item()
             torch.cuda.synchronize()
             after.append(torch.cuda.memory_allocated())
     finish("cache_infer", steps=len(schedule), schedule=schedule, allocated_after_step=after,
@@ -296,7 +296,7 @@ def healthy_infer():
     record()
     after = []
     with torch.no_grad():
-        for step in range(12):
+        for _step in range(12):
             x = torch.randn(128, 1024, device="cuda")
             preds.append(model(x).cpu())
             torch.cuda.synchronize()

@@ -129,7 +129,7 @@ def accum_eval_logits(run):
     run.begin()
     all_logits, after = [], []
     with torch.no_grad():
-        for i in range(16):
+        for _i in range(16):
             ids = torch.randint(0, model.config.vocab_size, (8, 256), device="cuda")
             out = model(input_ids=ids, use_cache=False)  # expect: loop_accumulation (the logits kept below)
             all_logits.append(out.logits)  # the bug: 411 MB per batch stays on the GPU until the loop ends
@@ -148,7 +148,7 @@ def accum_gen_scores(run):
     ids = torch.randint(0, model.config.vocab_size, (32, 32), device="cuda")
     past, nxt, step_logits, after = None, None, [], []
     with torch.no_grad():
-        for t in range(97):  # the prompt, then 96 new tokens
+        for _t in range(97):  # the prompt, then 96 new tokens
             out = model(input_ids=ids if past is None else nxt, past_key_values=past, use_cache=True)
             past = out.past_key_values
             step_logits.append(out.logits[:, -1].clone())  # expect: loop_accumulation (4 MiB a token)
@@ -204,7 +204,7 @@ def healthy_eval_host(run):
     run.begin()
     preds, after = [], []
     with torch.no_grad():
-        for i in range(16):
+        for _i in range(16):
             ids = torch.randint(0, model.config.vocab_size, (8, 256), device="cuda")
             out = model(input_ids=ids, use_cache=False)
             preds.append(out.logits.argmax(-1).cpu())
@@ -220,7 +220,7 @@ def healthy_kv_generate(run):
     run.begin()
     lengths = []
     with torch.no_grad():
-        for r in range(3):
+        for _r in range(3):
             ids = torch.randint(0, model.config.vocab_size, (16, 32), device="cuda")
             out = model.generate(ids, max_new_tokens=64, min_new_tokens=64, do_sample=False, use_cache=True,
                                  pad_token_id=0)
@@ -236,8 +236,8 @@ def healthy_grad_accum(run):
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
     run.begin()
     after = []
-    for step in range(6):
-        for micro in range(4):
+    for _step in range(6):
+        for _micro in range(4):
             ids = torch.randint(0, model.config.vocab_size, (8, 512), device="cuda")
             loss = model(input_ids=ids, labels=ids, use_cache=False).loss / 4
             loss.backward()
@@ -257,7 +257,7 @@ def ucache_bias_train(run):
     schedule = [128, 192, 128, 256, 192, 128, 320, 256, 384, 128, 320, 448, 192, 512, 256, 384, 576, 448, 640, 512]
     run.begin()
     after = []
-    for step, n in enumerate(schedule):
+    for _step, n in enumerate(schedule):
         if n not in bias:
             pos = torch.arange(n, device="cuda")
             dist = (pos[None, :] - pos[:, None]).abs().float()

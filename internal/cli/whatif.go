@@ -91,7 +91,7 @@ func (c *whatifCmd) sizesOf(files []string) ([]float64, error) {
 		base := strings.TrimSuffix(filepath.Base(f), filepath.Ext(f))
 		m := lastNumber.FindStringSubmatch(base)
 		if m == nil {
-			return nil, fmt.Errorf("%s: no number in the file name; give the sizes with --sizes N,N,...", f)
+			return nil, fmt.Errorf("%s: no number in the file name; give the sizes with --sizes, e.g. --sizes 4,8,16", f)
 		}
 		v, _ := strconv.ParseFloat(m[1], 64)
 		out = append(out, v)

@@ -116,7 +116,8 @@ CELLS = [
 ]
 
 
-def main(path=os.path.join(HERE, "gpu_cell.ipynb")):
+def main(path=None):
+    path = path or os.path.join(HERE, "gpu_cell.ipynb")
     import nbformat
 
     nb = nbformat.v4.new_notebook()

@@ -1,5 +1,4 @@
 """python -m vramscope run / boot-path / attach."""
-import json
 import os
 import subprocess
 import sys

@@ -10,7 +10,6 @@ jupyter/examples/gpu_cell.ipynb (see jupyter/README.md)."""
 import base64
 import json
 import os
-import pickle
 import re
 import socket
 import subprocess

@@ -349,7 +349,7 @@ def attach(max_entries=100_000, stacks="python", record=True, socket=None, oom=T
     try:
         max_entries = int(max_entries)
     except (TypeError, ValueError):
-        raise ValueError("max_entries must be a positive integer, not %r" % (max_entries,))
+        raise ValueError("max_entries must be a positive integer, not %r" % (max_entries,)) from None
     if max_entries <= 0:
         raise ValueError("max_entries must be a positive integer, not %r" % (max_entries,))
     if _env_off("VRAMSCOPE_RECORD"):

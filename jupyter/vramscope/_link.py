@@ -140,7 +140,7 @@ class _Link:
             self.facts_sent = facts
         except RPCError:
             # a daemon that takes one registration per connection: start a new one
-            raise _Disconnected("re-registering")
+            raise _Disconnected("re-registering") from None
 
     def _counters(self):
         torch = _torch.imported()
@@ -184,7 +184,7 @@ class _Link:
                 s.sendall(data)
             except (OSError, ValueError) as e:
                 self._break(s)
-                raise _Disconnected("send failed: %s" % e)
+                raise _Disconnected("send failed: %s" % e) from e
 
     def _break(self, s):
         try:
@@ -218,7 +218,7 @@ class _Link:
             else:
                 ready = select.select([s], [], [], timeout)[0]
         except (OSError, ValueError) as e:
-            raise _Disconnected("poll: %s" % e)
+            raise _Disconnected("poll: %s" % e) from e
         if not ready:
             return
         try:
@@ -226,7 +226,7 @@ class _Link:
         except _socket.timeout:
             return
         except (OSError, ValueError) as e:
-            raise _Disconnected("recv: %s" % e)
+            raise _Disconnected("recv: %s" % e) from e
         if not data:
             raise _Disconnected("the daemon closed the connection")
         # Look for newlines in the new bytes only and cut the buffer once per

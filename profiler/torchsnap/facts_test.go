@@ -207,7 +207,6 @@ func pyStackKey(st [][]any) string {
 type goTrace struct {
 	events  []profiler.Event
 	actions map[string]int
-	hash    []byte
 }
 
 // collector gathers every streamed event per trace number.

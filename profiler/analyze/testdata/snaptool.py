@@ -101,7 +101,7 @@ def device_facts(snap, dev, trace):
     pre_freed_after_peak = sum(size for seq, size in r["pre_frees"] if seq > r["peak_seq"])
     # Reserved over time: anchored at the end state, which the segments give.
     reserved_end = sum(s["total_size"] for s in segs)
-    rcur = rmax = 0
+    rcur = 0
     rlevels = []
     for e in trace:
         a = e["action"]

@@ -2,7 +2,9 @@
 """Writes the VSM1 streams TestConvertChecksLikeAnalyze feeds to convert: one
 good stream and five that analyze refuses but convert used to turn into a
 pickle (exit 0). Run from anywhere; the output is deterministic."""
-import marshal, os, struct
+import marshal
+import os
+import struct
 
 def frame(kind, payload=b""):
     return kind + struct.pack("<Q", len(payload)) + payload

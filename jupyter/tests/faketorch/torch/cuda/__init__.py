@@ -99,5 +99,5 @@ def set_device(d):
     _device = d
 
 
-from . import memory  # noqa: E402
+from . import memory  # noqa: E402,F401 (torch.cuda.memory, as torch has it)
 from .memory import memory_allocated, memory_reserved, max_memory_allocated  # noqa: E402,F401
