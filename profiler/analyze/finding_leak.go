@@ -85,7 +85,7 @@ func (dg *devDiag) survivors() []*survivor {
 // steps 1 and N-2 it grew by at least half of what those origins kept from
 // steps 2..N-2 (so blocks handed over to a bounded rotation do not count).
 // Sites that stop allocating while the steps go on are not leaks but caches
-// (cacheGrowth).
+// (cacheGrowth), nor are sites keyed by shape that skip steps (keyedByShape).
 func (dg *devDiag) leak() (*Finding, map[string]bool) {
 	steps := dg.d.Steps
 	n := len(steps)
@@ -102,7 +102,7 @@ func (dg *devDiag) leak() (*Finding, map[string]bool) {
 				cnt++
 			}
 		}
-		if cnt < 2 || 3*cnt < 2*k || s.steps[n-2] == 0 {
+		if cnt < 2 || 3*cnt < 2*k || s.steps[n-2] == 0 || (s.keyedByShape() && cnt < k) {
 			continue
 		}
 		sites = append(sites, s)
@@ -180,5 +180,11 @@ func (dg *devDiag) leak() (*Finding, map[string]bool) {
 	}
 	return &f, keys
 }
+
+// keyedByShape says whether a site's surviving blocks look like a cache's
+// entries: at least three sizes and no size twice (one entry per key). Such
+// a site leaks only when it added a block on every step; one that skipped
+// steps (cache hits) is unboundedCache's or cacheGrowth's.
+func (s *survivor) keyedByShape() bool { return len(s.sizes) >= 3 && int64(len(s.sizes)) == s.blocks }
 
 func (s *survivor) key() string { return fmt.Sprintf("%s:%d:%s", s.file, s.line, s.fn) }

@@ -129,3 +129,65 @@ func TestForwardCutByOOMIsNoLoop(t *testing.T) {
 		t.Errorf("too_big: %d steps (%s), findings %v", len(r.Steps), r.StepSource, kinds(r))
 	}
 }
+
+// A cache keyed by length, dumped at every step end: from the first step
+// that made no new entry (a hit; a leak adds something on every step) it is never
+// a leak, and it is exactly one cache finding at the cache's line —
+// unbounded_cache while it grows, cache_growth once it has been quiet.
+func TestCacheDumpedAtEveryStep(t *testing.T) {
+	if testing.Short() {
+		t.Skip("33 cuts of two recordings (about 10 s on 2 cores)")
+	}
+	for _, c := range []struct {
+		name     string
+		line     int
+		firstHit int // the first step that added no entry (record_findings.py's schedules)
+	}{
+		{"cache_growth", 168, 4},
+		{"cache_infer", 282, 4},
+	} {
+		full := result(t, c.name)
+		var seen []string
+		for k := c.firstHit + 1; k < len(full.Steps); k++ {
+			r := variant(t, c.name, analyze.Options{}, "cut", strconv.FormatInt(full.Steps[k].EndUS, 10))
+			var kind string
+			for _, f := range r.Findings {
+				switch f.Kind {
+				case analyze.KindLeak, analyze.KindLoopAccumulation:
+					t.Errorf("%s cut after step %d: %s %s", c.name, k, f.Kind, f.Title)
+				case analyze.KindCacheGrowth, analyze.KindUnboundedCache:
+					if kind != "" || f.Line != c.line {
+						t.Errorf("%s cut after step %d: a second cache finding or another line: %s", c.name, k, f.Title)
+					}
+					kind = f.Kind
+				}
+			}
+			if len(seen) == 0 || seen[len(seen)-1] != kind {
+				seen = append(seen, kind)
+			}
+		}
+		if got := strings.Join(seen, " then "); got != "unbounded_cache then cache_growth" {
+			t.Errorf("%s dumped after each step: %s", c.name, got)
+		}
+	}
+}
+
+// One training step of GPT-2 (12 layers) recorded without annotations: its
+// forward keeps each layer's activations and its backward gives them all
+// back, which looks like a loop that keeps and then frees. It has
+// backward's frameless allocations, so no keeping loop is looked for: no
+// steps, no leak (a first version found the 12 layers as 12 iterations).
+func TestOneTrainingStepIsNoLoop(t *testing.T) {
+	full := result(t, "gpt2_12l_python_stacks")
+	dir := t.TempDir()
+	plain, first := filepath.Join(dir, "plain.pickle"), filepath.Join(dir, "first.pickle")
+	snaptool(t, "strip", pathOf(t, "gpt2_12l_python_stacks"), plain)
+	snaptool(t, "cut", plain, strconv.FormatInt(full.Steps[0].EndUS, 10), first)
+	r, err := analyze.Run(first, analyze.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Steps) != 0 || len(r.Findings) != 0 {
+		t.Errorf("the first step alone: %d steps (%s), findings %v", len(r.Steps), r.StepSource, kinds(r))
+	}
+}

@@ -199,7 +199,12 @@ func explained(k, d int) int {
 // iterations that keep part of it (a loop keeping its outputs) looked for,
 // and kept when the trace then gives the kept memory back (the loop ended
 // and its list was freed). A forward pass whose layers keep their
-// activations, cut short by an OOM, gives nothing back and is no loop.
+// activations is no loop: cut short by an OOM it gives nothing back; followed
+// by its backward, it gives everything back, but then a tenth or more of the
+// allocations have no Python frames (autograd's thread), and a trace with
+// backward passes is not searched for keeping loops at all (the loops that
+// keep outputs are evaluation and generation; a training loop that keeps
+// something still frees most of what each step takes, for the first pass).
 func periodicSteps(log *levelLog) []int {
 	occ := loopOccurrences(log)
 	if occ == nil {
@@ -207,6 +212,9 @@ func periodicSteps(log *levelLog) []int {
 	}
 	if ends := occ.loop(log, false); ends != nil {
 		return ends
+	}
+	if occ.backward*10 > occ.allocs {
+		return nil // a training trace: layers keeping activations for backward are no loop
 	}
 	if ends := occ.loop(log, true); ends != nil && releasedAfter(log, ends) {
 		return ends
@@ -254,10 +262,12 @@ func (occ *occurrences) loop(log *levelLog, keep bool) []int {
 // occurrences are the allocations a loop is looked for in (seq: log
 // indices), grouped by key (a stack, or a stack and a size).
 type occurrences struct {
-	seq     []int32
-	pos     map[uint64][]int32 // key -> positions in seq
-	keys    []uint64           // in order of first occurrence
-	byCount map[int]int        // occurrences of a key -> allocations of keys with that count
+	allocs   int // allocations in the log
+	backward int // of them, without Python frames (autograd's thread: backward)
+	seq      []int32
+	pos      map[uint64][]int32 // key -> positions in seq
+	keys     []uint64           // in order of first occurrence
+	byCount  map[int]int        // occurrences of a key -> allocations of keys with that count
 }
 
 // loopOccurrences groups the allocations of the log by stack; nil when there
@@ -289,7 +299,7 @@ func loopOccurrences(log *levelLog) *occurrences {
 	if len(seq) < 2*minPerCycle {
 		return nil
 	}
-	occ := &occurrences{seq: seq, pos: map[uint64][]int32{}, byCount: map[int]int{}}
+	occ := &occurrences{allocs: len(allocs), backward: len(allocs) - len(framed), seq: seq, pos: map[uint64][]int32{}, byCount: map[int]int{}}
 	for i, li := range seq {
 		k := key(li)
 		if _, ok := occ.pos[k]; !ok {
