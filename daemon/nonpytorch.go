@@ -38,8 +38,9 @@ const (
 
 // contextTypical is what a CUDA context with PyTorch's kernels loaded takes
 // outside the allocator: 0.74 GiB for GPT-2 on the H200 run of
-// docs/gpu-e2e.md (NVML 8.27 GiB, reserved 7.53 GiB). A finding names it as
-// the likely share of the context, and the rest as something else.
+// docs/gpu-e2e.md (NVML 8.27 GiB, reserved 7.53 GiB), 0.67-0.74 GiB in the
+// agent's four OOM recordings of examples/snapshots/oom. A finding names it
+// as the likely share of the context, and the rest as something else.
 const contextTypical = 3 << 28 // 768 MiB
 
 // nonPyTorchFindings compares NVML's view of the process's GPU memory, taken

@@ -75,3 +75,35 @@ func TestNonPyTorchMemory(t *testing.T) {
 		t.Errorf("no NVML data gave %+v", f)
 	}
 }
+
+// The agent's OOM recordings of examples/snapshots/oom (H200, examples/oom)
+// carry NVML's figure for their process: 0.67-0.74 GiB beyond what PyTorch
+// reserved, a CUDA context each. None gets a finding, and the context the
+// finding would name (contextTypical) is within 0.1 GiB of each.
+func TestNonPyTorchMemoryOnAgentRecordings(t *testing.T) {
+	for _, name := range []string{"kept_growth", "late_long_batch", "lora", "too_big"} {
+		base := "../examples/snapshots/oom/" + name
+		b, err := os.ReadFile(base + ".meta.json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m store.Meta
+		if err := json.Unmarshal(b, &m); err != nil || m.GPUBytes == 0 {
+			t.Fatalf("%s.meta.json: %v, gpu_bytes %d", name, err, m.GPUBytes)
+		}
+		r, err := analyze.Run(base+".pickle", analyze.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f := nonPyTorchFindings(m, r, 0); len(f) != 0 {
+			t.Errorf("%s: a CUDA context reported: %s", name, f[0].Title)
+		}
+		var reserved int64
+		for _, d := range r.Devices {
+			reserved += d.Allocator.Reserved
+		}
+		if d := int64(m.GPUBytes) - reserved - contextTypical; d < -(1<<30)/10 || d > (1<<30)/10 {
+			t.Errorf("%s: %d bytes outside PyTorch, %d from the context estimate", name, int64(m.GPUBytes)-reserved, d)
+		}
+	}
+}
