@@ -286,6 +286,23 @@ func (s *session) analysisFlame(ctx context.Context, raw json.RawMessage) (any, 
 	return r.Flame(analyze.FlameOptions{Weight: w, KeepWrappers: p.KeepWrappers}), nil
 }
 
+// analysisReport answers Result.Report: what report.js draws beside the flame tree.
+func (s *session) analysisReport(ctx context.Context, raw json.RawMessage) (any, error) {
+	var p api.IDParams
+	if err := decode(raw, &p); err != nil {
+		return nil, err
+	}
+	r, err := s.result(ctx, p.ID)
+	if err != nil {
+		return nil, err
+	}
+	b, err := r.Report()
+	if err != nil {
+		return nil, rpcErr(api.CodeInternal, "%v", err)
+	}
+	return json.RawMessage(b), nil
+}
+
 func (s *session) analysisTimeline(ctx context.Context, raw json.RawMessage) (any, error) {
 	var p api.TimelineParams
 	if err := decode(raw, &p); err != nil {

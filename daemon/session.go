@@ -61,6 +61,7 @@ func init() {
 		api.AnalysisSummary:  (*session).analysisSummary,
 		api.AnalysisSites:    (*session).analysisSites,
 		api.AnalysisFlame:    (*session).analysisFlame,
+		api.AnalysisReport:   (*session).analysisReport,
 		api.AnalysisTimeline: (*session).analysisTimeline,
 		api.AnalysisFindings: (*session).analysisFindings,
 		api.AnalysisDiff:     (*session).analysisDiff,

@@ -56,6 +56,7 @@ const (
 	AnalysisSummary  = "analysis.summary"
 	AnalysisSites    = "analysis.sites"
 	AnalysisFlame    = "analysis.flame"
+	AnalysisReport   = "analysis.report"
 	AnalysisTimeline = "analysis.timeline"
 	AnalysisFindings = "analysis.findings"
 	AnalysisDiff     = "analysis.diff"
@@ -477,6 +478,7 @@ var Methods = []Method{
 	{AnalysisSummary, ClientToDaemon, IDParams{}, "analyze.Result (as vramscope analyze --json)", "The full analysis; computed once per snapshot and cached."},
 	{AnalysisSites, ClientToDaemon, SitesParams{}, SitesResult{}, "The lines of one source file that hold memory (paths matched exactly or by suffix)."},
 	{AnalysisFlame, ClientToDaemon, FlameParams{}, "flame.Tree (as vramscope flame --format json)", "The flame tree for the shared renderer."},
+	{AnalysisReport, ClientToDaemon, IDParams{}, "analyze.Result.Report (as vramscope analyze --report)", "The linked report's data beside the flame tree: the peak device's timeline, the live set over time by origin (moments: what a click on the timeline shows), top lines, categories, findings, allocator maps."},
 	{AnalysisTimeline, ClientToDaemon, TimelineParams{}, "analyze.Timeline", "Allocated and reserved bytes over time for one device, with step and annotation markers."},
 	{AnalysisFindings, ClientToDaemon, IDParams{}, "[]analyze.Finding", "The findings (OOM, …) with evidence and fix."},
 	{AnalysisDiff, ClientToDaemon, DiffParams{}, "analyze.Diff (as vramscope diff --json)", "Per-line change from snapshot a to snapshot b."},

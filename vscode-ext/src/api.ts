@@ -18,6 +18,7 @@ export const Method = {
   AnalysisSummary: "analysis.summary",
   AnalysisSites: "analysis.sites",
   AnalysisFlame: "analysis.flame",
+  AnalysisReport: "analysis.report",
   AnalysisTimeline: "analysis.timeline",
   AnalysisFindings: "analysis.findings",
   AnalysisDiff: "analysis.diff",
