@@ -9,7 +9,7 @@ EXAMPLE := examples/snapshots/example_train.pickle
 RECORDED := /work/main
 SHARED  ?= ../shared
 
-.PHONY: all build generate dist test-dist demo test clean-artifacts setup test-go test-web test-py test-fixtures test-vscode bench bench-lsp bench-widget bench-page fuzz gpu-e2e clean
+.PHONY: all build generate test-race lint golden dist test-dist demo test clean-artifacts setup test-go test-web test-py test-fixtures test-vscode bench bench-lsp bench-widget bench-page fuzz gpu-e2e clean
 
 all: build
 
@@ -54,7 +54,7 @@ setup:
 	  else echo "install Debian's prometheus (apt-get install prometheus) for the daemon's scrape test" >&2; exit 1; fi; }
 	sh vscode-ext/test/code-server/install.sh
 
-test: clean-artifacts setup test-go test-web test-py test-dist test-fixtures test-vscode
+test: clean-artifacts setup test-go test-race lint test-web test-py test-dist test-fixtures test-vscode
 
 # Screenshots and logs of this run only (the browser tests write them).
 ARTIFACTS ?= $(or $(VRAMSCOPE_ARTIFACTS),test-artifacts)
@@ -65,6 +65,23 @@ test-go:
 	@out="$$(gofmt -l $$(git ls-files '*.go'))"; if [ -n "$$out" ]; then echo "not gofmt-ed: $$out" >&2; exit 1; fi
 	$(GO) vet ./...
 	$(GO) test ./...
+
+# The race detector on the concurrent parts: the daemon (sessions, agents,
+# the store, streams), the language server, and the stream decoders.
+test-race:
+	$(GO) test -race ./daemon/... ./lsp/... ./profiler/torchsnap/... ./profiler/marshal/...
+
+# staticcheck (pinned here; go run fetches it once into the module cache) and
+# ruff (pinned in jupyter/requirements-test.txt, configured in ruff.toml).
+STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
+lint:
+	$(GO) run $(STATICCHECK) ./...
+	.venv/bin/ruff check .
+
+# Rewrites every golden file from the current output (the tests' -update flag,
+# in each package whose tests use internal/golden); look at git diff after.
+golden:
+	$(GO) test -count=1 $$(grep -rl --include='*_test.go' -e 'golden\.Update' -e 'golden\.Check' . | xargs -n1 dirname | sort -u) -update
 
 test-web:
 	node --test profiler/flame/web/
@@ -94,6 +111,7 @@ test-vscode: build
 # Large-snapshot benchmarks beside python3 pickle.load; writes docs/benchmarks.md (KEEP=1 keeps the 50M file).
 bench:
 	go run ./bench $(BENCHFLAGS)
+	.venv/bin/python jupyter/tests/bench_vsm.py
 
 # Language-server latency on the 1M-entry snapshot (make bench runs it too, after decompressing the snapshot); writes docs/lsp-bench.md.
 bench-lsp: build
@@ -116,9 +134,17 @@ gpu-e2e:
 	@test -x $(BIN) || $(MAKE) build
 	python3 examples/e2e/gpu_e2e.py --bin $(BIN) --out $(GPU_OUT)
 
+# Every fuzzer in the repository (each func Fuzz* in a test file), one after
+# another for FUZZTIME each (make fuzz FUZZTIME=5m for a longer run); new
+# crashers land in testdata/fuzz/ and plain go test replays them.
+FUZZTIME ?= 10s
 fuzz:
-	$(GO) test -run XXX -fuzz FuzzDecode -fuzztime 60s ./profiler/pickle
-	$(GO) test -run XXX -fuzz FuzzSnapshot -fuzztime 60s ./profiler/torchsnap
+	@set -e; for dir in $$(grep -rl --include='*_test.go' --exclude-dir=node_modules '^func Fuzz' . | xargs -n1 dirname | sort -u); do \
+	  for f in $$(grep -h '^func Fuzz' $$dir/*_test.go | sed 's/^func \(Fuzz[A-Za-z0-9_]*\).*/\1/'); do \
+	    echo "fuzz: $$dir $$f for $(FUZZTIME)"; \
+	    $(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZTIME) $$dir; \
+	  done; \
+	done
 
 clean:
 	rm -rf bin dist example_flame.html test-artifacts .bench .venv gpu-e2e-out

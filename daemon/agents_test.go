@@ -14,6 +14,7 @@ import (
 	"github.com/sourcegraph/jsonrpc2"
 	"github.com/vramscope/vramscope/daemon/api"
 	"github.com/vramscope/vramscope/daemon/client"
+	"github.com/vramscope/vramscope/internal/reftool"
 	"github.com/vramscope/vramscope/profiler/analyze"
 )
 
@@ -220,7 +221,7 @@ func startPython(t *testing.T, script string, env []string) *exec.Cmd {
 	t.Helper()
 	py, err := exec.LookPath("python3")
 	if err != nil {
-		t.Skip("no python3")
+		reftool.Missing(t, "no python3")
 	}
 	path := filepath.Join(t.TempDir(), "train.py")
 	if err := os.WriteFile(path, []byte(script), 0o644); err != nil {

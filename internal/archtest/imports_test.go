@@ -42,6 +42,7 @@ var allowed = []struct {
 	{"internal/wiregen", []string{"daemon/api", "internal/golden"}, "generates docs/api.md, the Python and TypeScript wire files from daemon/api"},
 	{"internal/wiregen/cmd/wiregen", []string{"internal/wiregen"}, "go generate's entry point"},
 	{"internal/golden", nil, "golden-file checks for tests: standard library only"},
+	{"internal/reftool", nil, "reference tests skip where their tool is missing, fail in CI: standard library only"},
 	{"internal/vsmtest", nil, "real snapshots as VSM1 (by the agent's writer) for tests: standard library only"},
 	{"internal/hostile", []string{"profiler/pickle"}, "the snapshots that broke vramscope (deep stacks), generated for tests"},
 	{"cmd/vramscope", []string{"internal/cli"}, "a thin entry point"},

@@ -22,6 +22,31 @@ VRAMSCOPE = [sys.executable, "-c", "import runpy, sys; sys.path.insert(0, %r); "
 sys.path.insert(0, HERE)
 from peer import FakeDaemon  # noqa: E402
 
+# In CI ($CI, or VRAMSCOPE_CI=1, which .ci/run exports) a test whose reference
+# tool or module is missing fails instead of skipping: there the install went
+# wrong, and a skipped test would pass unseen.
+IN_CI = bool(os.environ.get("CI")) or os.environ.get("VRAMSCOPE_CI") == "1"
+
+
+def missing(why):
+    """Skips the test (or module) for why, or fails it in CI."""
+    if IN_CI:
+        pytest.fail("%s (in CI a reference test fails rather than skip: make setup installs it)" % why, pytrace=False)
+    pytest.skip(why, allow_module_level=True)
+
+
+def require_module(name, why=None):
+    """pytest.importorskip, except that a missing module fails the test in CI."""
+    try:
+        return importlib.import_module(name)
+    except ImportError as e:
+        missing(why or "%s is not installed (%s)" % (name, e))
+
+
+def skip_browser():
+    """Whether VRAMSCOPE_SKIP_BROWSER=1 asks to skip the browser tests; never in CI."""
+    return os.environ.get("VRAMSCOPE_SKIP_BROWSER") == "1" and not IN_CI
+
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "fake_only: needs the in-test peer (not the real daemon)")

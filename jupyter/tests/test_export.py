@@ -29,14 +29,14 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from conftest import FAKETORCH, ROOT
+from conftest import FAKETORCH, ROOT, require_module, skip_browser
 from labserver import need_browser, serve
 from test_notebook import engine  # noqa: F401 (a fixture)
 from test_notebook import FakeDaemon, kernel_env, outputs, stderr, widget_state
 
-nbformat = pytest.importorskip("nbformat")
-nbclient = pytest.importorskip("nbclient")
-nbconvert = pytest.importorskip("nbconvert")
+nbformat = require_module("nbformat")
+nbclient = require_module("nbclient")
+nbconvert = require_module("nbconvert")
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ARTIFACTS = os.path.abspath(os.environ.get("VRAMSCOPE_ARTIFACTS") or os.path.join(ROOT, "test-artifacts"))
@@ -44,7 +44,7 @@ SHARED = os.path.join(os.path.dirname(ROOT), "shared", "fixtures", "snapshots")
 OOM = os.path.join(SHARED, "oom_batch.pickle")
 GPT2 = os.path.join(SHARED, "gpt2_train.pickle")
 WIDGET = "application/vnd.jupyter.widget-view+json"
-browser = pytest.mark.skipif(os.environ.get("VRAMSCOPE_SKIP_BROWSER") == "1", reason="VRAMSCOPE_SKIP_BROWSER=1")
+browser = pytest.mark.skipif(skip_browser(), reason="VRAMSCOPE_SKIP_BROWSER=1")
 
 # index: (source, title the report shows); None: not a report. SOCK is set by the fixture.
 CELLS = [

@@ -21,14 +21,14 @@ import sys
 
 import pytest
 
-from conftest import EXAMPLE, ROOT
+from conftest import EXAMPLE, ROOT, skip_browser
 from labserver import UIS, need_browser, serve
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCRIPT = os.path.join(HERE, "lab_browser.mjs")
 ARTIFACTS = os.path.abspath(os.environ.get("VRAMSCOPE_ARTIFACTS") or os.path.join(ROOT, "test-artifacts"))
 
-pytestmark = pytest.mark.skipif(os.environ.get("VRAMSCOPE_SKIP_BROWSER") == "1", reason="VRAMSCOPE_SKIP_BROWSER=1")
+pytestmark = pytest.mark.skipif(skip_browser(), reason="VRAMSCOPE_SKIP_BROWSER=1")
 
 
 def demo_tree(path):

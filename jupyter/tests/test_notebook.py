@@ -17,10 +17,10 @@ import threading
 
 import pytest
 
-from conftest import EXAMPLE, FAKETORCH, ROOT
+from conftest import EXAMPLE, FAKETORCH, ROOT, require_module
 
-nbformat = pytest.importorskip("nbformat")
-nbclient = pytest.importorskip("nbclient")
+nbformat = require_module("nbformat")
+nbclient = require_module("nbclient")
 
 SHARED = os.path.join(os.path.dirname(ROOT), "shared", "fixtures", "snapshots")
 GPT2 = os.path.join(SHARED, "gpt2_train.pickle")

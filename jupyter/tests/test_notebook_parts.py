@@ -8,9 +8,9 @@ import sys
 
 import pytest
 
-from conftest import PKG_PARENT, ROOT
+from conftest import PKG_PARENT, ROOT, require_module
 
-pytest.importorskip("IPython")  # the notebook extra: pip install -e './jupyter[test,notebook]'
+require_module("IPython")  # the notebook extra: pip install -e './jupyter[test,notebook]'
 
 from vramscope import _engine, _live, _magic, _names  # noqa: E402
 
@@ -27,7 +27,7 @@ def test_bundled_renderer_is_the_shared_one(name):
 
 
 def test_widget_module_is_flame_js_then_widget_js():
-    pytest.importorskip("anywidget")
+    require_module("anywidget")
     from vramscope import _widget
 
     esm = _widget.esm("widget.js")
@@ -103,7 +103,7 @@ def test_engine_errors_name_the_cause(tmp_path, monkeypatch):
 
 @pytest.fixture(scope="module")
 def shell():
-    IPython = pytest.importorskip("IPython")
+    IPython = require_module("IPython")
     from IPython.core.interactiveshell import InteractiveShell
 
     sh = InteractiveShell.instance()

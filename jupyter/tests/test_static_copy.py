@@ -13,7 +13,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from conftest import EXAMPLE, ROOT
+from conftest import EXAMPLE, ROOT, require_module
 
 from vramscope import _flamesvg, _html, _livestatic
 
@@ -159,7 +159,7 @@ def test_page_parts_and_key():
 
 
 def test_a_copy_that_fails_says_so():
-    pytest.importorskip("anywidget")
+    require_module("anywidget")
     from vramscope import _widget
 
     def boom():

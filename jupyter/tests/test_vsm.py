@@ -103,23 +103,6 @@ def test_writer_checks_its_input():
         write_vsm({}, io.BytesIO(), chunk_entries=0)
 
 
-def test_speed_against_pickle(capsys):
-    """Prints (never asserts) write_vsm against pickle.dump on the largest example."""
-    path = max(SNAPSHOTS, key=os.path.getsize)
-    snap = load(path)
-    best = {}
-    for name, write in (("write_vsm", lambda f: write_vsm(snap, f)),
-                        ("pickle.dump(protocol=4)", lambda f: pickle.dump(snap, f, protocol=4))):
-        for _ in range(3):
-            buf = io.BytesIO()
-            t = time.perf_counter()
-            write(buf)
-            best[name] = min(best.get(name, 1e9), time.perf_counter() - t)
-    with capsys.disabled():
-        print("\n%s: write_vsm %.1f ms, pickle.dump %.1f ms" % (
-            os.path.basename(path), best["write_vsm"] * 1e3, best["pickle.dump(protocol=4)"] * 1e3))
-
-
 def test_stream_to_a_fifo_nobody_reads_gives_up(tmp_path):
     """The agent's stream into the daemon's FIFO: with no reader it gives up
     (the caller writes the pickle instead) rather than block every later capture."""

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/vramscope/vramscope/internal/reftool"
 	"github.com/vramscope/vramscope/profiler/analyze"
 )
 
@@ -62,7 +63,7 @@ func pathOf(t *testing.T, name string) string {
 func need(t *testing.T, path string) {
 	t.Helper()
 	if _, err := os.Stat(path); err != nil {
-		t.Skipf("snapshot not available: %v", err)
+		reftool.Missing(t, "snapshot not available: %v", err)
 	}
 }
 
@@ -168,7 +169,7 @@ func python(t *testing.T) string {
 	t.Helper()
 	py, err := exec.LookPath("python3")
 	if err != nil {
-		t.Skip("python3 not found: the independent replay needs it")
+		reftool.Missing(t, "python3 not found: the independent replay needs it")
 	}
 	return py
 }

@@ -3,6 +3,7 @@ package marshal
 import (
 	"bytes"
 	"fmt"
+	"github.com/vramscope/vramscope/internal/reftool"
 	"github.com/vramscope/vramscope/internal/vsmtest"
 	"math/rand"
 	"os"
@@ -76,7 +77,7 @@ func python(t *testing.T, script string, args ...string) {
 	t.Helper()
 	py, err := exec.LookPath("python3")
 	if err != nil {
-		t.Skip("python3 not found")
+		reftool.Missing(t, "python3 not found")
 	}
 	cmd := exec.Command(py, append([]string{"-c", script, jupyterDir}, args...)...)
 	if out, err := cmd.CombinedOutput(); err != nil {

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vramscope/vramscope/internal/reftool"
 	"github.com/vramscope/vramscope/profiler/pickle"
 )
 
@@ -354,7 +355,7 @@ func python(t *testing.T) string {
 	t.Helper()
 	p, err := exec.LookPath("python3")
 	if err != nil {
-		t.Skip("python3 not found")
+		reftool.Missing(t, "python3 not found")
 	}
 	return p
 }

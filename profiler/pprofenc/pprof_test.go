@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/pprof/profile"
 
+	"github.com/vramscope/vramscope/internal/reftool"
 	"github.com/vramscope/vramscope/profiler/analyze"
 	"github.com/vramscope/vramscope/profiler/pprofenc"
 )
@@ -19,7 +20,7 @@ var fixture = filepath.Join("..", "..", "..", "shared", "fixtures", "snapshots",
 func load(t *testing.T) *analyze.Result {
 	t.Helper()
 	if _, err := os.Stat(fixture); err != nil {
-		t.Skipf("fixture not available: %v", err)
+		reftool.Missing(t, "fixture not available: %v", err)
 	}
 	r, err := analyze.Run(fixture, analyze.Options{})
 	if err != nil {
@@ -111,7 +112,7 @@ func TestGoToolPprof(t *testing.T) {
 	}
 	goBin, err := exec.LookPath("go")
 	if err != nil {
-		t.Skip("go not in PATH")
+		reftool.Missing(t, "go not in PATH")
 	}
 	r := load(t)
 	path := filepath.Join(t.TempDir(), "gpt2_train.pb.gz")

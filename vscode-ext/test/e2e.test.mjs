@@ -65,7 +65,9 @@ const artifacts = path.join(
   process.env.VRAMSCOPE_ARTIFACTS ? path.resolve(process.env.VRAMSCOPE_ARTIFACTS) : path.join(repoRoot, "test-artifacts"),
   "vscode",
 );
-const skip = process.env.VRAMSCOPE_SKIP_VSCODE === "1" ? "VRAMSCOPE_SKIP_VSCODE=1" : false;
+// In CI (CI, or VRAMSCOPE_CI=1) the opt-out is ignored: a missing code-server fails there.
+const inCI = Boolean(process.env.CI) || process.env.VRAMSCOPE_CI === "1";
+const skip = process.env.VRAMSCOPE_SKIP_VSCODE === "1" && !inCI ? "VRAMSCOPE_SKIP_VSCODE=1" : false;
 
 // The server's own golden answer for the hint on line 22 (0-based 21).
 function goldenHint() {

@@ -22,7 +22,9 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 const repoRoot = path.resolve(here, "../../..");
 const chromiumPath = process.env.VRAMSCOPE_CHROMIUM || "/usr/bin/chromium";
 const artifacts = process.env.VRAMSCOPE_ARTIFACTS ? path.resolve(process.env.VRAMSCOPE_ARTIFACTS) : path.join(repoRoot, "test-artifacts");
-const skip = process.env.VRAMSCOPE_SKIP_BROWSER === "1" ? "VRAMSCOPE_SKIP_BROWSER=1" : false;
+// In CI (CI, or VRAMSCOPE_CI=1) the opt-out is ignored: a missing browser fails there.
+const inCI = Boolean(process.env.CI) || process.env.VRAMSCOPE_CI === "1";
+const skip = process.env.VRAMSCOPE_SKIP_BROWSER === "1" && !inCI ? "VRAMSCOPE_SKIP_BROWSER=1" : false;
 const launchArgs = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"];
 const snapshot = path.join(repoRoot, "examples", "snapshots", "findings", "frag_oom.pickle");
 

@@ -22,7 +22,9 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 const repoRoot = path.resolve(here, "../../..");
 const chromiumPath = process.env.VRAMSCOPE_CHROMIUM || "/usr/bin/chromium";
 const artifacts = process.env.VRAMSCOPE_ARTIFACTS ? path.resolve(process.env.VRAMSCOPE_ARTIFACTS) : path.join(repoRoot, "test-artifacts");
-const skip = process.env.VRAMSCOPE_SKIP_BROWSER === "1" ? "VRAMSCOPE_SKIP_BROWSER=1" : false;
+// In CI (CI, or VRAMSCOPE_CI=1) the opt-out is ignored: a missing browser fails there.
+const inCI = Boolean(process.env.CI) || process.env.VRAMSCOPE_CI === "1";
+const skip = process.env.VRAMSCOPE_SKIP_BROWSER === "1" && !inCI ? "VRAMSCOPE_SKIP_BROWSER=1" : false;
 
 // Render time is printed, not asserted: speed goals live in benchmarks
 // (the 300 ms goal for 100k frames is checked by reading this figure).
