@@ -47,13 +47,19 @@ func expectations(t *testing.T) []expectation {
 
 // recordingPath resolves an expectation's file: "shared:" is ../shared/, a
 // name without an extension is NAME.pickle or NAME.vsm (the agent's cases).
-// It returns "" when the file is not there.
+// A pending recording is first looked for in $VRAMSCOPE_RECORDINGS (the
+// folder record_piles.py wrote, before its files are copied here). It
+// returns "" when the file is not there.
 func recordingPath(e expectation) string {
 	p := filepath.Join("..", "..", e.File)
 	if rest, ok := strings.CutPrefix(e.File, "shared:"); ok {
 		p = filepath.Join("..", "..", "..", "shared", rest)
 	}
 	cands := []string{p}
+	if dir := os.Getenv("VRAMSCOPE_RECORDINGS"); dir != "" && e.Pending {
+		p = filepath.Join(dir, filepath.Base(e.File))
+		cands = []string{p}
+	}
 	if filepath.Ext(p) == "" {
 		cands = []string{p + ".pickle", p + ".vsm"}
 	}
