@@ -6,11 +6,13 @@ import "github.com/vramscope/vramscope/profiler"
 const MaxTimelinePoints = 2000
 
 // Point is one bucket of the timeline: the highest allocated and reserved bytes
-// seen in it, so downsampling never hides the peak.
+// seen in it, so downsampling never hides the peak, and the lowest allocated,
+// so a level that swings inside a bucket (steps, zoomed out) shows as a band.
 type Point struct {
 	TimeUS    int64 `json:"time_us"`
 	Allocated int64 `json:"allocated"`
 	Reserved  int64 `json:"reserved"`
+	Low       int64 `json:"low_allocated"`
 	// Categories splits Allocated by Timeline.CategoryNames, at the moment
 	// the point's allocated level was reached; absent past a truncated log.
 	Categories []int64 `json:"categories,omitempty"`
@@ -58,10 +60,11 @@ func (tl *timeline) add(t, cur, rcur int64) {
 	}
 	// Buckets skipped over hold the level that lasted through them.
 	for int64(len(tl.buckets)) <= i {
-		tl.buckets = append(tl.buckets, Point{TimeUS: tl.t0 + int64(len(tl.buckets))*tl.width, Allocated: tl.lastA, Reserved: tl.lastR})
+		tl.buckets = append(tl.buckets, Point{TimeUS: tl.t0 + int64(len(tl.buckets))*tl.width, Allocated: tl.lastA, Reserved: tl.lastR, Low: tl.lastA})
 	}
 	b := &tl.buckets[i]
 	b.Allocated = max(b.Allocated, cur)
+	b.Low = min(b.Low, cur)
 	b.Reserved = max(b.Reserved, rcur)
 	tl.lastA, tl.lastR = cur, rcur
 }
@@ -74,6 +77,7 @@ func (tl *timeline) halve() {
 			b := tl.buckets[2*i+1]
 			a.Allocated = max(a.Allocated, b.Allocated)
 			a.Reserved = max(a.Reserved, b.Reserved)
+			a.Low = min(a.Low, b.Low)
 		}
 		tl.buckets[i] = a
 	}
@@ -88,7 +92,7 @@ func (tl *timeline) result(device int, base, rbase int64, anns []profiler.Annota
 	}
 	out := Timeline{Device: device, Points: make([]Point, len(tl.buckets)), Markers: []Marker{}}
 	for i, b := range tl.buckets {
-		out.Points[i] = Point{TimeUS: b.TimeUS, Allocated: b.Allocated + base, Reserved: b.Reserved + rbase}
+		out.Points[i] = Point{TimeUS: b.TimeUS, Allocated: b.Allocated + base, Reserved: b.Reserved + rbase, Low: b.Low + base}
 	}
 	for _, a := range anns {
 		if a.Device != device {

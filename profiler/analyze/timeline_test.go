@@ -36,6 +36,10 @@ func checkTimeline(t *testing.T, d analyze.Device) {
 			bad++
 			t.Errorf("device %d: point %d: allocated %d, reserved %d", d.Device, i, p.Allocated, p.Reserved)
 		}
+		if p.Low < 0 || p.Low > p.Allocated {
+			bad++
+			t.Errorf("device %d: point %d: lowest %d, highest %d", d.Device, i, p.Low, p.Allocated)
+		}
 		maxA = max(maxA, p.Allocated)
 	}
 	if maxA != d.Peak.Bytes {

@@ -77,18 +77,25 @@
     const pts = (timeline && timeline.points) || [];
     const names = (timeline && timeline.category_names) || [];
     const n = pts.length;
-    const s = { n: n, names: names, t: new Float64Array(n), alloc: new Float64Array(n), reserved: new Float64Array(n), cats: names.map(() => new Float64Array(n)), hasCats: false };
+    // classified[i]: point i has categories (they stop where the engine's level log does).
+    // low: each point's lowest allocated level (older analyses: its highest).
+    const s = { n: n, names: names, t: new Float64Array(n), alloc: new Float64Array(n), low: new Float64Array(n), reserved: new Float64Array(n), cats: names.map(() => new Float64Array(n)), classified: new Uint8Array(n), hasCats: false, unclassified: false };
     for (let i = 0; i < n; i++) {
       const p = pts[i];
       s.t[i] = +p.time_us || 0;
       s.alloc[i] = +p.allocated || 0;
+      s.low[i] = p.low_allocated !== undefined ? Math.min(+p.low_allocated || 0, s.alloc[i]) : s.alloc[i];
       s.reserved[i] = +p.reserved || 0;
       const c = p.categories;
       if (c && c.length) {
         s.hasCats = true;
+        s.classified[i] = 1;
         for (let j = 0; j < names.length; j++) s.cats[j][i] = +c[j] || 0;
+      } else if (s.alloc[i] > 0) {
+        s.unclassified = true;
       }
     }
+    s.unclassified = s.unclassified && s.hasCats;
     return s;
   }
 
@@ -107,8 +114,9 @@
 
   /**
    * columns downsamples s over [t0, t1) to px pixel columns, keeping for each
-   * the highest and lowest allocated, the highest reserved and the point that
-   * reached the highest (its categories are drawn). A column without a point
+   * the highest and lowest allocated (of the points' highs and lows), the
+   * highest reserved and the point that reached the highest (its categories
+   * are drawn). A column without a point
    * holds the level of the point before it, so steps stay flat.
    */
   function columns(s, t0, t1, px) {
@@ -120,12 +128,12 @@
       const end = t0 + ((x + 1) * span) / px;
       if (s.n === 0 || s.t[0] >= end) continue;
       let best = i;
-      let lo = s.alloc[i];
+      let lo = s.low[i];
       let res = s.reserved[i];
       let j = i + 1;
       for (; j < s.n && s.t[j] < end; j++) {
         if (s.alloc[j] > s.alloc[best]) best = j;
-        lo = Math.min(lo, s.alloc[j]);
+        lo = Math.min(lo, s.low[j]);
         res = Math.max(res, s.reserved[j]);
       }
       c.at[x] = best;
@@ -351,6 +359,7 @@
       };
       if (this.s.hasCats) this.s.names.forEach((n) => add("vt-key-cat", this.catColor(n), n.replace(/_/g, " ")));
       else add("vt-key-cat", this.catColor("other"), "allocated");
+      if (this.s.unclassified) add("vt-key-cat", this.catColor("unknown"), "not classified");
       add("vt-key-reserved", "transparent", "reserved");
       if (this.options.overlay) add("vt-key-overlay", "transparent", this.options.overlayLabel || "before");
     }
@@ -484,36 +493,33 @@
       }
     }
 
-    // Each column stacks the categories of its highest point; without
-    // categories it is one area. A faint line marks each column's lowest level.
+    // Each column is an envelope: solid up to its lowest level, lighter from
+    // there to its highest, so a level that swings within a pixel (steps
+    // zoomed out) reads as a band instead of a comb. The solid part stacks the
+    // categories of the column's highest point, scaled to the lowest level;
+    // points without categories (past the engine's level log) are drawn in
+    // the "not classified" colour.
     paintAreas() {
       const ctx = this.ctx;
       const c = this.cols;
       const s = this.s;
-      const cats = s.hasCats ? s.names : ["other"];
-      for (let j = 0; j < cats.length; j++) {
-        ctx.fillStyle = this.catColor(cats[j]);
-        ctx.beginPath();
-        for (let x = 0; x < c.px; x++) {
-          const i = c.at[x];
-          if (i < 0) continue;
-          let below = 0;
-          let v = c.max[x];
-          if (s.hasCats) {
-            for (let k = 0; k < j; k++) below += s.cats[k][i];
-            v = s.cats[j][i];
-            if (j === cats.length - 1) v = Math.max(v, c.max[x] - below); // categories absent past a truncated log
+      const names = s.hasCats ? s.names : ["other"];
+      for (let j = 0; j <= names.length; j++) {
+        const unknown = j === names.length;
+        ctx.fillStyle = this.catColor(unknown ? "unknown" : names[j]);
+        for (const part of ["solid", "band"]) {
+          ctx.globalAlpha = part === "solid" ? 1 : 0.45;
+          ctx.beginPath();
+          for (let x = 0; x < c.px; x++) {
+            const span = this.columnSpan(x, j, part);
+            if (!span) continue;
+            const y0 = this.yOf(span[0]);
+            const y1 = this.yOf(span[1]);
+            ctx.rect(AXIS_W + x, y1, 1, Math.max(0.5, y0 - y1));
           }
-          if (!(v > 0)) continue;
-          const y0 = this.yOf(below);
-          const y1 = this.yOf(below + v);
-          ctx.rect(AXIS_W + x, y1, 1, Math.max(0.5, y0 - y1));
+          ctx.fill();
         }
-        ctx.fill();
       }
-      ctx.strokeStyle = this.fg;
-      ctx.globalAlpha = 0.35;
-      this.line((x) => c.min[x]);
       ctx.globalAlpha = 1;
       ctx.setLineDash([4, 3]);
       ctx.strokeStyle = this.fg;
@@ -529,6 +535,41 @@
       ctx.lineWidth = 2;
       this.line((x) => this.ocols.max[x], this.ocols);
       ctx.lineWidth = 1;
+    }
+
+    // columnSpan is the [bottom, top] bytes that category j (names.length:
+    // not classified) fills in column x, in its solid part (up to the column's
+    // lowest level) or its band (from there to the highest); null if none.
+    columnSpan(x, j, part) {
+      const c = this.cols;
+      const s = this.s;
+      const i = c.at[x];
+      if (i < 0) return null;
+      const classified = !s.hasCats || s.classified[i];
+      const last = s.hasCats ? s.names.length : 1;
+      let lo = 0;
+      let hi = 0;
+      if (j === last) {
+        if (classified) return null;
+        hi = c.max[x];
+      } else if (!classified) {
+        return null;
+      } else if (!s.hasCats) {
+        hi = c.max[x];
+      } else {
+        let below = 0;
+        for (let k = 0; k < j; k++) below += s.cats[k][i];
+        lo = below;
+        hi = below + s.cats[j][i];
+        if (j === last - 1) hi = Math.max(hi, c.max[x]); // bytes the categories leave out
+      }
+      const cut = c.min[x];
+      if (part === "solid") {
+        const top = Math.min(hi, cut);
+        return top > lo ? [lo, top] : null;
+      }
+      const bottom = Math.max(lo, cut);
+      return hi > bottom ? [bottom, hi] : null;
     }
 
     line(valueAt, cols) {
@@ -564,9 +605,15 @@
 
     paintMarkers() {
       const ctx = this.ctx;
+      let lastStep = -Infinity;
       for (const m of this.markers) {
         if (m.t < this.range[0] || m.t > this.range[1]) continue;
         const x = Math.round(this.xOf(m.t)) + 0.5;
+        // Steps closer than 6 px are thinned out (zoom in to see each).
+        if (m.kind === "step") {
+          if (x - lastStep < 6) continue;
+          lastStep = x;
+        }
         ctx.strokeStyle = m.kind === "step" ? this.grid : m.kind === "oom" ? this.errorColor : this.fg;
         ctx.lineWidth = m.kind === "step" ? 1 : 1.5;
         ctx.setLineDash(m.kind === "step" ? [2, 3] : []);
@@ -737,10 +784,12 @@
         const j = indexAt(this.o, t - this.shift);
         if (j >= 0) line("vf-tt-rel", (this.options.overlayLabel || "before") + ": allocated " + formatBytes(this.o.alloc[j]) + " \u00b7 reserved " + formatBytes(this.o.reserved[j]));
       }
-      if (s.hasCats) {
+      if (s.hasCats && s.classified[i]) {
         s.names.forEach((n, j) => {
           if (s.cats[j][i] > 0) line("vf-tt-rel", n.replace(/_/g, " ") + ": " + formatBytes(s.cats[j][i]));
         });
+      } else if (s.hasCats) {
+        line("vf-tt-rel", "categories: not classified here (the engine classifies the first 1,048,576 allocations and frees)");
       }
       const near = this.markers.filter((m) => m.kind !== "step" && Math.abs(this.xOf(m.t) - this.xOf(t)) < 4);
       for (const m of near) line("vf-tt-self", m.label);

@@ -20,7 +20,8 @@ test("columns keep each pixel's highest and lowest level", () => {
   let bottom = Infinity;
   for (let i = 0; i < s.n; i++) {
     top = Math.max(top, s.alloc[i]);
-    bottom = Math.min(bottom, s.alloc[i]);
+    bottom = Math.min(bottom, s.low[i]);
+    assert.ok(s.low[i] <= s.alloc[i]);
   }
   for (const px of [1, 7, 120, 999, 5000]) {
     const c = tl.columns(s, t0, t1, px);
@@ -31,10 +32,12 @@ test("columns keep each pixel's highest and lowest level", () => {
       assert.ok(c.min[x] <= c.max[x] && c.max[x] === s.alloc[c.at[x]]);
     }
   }
-  // Zoomed into one point's span: every column holds that point's level.
+  // Zoomed into one point's span: every column holds that point's range.
   const mid = s.n >> 1;
   const c = tl.columns(s, s.t[mid], s.t[mid] + (s.t[mid + 1] - s.t[mid]) / 2, 50);
-  assert.ok(c.max.every((v) => v === s.alloc[mid]));
+  assert.ok(c.max.every((v) => v === s.alloc[mid]) && c.min.every((v) => v === s.low[mid]));
+  // The engine's lows make bands: some point swings inside its bucket.
+  assert.ok(s.low.some((v, i) => v < s.alloc[i]), "no point has a low below its high");
 });
 
 test("markers: steps, the peak and the OOM", () => {
