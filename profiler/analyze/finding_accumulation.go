@@ -87,9 +87,9 @@ func (s *accumSite) perIteration() int64 {
 	return bs[(len(bs)-1)/2]
 }
 
-// loopAccumulation reports the line that holds the most iterations' blocks at
-// the peak, when it passes the thresholds above and is not a leak (leakSites:
-// its blocks outlive every step, the leak finding speaks for them).
+// loopAccumulation reports the line holding the most bytes at the peak among
+// those that pass the thresholds above and are no leak (leakSites: blocks
+// that outlive every step are the leak finding's).
 func (dg *devDiag) loopAccumulation(leakSites map[string]bool) *Finding {
 	steps := dg.d.Steps
 	peak := dg.d.Peak.Bytes
@@ -98,14 +98,23 @@ func (dg *devDiag) loopAccumulation(leakSites map[string]bool) *Finding {
 	}
 	ran := min(len(steps), stepOf(steps, dg.d.Peak.TimeUS)+1) // iterations begun by the peak
 	for _, s := range dg.accumSites() {
-		iters := len(s.iters)
-		if leakSites[fmt.Sprintf("%s:%d:%s", s.file, s.line, s.fn)] || iters < accumMinIters || 2*iters < ran || float64(s.bytes) < accumMinShare*float64(peak) || 2*s.freed <= s.bytes {
-			continue
+		if !leakSites[s.key()] && s.piles(ran, peak) {
+			return dg.accumFinding(s, ran)
 		}
-		return dg.accumFinding(s, ran)
 	}
 	return nil
 }
+
+// piles says whether a line's blocks at the peak are a loop's accumulation:
+// from accumMinIters iterations and half of those run, accumMinShare of the
+// peak, mostly freed before the end.
+func (s *accumSite) piles(ran int, peak int64) bool {
+	iters := len(s.iters)
+	return iters >= accumMinIters && 2*iters >= ran && float64(s.bytes) >= accumMinShare*float64(peak) && 2*s.freed > s.bytes
+}
+
+// key names the site as survivor.key does, so leak sites can be left out.
+func (s *accumSite) key() string { return fmt.Sprintf("%s:%d:%s", s.file, s.line, s.fn) }
 
 func (dg *devDiag) accumFinding(s *accumSite, ran int) *Finding {
 	peak := dg.d.Peak.Bytes
