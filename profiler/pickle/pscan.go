@@ -185,10 +185,14 @@ func (c *chunkScan) run(b []byte, base int64) int {
 			c.memoizes++
 			pos++
 		case opBinGet:
-			c.read(uint64(b[pos+1]), base+int64(pos))
+			if id, at := uint64(b[pos+1]), base+int64(pos); !c.counted(id, at) {
+				c.read(id, at)
+			}
 			pos += 2
 		case opLongBinGet:
-			c.read(uint64(binary.LittleEndian.Uint32(b[pos+1:pos+5])), base+int64(pos))
+			if id, at := uint64(binary.LittleEndian.Uint32(b[pos+1:pos+5])), base+int64(pos); !c.counted(id, at) {
+				c.read(id, at)
+			}
 			pos += 5
 		case opLong1, opShortBinUnicode, opShortBinBytes:
 			n := 2 + int(b[pos+1])
@@ -202,6 +206,24 @@ func (c *chunkScan) run(b []byte, base int64) int {
 		c.ops++
 	}
 	return pos
+}
+
+// counted is read's common case, small enough to be inlined into run: a
+// slot in a page the part has, with nothing else to note. It says whether it
+// counted the read.
+func (c *chunkScan) counted(id uint64, at int64) bool {
+	i := id / pageSlots
+	if int64(id)-int64(c.memoizes) >= c.need || id >= uint64(at) || i >= uint64(len(c.reads.pages)) {
+		return false
+	}
+	pg := c.reads.pages[i]
+	if pg == nil {
+		return false
+	}
+	if n := &pg[id%pageSlots]; *n < 255 {
+		*n++
+	}
+	return true
 }
 
 func (c *chunkScan) read(id uint64, at int64) {
