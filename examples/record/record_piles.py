@@ -11,7 +11,8 @@ the driver takes their snapshot through the daemon (snapshot.take) into NAME.pic
 NAME.vsm, with NVML's view of the process in NAME.json (gpu_bytes). Every NAME.json holds
 what the run measured, the known iteration count and the expected finding; the same
 expectations are in examples/snapshots/expected_findings.json, which the Go test
-TestExpectedFindings checks. All cases together should take 2-4 minutes on an H200 (an estimate: not yet run).
+TestExpectedFindings checks (and, at the end, this script: PASS/FAIL per case and
+OUT/piles_check.json, with `vramscope analyze`). All cases together should take 2-4 minutes on an H200 (an estimate: not yet run).
 
 Loop accumulation (a loop keeps every iteration's output on the GPU until it ends):
   accum_eval_logits    GPT-2 (4 layers) eval over 16 batches, every batch's logits kept, then
@@ -453,6 +454,40 @@ def run_agent_case(d, bin_, out, name):
     print(json.dumps({k: v for k, v in facts.items() if k != "allocated_after"}), flush=True)
 
 
+def check(bin_, out, names):
+    """What vramscope says of each new recording against its label in
+    expected_findings.json (the same check TestExpectedFindings makes, for a
+    machine without Go): kinds, the labelled line, the iteration count within one."""
+    root = os.path.dirname(os.path.dirname(HERE))
+    labels = {e["name"]: e for e in json.load(open(os.path.join(root, "examples", "snapshots", "expected_findings.json")))["recordings"]}
+    rows = []
+    for name in names:
+        e = labels[name]
+        path = next((os.path.join(out, name + x) for x in (".pickle", ".vsm") if os.path.exists(os.path.join(out, name + x))), None)
+        p = path and subprocess.run([bin_, "analyze", "--json", path], capture_output=True, text=True, timeout=600)
+        if not p or p.returncode != 0:
+            rows.append({"name": name, "ok": False, "why": p.stderr[-500:] if p else "not recorded"})
+            print("FAIL %s: %s" % (name, rows[-1]["why"]), flush=True)
+            continue
+        r = json.loads(p.stdout)
+        kinds = sorted({f["kind"] for f in r["findings"]})
+        lines = {"%s:%d" % (os.path.basename(f["file"]), f["line"]) for f in r["findings"] if f["kind"] in e.get("lines", {})}
+        steps = sum(len(d["steps"]) for d in r["devices"][:1])
+        why = []
+        if kinds != sorted(e["kinds"]):
+            why.append("kinds %s, want %s" % (kinds, e["kinds"]))
+        for k, place in e.get("lines", {}).items():
+            if place not in lines:
+                why.append("no %s at %s" % (k, place))
+        if e.get("iterations") is not None and abs(steps - e["iterations"]) > 1:
+            why.append("%d steps, want %d" % (steps, e["iterations"]))
+        rows.append({"name": name, "ok": not why, "why": "; ".join(why), "kinds": kinds, "steps": steps,
+                     "titles": [f["title"] for f in r["findings"]]})
+        print(("PASS " if not why else "FAIL ") + name + (": " + "; ".join(why) if why else ""), flush=True)
+    with open(os.path.join(out, "piles_check.json"), "w") as f:
+        json.dump(rows, f, indent=1)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default="examples/snapshots/findings")
@@ -484,6 +519,7 @@ def main():
         print(f"{name}: {time.perf_counter() - t:.1f}s", flush=True)
     if d is not None:
         d.close()
+    check(os.path.abspath(a.bin), a.out, names)
 
 
 if __name__ == "__main__":
