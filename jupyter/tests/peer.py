@@ -26,11 +26,13 @@ import socket
 import threading
 import time
 
-HELLO = "daemon.hello"
-REGISTER = "agent.register"
-CAPTURED = "agent.captured"
-TORCH = "agent.torch"
-DUMP = "agent.dump"
+from vramscope import _api  # the method names, generated from daemon/api
+
+HELLO = _api.HELLO
+REGISTER = _api.AGENT_REGISTER
+CAPTURED = _api.AGENT_CAPTURED
+TORCH = _api.AGENT_TORCH
+DUMP = _api.AGENT_DUMP
 
 
 class Conn:
@@ -90,13 +92,13 @@ class Conn:
             return
         if method == HELLO:
             self.send({"jsonrpc": "2.0", "id": rid, "result": {
-                "version": "fake", "api_version": "1.0", "pid": os.getpid(), "host": socket.gethostname()}})
+                "version": "fake", "api_version": _api.API_VERSION, "pid": os.getpid(), "host": socket.gethostname()}})
         elif method == REGISTER:
             self.pid = params.get("pid")
             with d.cond:
                 d.registrations.append(params)
                 d.cond.notify_all()
-            self.send({"jsonrpc": "2.0", "id": rid, "result": {"incoming_dir": d.incoming_dir, "api_version": "1.0"}})
+            self.send({"jsonrpc": "2.0", "id": rid, "result": {"incoming_dir": d.incoming_dir, "api_version": _api.API_VERSION}})
         elif method == CAPTURED:
             with d.cond:
                 d.captured.append(params)

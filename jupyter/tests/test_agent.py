@@ -10,6 +10,7 @@ import time
 import pytest
 
 from conftest import CHILD, EXAMPLE, FakeDaemon
+from vramscope import _api
 
 ATTACH = "import vramscope; vramscope.attach()"
 
@@ -31,7 +32,7 @@ def test_registers_without_torch(daemon, env, spawn):
     assert reg["host"] == socket.gethostname()
     assert reg["python"] == platform.python_version()
     assert reg["max_entries"] == 100000
-    assert reg["api_version"] == "1.0"
+    assert reg["api_version"] == _api.API_VERSION  # generated from daemon/api
     assert c.wait("vramscope.status()['registered']")
     st = c("vramscope.status()")
     assert st["connected"] and st["registered"] and not st["recording"]
