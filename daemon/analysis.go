@@ -164,6 +164,9 @@ func (c *analyses) start(id string) *analysisEntry {
 		}
 		c.mu.Lock()
 		e.res, e.err, e.cancel = res, err, nil
+		if err == nil {
+			e.stopped = false // it finished before the cancel reached it: keep it
+		}
 		c.mu.Unlock()
 		close(e.done)
 		if err != nil {

@@ -83,6 +83,9 @@ func (c *snapshots) start(path string) *loaded {
 		l.analyse(ctx, c.progress)
 		c.mu.Lock()
 		l.cancel = nil
+		if l.err == nil {
+			l.stopped = false // it finished before the cancel reached it: keep it
+		}
 		if l.err != nil && c.byPath[path] == l {
 			delete(c.byPath, path) // not cached: the file may be fixed
 		}
