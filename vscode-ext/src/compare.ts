@@ -95,16 +95,20 @@ function categoryRows(r: DiffReport): string {
     .join("\n");
 }
 
-/** timelineHtml is the overlaid timelines' element, data and script (timeline.js from media/). */
-function timelineHtml(r: DiffReport, n: string, uri: (f: string) => string): string {
+/** timelineHtml is the overlaid timelines' element, the categories' table and the data (timelineScripts draws them). */
+function timelineHtml(r: DiffReport): string {
   // JSON in a script element: "<" escaped so no text can close it.
   const data = JSON.stringify({ after: r.device, before: r.before?.device, report: r, label: "before: " + basename(r.before?.file || "") }).replace(/</g, "\\u003c");
   return `<div class="vs-timeline" id="vs-timeline"></div>
 <table class="cats"><thead><tr><th>category at the peak</th><th class="n">before</th><th class="n">after</th><th class="n">Δ</th></tr></thead><tbody>
 ${categoryRows(r)}
 </tbody></table>
-<script type="application/json" id="vs-diff-report">${data}</script>
-<script nonce="${n}" src="${escapeHtml(uri("timeline.js"))}"></script>
+<script type="application/json" id="vs-diff-report">${data}</script>`;
+}
+
+/** timelineScripts draw the timelines once the whole page (the tables too) is parsed. */
+function timelineScripts(n: string, uri: (f: string) => string): string {
+  return `<script nonce="${n}" src="${escapeHtml(uri("timeline.js"))}"></script>
 <script nonce="${n}">
 (function () {
   const d = JSON.parse(document.getElementById("vs-diff-report").textContent);
@@ -150,13 +154,14 @@ a { color: var(--vscode-textLink-foreground); text-decoration: none; }
 <body>
 <h2>${escapeHtml(basename(d.before))} → ${escapeHtml(basename(d.after))}</h2>
 <div class="facts">peak ${formatBytes(d.peak_before)} → ${formatBytes(d.peak_after)} (${formatDelta(d.peak_delta)}) · ${d.new_sites} new sites · ${d.gone_sites} gone</div>
-${report ? timelineHtml(report, n, assets.uri) : ""}
+${report ? timelineHtml(report) : ""}
 <table class="sites">
 <thead><tr><th class="where">line</th><th class="what">what changed</th><th class="n">peak before</th><th class="n">peak after</th><th class="n">Δ peak</th><th class="n">Δ allocated</th></tr></thead>
 <tbody>
 ${rows || '<tr><td colspan="6">no site changed</td></tr>'}
 </tbody>
 </table>
+${report ? timelineScripts(n, assets.uri) : ""}
 <script nonce="${n}">
 const vscode = acquireVsCodeApi();
 document.addEventListener("click", (e) => {

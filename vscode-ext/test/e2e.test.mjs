@@ -751,7 +751,8 @@ test("the extension in code-server (VS Code 1.100.3)", { skip, timeout: 300_000 
         for (const f of page.frames()) {
           const v = await f
             .evaluate(() => {
-              if (!document.querySelector("table tbody") || !document.querySelector("h2")) return null;
+              // The per-line table (the categories' table comes before it).
+              if (!document.querySelector("table.sites tbody") || !document.querySelector("h2")) return null;
               const root = document.documentElement;
               return {
                 title: document.querySelector("h2").textContent,
