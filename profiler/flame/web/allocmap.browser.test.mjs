@@ -112,6 +112,20 @@ test("allocator map in a real browser", { skip, timeout: 120_000 }, async (t) =>
     assert.match(await page.textContent(".vm-summary"), /^At the snapshot: 1\.06 GiB reserved in 4 segments/);
   });
 
+  await t.test("no segments: the map says so", async () => {
+    const got = await page.evaluate(() => {
+      const box = document.body.appendChild(document.createElement("div"));
+      const c = window.VramAllocMap.render(box, [{ device: 0, maps: [] }]);
+      const text = box.textContent;
+      const shown = c.show("peak");
+      c.destroy();
+      box.remove();
+      return { text, shown };
+    });
+    assert.equal(got.text, "No allocator state in this snapshot.");
+    assert.equal(got.shown, null);
+  });
+
   await t.test("dark theme", async () => {
     await page.emulateMedia({ colorScheme: "dark" });
     await page.waitForFunction(() => {

@@ -275,6 +275,7 @@
 
     /** show draws the map at a moment ("snapshot", "peak", "oom") of a device. */
     show(at, device) {
+      if (!this.device) return null; // nothing to show: the snapshot has no segments
       if (device !== undefined) this.device = this.devices.find((d) => d.device === device) || this.device;
       this.map = this.device.maps.find((m) => m.at === at) || pickDefault(this.device.maps);
       for (const [k, b] of Object.entries(this.buttons)) b.classList.toggle("vm-selected", k === this.map.at);

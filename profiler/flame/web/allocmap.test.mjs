@@ -72,3 +72,12 @@ test("private pools and expandable segments are marked in the words", () => {
   const lay2 = A.layout({ segments: [exp], lines: [] }, 600);
   assert.match(A.describe(lay2.blocks[0], { lines: [] }).at(-1), /expandable/);
 });
+
+test("a snapshot without segments draws nothing and says so", () => {
+  assert.equal(A.pickDefault([]), null);
+  const lay = A.layout({ segments: [], lines: [] }, 500);
+  assert.equal(lay.blocks.length, 0);
+  assert.equal(lay.height, 0);
+  assert.equal(A.hitTest(lay, 10, 10), null);
+  assert.match(A.summary({ at: "snapshot", reserved: 0, allocated: 0, largest_free_block: 0, segments: [] }).text, /^0 B reserved in 0 segments/);
+});
