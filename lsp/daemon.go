@@ -120,7 +120,8 @@ func (s *Server) onDaemonEvent(method string, params json.RawMessage) {
 		return
 	}
 	if snap.Path != "" && s.currentSettings().FollowNewSnapshots {
-		go s.openAndShow(snap.Path)
+		n := s.nextShow()
+		go s.openAndShowAsked(s.lifeContext(), snap.Path, n)
 	}
 }
 

@@ -23,11 +23,12 @@ func (s *Server) didChangeConfiguration(_ context.Context, raw json.RawMessage) 
 	s.mu.Unlock()
 	s.resetPaths(st)
 	if st.Snapshot != "" && st.Snapshot != old.Snapshot {
-		go s.openAndShow(st.Snapshot)
+		n := s.nextShow()
+		go s.openAndShowAsked(s.lifeContext(), st.Snapshot, n)
 		return nil, nil
 	}
-	if l := s.shown(); l != nil {
-		s.show(l)
+	if s.shown() != nil {
+		s.redraw()
 	}
 	return nil, nil
 }

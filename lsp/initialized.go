@@ -12,7 +12,8 @@ func init() { register("initialized", (*Server).initialized, false) }
 func (s *Server) initialized(context.Context, json.RawMessage) (any, error) {
 	st := s.currentSettings()
 	if st.Snapshot != "" {
-		go s.openAndShow(st.Snapshot)
+		n := s.nextShow()
+		go s.openAndShowAsked(s.lifeContext(), st.Snapshot, n)
 	}
 	if s.cfg.Daemon != "off" {
 		go s.connectDaemon()
@@ -23,15 +24,27 @@ func (s *Server) initialized(context.Context, json.RawMessage) (any, error) {
 // openAndShow analyses a snapshot (once) and shows it, or says in one line
 // why it cannot; the analysis stops if the editor closes first.
 func (s *Server) openAndShow(path string) (*loaded, error) {
-	ctx := s.life
-	if ctx == nil {
-		ctx = context.Background() // not serving (tests that call methods directly)
+	return s.openAndShowContext(s.lifeContext(), path)
+}
+
+// lifeContext ends when the editor closes.
+func (s *Server) lifeContext() context.Context {
+	if s.life == nil {
+		return context.Background() // not serving (tests that call methods directly)
 	}
-	return s.openAndShowContext(ctx, path)
+	return s.life
 }
 
 // openAndShowContext is openAndShow for a request that may be cancelled.
 func (s *Server) openAndShowContext(ctx context.Context, path string) (*loaded, error) {
+	return s.openAndShowAsked(ctx, path, s.nextShow())
+}
+
+// openAndShowAsked opens the snapshot of show request n (nextShow, taken when
+// the request came: a goroutine may start late). Analyses finish in any order;
+// the newest request wins, so a snapshot that lands in the background never
+// replaces one the user asked for after it.
+func (s *Server) openAndShowAsked(ctx context.Context, path string, n int64) (*loaded, error) {
 	l, err := s.snaps.loadContext(ctx, path)
 	if ctx.Err() != nil {
 		return nil, ctx.Err() // cancelled, or the editor closed: nothing to say
@@ -40,6 +53,6 @@ func (s *Server) openAndShowContext(ctx context.Context, path string) (*loaded, 
 		s.showMessage(msgError, "vramscope: "+err.Error())
 		return nil, err
 	}
-	s.show(l)
+	s.showAsked(l, n)
 	return l, nil
 }

@@ -41,6 +41,8 @@ type Server struct {
 	docs      map[string]*document
 	snaps     *snapshots
 	current   *loaded         // the snapshot the editor shows
+	showAsks  int64           // show requests numbered so far (nextShow)
+	shownAsk  int64           // the number of the request whose snapshot is current
 	published map[string]bool // URIs with diagnostics from us
 	daemon    *daemonLink
 	shutdown  bool

@@ -111,10 +111,32 @@ func (l *loaded) analyse(ctx context.Context, progress func(done, total int64)) 
 
 // show makes a loaded snapshot the one the editor shows and refreshes the
 // client: hints, lenses and diagnostics.
-func (s *Server) show(l *loaded) {
+// nextShow numbers a request to show a snapshot, in the order they came.
+func (s *Server) nextShow() int64 {
 	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.showAsks++
+	return s.showAsks
+}
+
+// showAsked shows l for show request n unless a newer request was shown
+// already (its analysis finished first); false when it is not shown.
+func (s *Server) showAsked(l *loaded, n int64) bool {
+	s.mu.Lock()
+	if n < s.shownAsk {
+		s.mu.Unlock()
+		return false
+	}
+	s.shownAsk = n
 	s.current = l
 	s.mu.Unlock()
+	s.redraw()
+	return true
+}
+
+// redraw asks the editor for hints and lenses again and republishes the
+// diagnostics of the snapshot shown.
+func (s *Server) redraw() {
 	s.ask(methodInlayHintRefresh)
 	s.ask(methodCodeLensRefresh)
 	s.publishDiagnostics()
