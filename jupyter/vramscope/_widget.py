@@ -39,7 +39,8 @@ _last = []  # the last report displayed (for notebook.last())
 
 # The shared front-end scripts (symlinks to profiler/flame/web) and the
 # constant each one's exports land in. allocmap.js is optional.
-_SHARED = (("flame.js", "VramscopeFlame"), ("timeline.js", "VramscopeTimeline"), ("report.js", "VramscopeReport"),
+_SHARED = (("flame.js", "VramscopeFlame"), ("timeline.js", "VramscopeTimeline"), ("moments.js", "VramscopeMoments"),
+           ("report.js", "VramscopeReport"),
            ("allocmap.js", "VramAllocMap"))
 
 
@@ -51,7 +52,7 @@ def _wrapped(asset, const):
 
 def esm(name):
     """A front-end module: the shared scripts (classic UMD scripts, kept
-    byte-identical to profiler/flame/web: flame.js, timeline.js, report.js and,
+    byte-identical to profiler/flame/web: flame.js, timeline.js, moments.js, report.js and,
     where present, allocmap.js) each wrapped so that its exports land in a local
     constant (`VramscopeFlame`, ...), then static/dom.js (helpers both modules
     use), then static/NAME, which uses them and exports the anywidget entry points."""

@@ -16,15 +16,15 @@ import (
 	"strconv"
 )
 
-//go:embed web/flame.js web/flame.css web/page.css web/page.html web/timeline.js web/timeline.css web/report.js web/report.css web/allocmap.js web/allocmap.css
+//go:embed web/flame.js web/flame.css web/page.css web/page.html web/timeline.js web/timeline.css web/moments.js web/report.js web/report.css web/allocmap.js web/allocmap.css
 var webFS embed.FS
 
 var (
 	script     = mustRead("web/flame.js")
 	stylesheet = mustRead("web/flame.css")
 	pageCSS    = mustRead("web/page.css")
-	// The linked report: the timeline and the composition of every view.
-	reportScript = mustRead("web/timeline.js") + "\n" + mustRead("web/report.js") + "\n" + mustRead("web/allocmap.js")
+	// The linked report: the timeline, the moments and the composition of every view.
+	reportScript = mustRead("web/timeline.js") + "\n" + mustRead("web/moments.js") + "\n" + mustRead("web/report.js") + "\n" + mustRead("web/allocmap.js")
 	reportCSS    = mustRead("web/timeline.css") + "\n" + mustRead("web/report.css") + "\n" + mustRead("web/allocmap.css")
 	pageTmpl     = template.Must(template.New("page.html").ParseFS(webFS, "web/page.html"))
 )
@@ -90,7 +90,7 @@ func newPageData(t *Tree, data []byte) pageData {
 	}
 }
 
-// ReportScript returns timeline.js, report.js and allocmap.js, which define
+// ReportScript returns timeline.js, moments.js, report.js and allocmap.js, which define
 // globalThis.VramscopeTimeline, globalThis.VramscopeReport and
 // globalThis.VramAllocMap.
 func ReportScript() string { return reportScript }

@@ -1,5 +1,5 @@
 // Copies what the extension ships from the rest of the repository:
-//   profiler/flame/web/flame.js, flame.css, page.css, timeline.*, report.* (and allocmap.*
+//   profiler/flame/web/flame.js, flame.css, page.css, timeline.*, moments.js, report.* (and allocmap.*
 //     where present) -> media/ (the one flame-graph renderer and the linked report;
 //     test/e2e.test.mjs's .vsix test fails when the copies differ from the originals)
 //   bin/vramscope -> bin/vramscope (the language server for linux-x64; `make build`
@@ -15,7 +15,7 @@ const ext = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const repo = path.resolve(ext, "..");
 
 mkdirSync(path.join(ext, "media"), { recursive: true });
-for (const f of ["flame.js", "flame.css", "page.css", "timeline.js", "timeline.css", "report.js", "report.css", "allocmap.js", "allocmap.css"]) {
+for (const f of ["flame.js", "flame.css", "page.css", "timeline.js", "timeline.css", "moments.js", "report.js", "report.css", "allocmap.js", "allocmap.css"]) {
   const src = path.join(repo, "profiler/flame/web", f);
   if (f.startsWith("allocmap.") && !existsSync(src)) continue; // the allocator map, when it is there
   copyFileSync(src, path.join(ext, "media", f));

@@ -5,7 +5,7 @@
 // --vscode-* variables. The tree comes from the server (vramscope.flameGraph,
 // file paths already local); clicking a frame opens its file at its line.
 // Beside the whole graph the webview draws the linked report (report.js,
-// timeline.js: the same files as the CLI's page) from vramscope/report: the
+// timeline.js, moments.js: the same files as the CLI's page) from vramscope/report: the
 // timeline, a moment's live set on click, top lines and findings.
 import * as fs from "node:fs";
 import * as vscode from "vscode";
@@ -127,6 +127,7 @@ export class FlameGraphPanel implements vscode.Disposable {
 <main id="vramscope-flame" class="vs-main"></main>
 <script nonce="${n}" src="${escapeHtml(uri("flame.js"))}"></script>
 <script nonce="${n}" src="${escapeHtml(uri("timeline.js"))}"></script>
+<script nonce="${n}" src="${escapeHtml(uri("moments.js"))}"></script>
 <script nonce="${n}" src="${escapeHtml(uri("report.js"))}"></script>${optional("allocmap.js", (u) => `\n<script nonce="${n}" src="${escapeHtml(u)}"></script>`)}
 <script nonce="${n}" src="${escapeHtml(uri("flamegraph.js"))}"></script>
 </body>

@@ -135,7 +135,7 @@ test("the .vsix: manifest, bundled server, and media identical to profiler/flame
 
   await t.test("flame.js and flame.css are the CLI's, byte for byte (on disk and in the .vsix)", () => {
     const entries = zipEntries(vsix);
-    for (const f of ["flame.js", "flame.css", "page.css", "timeline.js", "timeline.css", "report.js", "report.css", "allocmap.js", "allocmap.css"]) {
+    for (const f of ["flame.js", "flame.css", "page.css", "timeline.js", "timeline.css", "moments.js", "report.js", "report.css", "allocmap.js", "allocmap.css"]) {
       const original = sha256(path.join(repoRoot, "profiler/flame/web", f));
       assert.equal(sha256(path.join(ext, "media", f)), original, `vscode-ext/media/${f} differs from profiler/flame/web/${f}: npm run assets -w vscode-ext`);
       assert.equal(entries[`extension/media/${f}`]?.sha256, original, `the .vsix's media/${f} differs from profiler/flame/web/${f}`);

@@ -202,6 +202,7 @@ function render({ model, el }) {
         baseName: base[1],
         flame: VramscopeFlame,
         timeline: VramscopeTimeline,
+        moments: VramscopeMoments,
         allocmap: typeof VramAllocMap !== "undefined" ? VramAllocMap : undefined,
       });
     } else {

@@ -13,8 +13,9 @@
  * Data: the flame tree (profiler/flame's JSON) and the report object of
  * analyze's Result.Report ({device: {timeline, peak, ...}, sites, categories,
  * findings, ooms, steps, moments, allocator_maps?}). Loads like flame.js
- * (globalThis.VramscopeReport); needs VramscopeFlame and VramscopeTimeline
- * loaded first (or passed in options.flame / options.timeline).
+ * (globalThis.VramscopeReport); needs VramscopeFlame, VramscopeTimeline and
+ * VramscopeMoments loaded first (or passed in options.flame, options.timeline,
+ * options.moments).
  */
 (function (root, factory) {
   "use strict";
@@ -71,10 +72,11 @@
       this.options = options || {};
       this.Flame = this.options.flame || root.VramscopeFlame;
       this.Timeline = this.options.timeline || root.VramscopeTimeline;
-      if (!this.Flame || !this.Timeline) throw new Error("vramscope report: flame.js and timeline.js must be loaded first");
+      this.Moments = this.options.moments || root.VramscopeMoments;
+      if (!this.Flame || !this.Timeline || !this.Moments) throw new Error("vramscope report: flame.js, timeline.js and moments.js must be loaded first");
       this.peakTree = tree;
       this.report = report || {};
-      this.moments = this.Timeline.newMoments(this.report.moments);
+      this.moments = this.Moments.newMoments(this.report.moments);
       this.build(container);
       this.renderViews();
     }
@@ -143,15 +145,15 @@
         return null;
       }
       mark("vramscope-moment-start");
-      const b = this.Timeline.bucketOf(this.moments, t);
-      const live = this.Timeline.liveAt(this.moments, b);
+      const b = this.Moments.bucketOf(this.moments, t);
+      const live = this.Moments.liveAt(this.moments, b);
       const m = this.moments.m;
       const end = b < 0 ? m.start_us : m.start_us + (b + 1) * m.width_us;
       const dev = this.report.device || {};
       const at = this.Timeline.formatTime(end - (dev.timeline && dev.timeline.points.length ? dev.timeline.points[0].time_us : m.start_us));
-      const tree = this.Timeline.treeOf(this.moments, live, "live at " + at);
+      const tree = this.Moments.treeOf(this.moments, live, "live at " + at);
       this.flame.setTree(tree);
-      const lines = this.Timeline.topLinesOf(this.moments, live, 10);
+      const lines = this.Moments.topLinesOf(this.moments, live, 10);
       this.fillLines(lines.map((l) => ({ file: l.file, line: l.line, function: l.name, peak_bytes: l.bytes })), "at " + at);
       this.showing.textContent = "Live at " + at + ": " + this.Flame.formatBytes(tree.root.v);
       this.peakBtn.hidden = false;
@@ -166,10 +168,10 @@
     // timeline's tooltip (one bucket's live set, cached while the pointer stays in it).
     describeMoment(t) {
       if (!this.moments) return [];
-      const b = this.Timeline.bucketOf(this.moments, t);
+      const b = this.Moments.bucketOf(this.moments, t);
       if (!this.described || this.described.b !== b) {
-        const live = this.Timeline.liveAt(this.moments, b);
-        const lines = this.Timeline.topLinesOf(this.moments, live, 3);
+        const live = this.Moments.liveAt(this.moments, b);
+        const lines = this.Moments.topLinesOf(this.moments, live, 3);
         this.described = { b: b, text: lines.map((l) => this.Flame.formatBytes(l.bytes) + " " + (l.file ? base(l.file) + ":" + l.line : l.name)) };
       }
       return this.described.text;
@@ -342,7 +344,7 @@
    * (flame.js's options: onFrameClick, colors, height), onFrameClick (for a
    * top line), categoryColors, baseLabel and baseName (what the tree given
    * shows, when not the peak: "All allocations", "all allocations"), flame,
-   * timeline, allocmap (the modules, when not globals)}. Measured as
+   * timeline, moments, allocmap (the modules, when not globals)}. Measured as
    * "vramscope-report-render".
    */
   function render(container, tree, report, options) {

@@ -8,10 +8,6 @@
  * hover for a tooltip, click to pick a moment. A diff overlays the other
  * snapshot's allocated memory as a line, both aligned at their first event.
  *
- * It also holds the pure half of "moments" (analyze's Moments: per-bucket
- * deltas of live bytes by origin): the live set at any time, as a flame tree
- * and as top lines, so a click shows what was live then.
- *
  * Loads like flame.js: classic script (globalThis.VramscopeTimeline),
  * require(), or import. No network. Inlined into an HTML script element, so it
  * never contains the sequences that close one.
@@ -156,121 +152,6 @@
       if (!device || o.device === device.device) out.push({ t: +o.time_us, kind: "oom", label: "OOM: " + formatBytes(o.requested) + " requested" });
     }
     return out.sort((a, b) => a.t - b.t);
-  }
-
-  // ---------------------------------------------------------------------------
-  // Moments: the live set at any time (pure)
-
-  const CHECKPOINT = 32;
-
-  /** newMoments wraps analyze's Moments with a cache of checkpoints (live sets every 32 buckets). */
-  function newMoments(m) {
-    if (!m || !m.buckets || !m.origins) return null;
-    return { m: m, checkpoints: new Map() };
-  }
-
-  /** bucketOf is the moment bucket holding time t; -1 before the trace. */
-  function bucketOf(mo, t) {
-    const m = mo.m;
-    if (t < m.start_us) return -1;
-    return Math.min(m.buckets.length - 1, Math.floor((t - m.start_us) / m.width_us));
-  }
-
-  /** liveAt gives the bytes live by origin (a Float64Array) at the end of bucket b (-1: the base). */
-  function liveAt(mo, b) {
-    const m = mo.m;
-    b = Math.min(b, m.buckets.length - 1);
-    const start = Math.floor((b + 1) / CHECKPOINT) * CHECKPOINT; // checkpoint k: buckets 0..k-1 added
-    let k = start;
-    while (k > 0 && !mo.checkpoints.has(k)) k -= CHECKPOINT;
-    if (!mo.checkpoints.has(k)) mo.checkpoints.set(k, baseOf(m));
-    let live = mo.checkpoints.get(k);
-    while (k < start) {
-      live = live.slice();
-      for (let i = k; i < k + CHECKPOINT; i++) addRow(live, m.buckets[i], m.unit);
-      k += CHECKPOINT;
-      mo.checkpoints.set(k, live);
-    }
-    live = live.slice();
-    for (let i = start; i <= b; i++) addRow(live, m.buckets[i], m.unit);
-    return live;
-  }
-
-  function baseOf(m) {
-    const live = new Float64Array(m.origins.length);
-    const base = m.base || [];
-    for (let i = 0; i + 1 < base.length; i += 2) live[base[i]] += base[i + 1];
-    return live;
-  }
-
-  function addRow(live, row, unit) {
-    for (let j = 0; j + 1 < row.length; j += 2) live[row[j]] += row[j + 1] * unit;
-  }
-
-  /** treeOf builds a flame tree (profiler/flame's JSON) of a live set. */
-  function treeOf(mo, live, title) {
-    const m = mo.m;
-    const root = { n: "all", v: 0, c: [] };
-    const index = new Map([[root, new Map()]]);
-    for (let o = 0; o < live.length; o++) {
-      const v = live[o];
-      if (!(v > 0)) continue;
-      root.v += v;
-      let node = root;
-      for (const fi of m.origins[o]) {
-        const f = m.frames[fi];
-        const key = f.n + "\u0000" + (f.f || "") + "\u0000" + (f.l || 0);
-        const kids = index.get(node);
-        let child = kids.get(key);
-        if (!child) {
-          child = { n: f.n, v: 0 };
-          if (f.f) child.f = f.f;
-          if (f.l) child.l = f.l;
-          kids.set(key, child);
-          index.set(child, new Map());
-          (node.c || (node.c = [])).push(child);
-        }
-        child.v += v;
-        node = child;
-      }
-      node.s = (node.s || 0) + v;
-    }
-    sortTree(root);
-    return { title: title || "live", weight: "live", unit: "bytes", root: root };
-  }
-
-  function sortTree(node) {
-    const stack = [node];
-    while (stack.length) {
-      const n = stack.pop();
-      if (!n.c) continue;
-      n.c.sort((a, b) => b.v - a.v);
-      for (const c of n.c) stack.push(c);
-    }
-  }
-
-  /** topLinesOf lists the source lines holding the most of a live set: {name, file, line, bytes}. */
-  function topLinesOf(mo, live, n) {
-    const m = mo.m;
-    const by = new Map();
-    for (let o = 0; o < live.length; o++) {
-      if (!(live[o] > 0)) continue;
-      const s = m.sites[o];
-      const key = s >= 0 ? s : -1 - o; // an origin without a line stands for itself
-      by.set(key, (by.get(key) || 0) + live[o]);
-    }
-    const out = [];
-    for (const [key, bytes] of by) {
-      const f = key >= 0 ? m.frames[key] : lastFrame(m, -1 - key);
-      out.push({ name: f.n, file: f.f || "", line: f.l || 0, bytes: bytes });
-    }
-    out.sort((a, b) => b.bytes - a.bytes);
-    return out.slice(0, n || 10);
-  }
-
-  function lastFrame(m, o) {
-    const path = m.origins[o];
-    return path.length ? m.frames[path[path.length - 1]] : { n: "(no frames)" };
   }
 
   // ---------------------------------------------------------------------------
@@ -871,11 +752,6 @@
     indexAt: indexAt,
     columns: columns,
     markersOf: markersOf,
-    newMoments: newMoments,
-    bucketOf: bucketOf,
-    liveAt: liveAt,
-    treeOf: treeOf,
-    topLinesOf: topLinesOf,
     categoryColor: (name) => CAT_COLORS[name] || CAT_COLORS.other,
   };
 });

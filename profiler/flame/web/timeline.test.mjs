@@ -1,4 +1,4 @@
-// Unit tests of timeline.js's and report.js's pure parts (no DOM), on the
+// Unit tests of timeline.js's, moments.js's and report.js's pure parts (no DOM), on the
 // report of a real snapshot: testdata/report.json is
 //   vramscope analyze --report examples/snapshots/agent_oom.pickle
 // (an OOM, findings with time ranges, 561 moment buckets). Run with
@@ -7,6 +7,7 @@ import test from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import tl from "./timeline.js";
+import moments from "./moments.js";
 import rep from "./report.js";
 
 const report = JSON.parse(readFileSync(new URL("./testdata/report.json", import.meta.url), "utf8"));
@@ -57,15 +58,15 @@ function naiveLive(m, b) {
 }
 
 test("the live set of any bucket, in any order, equals the plain sum", () => {
-  const mo = tl.newMoments(report.moments);
+  const mo = moments.newMoments(report.moments);
   const n = report.moments.buckets.length;
   for (const b of [n - 1, 0, -1, 31, 32, 33, 200, 64, n >> 1, n - 2]) {
-    assert.deepEqual(Array.from(tl.liveAt(mo, b)), Array.from(naiveLive(report.moments, b)), `bucket ${b}`);
+    assert.deepEqual(Array.from(moments.liveAt(mo, b)), Array.from(naiveLive(report.moments, b)), `bucket ${b}`);
   }
   // No origin is ever below zero; no moment holds more than the peak.
   let most = 0;
   for (let b = -1; b < n; b++) {
-    const live = tl.liveAt(mo, b);
+    const live = moments.liveAt(mo, b);
     let sum = 0;
     for (const v of live) {
       assert.ok(v >= 0);
@@ -78,20 +79,20 @@ test("the live set of any bucket, in any order, equals the plain sum", () => {
 });
 
 test("bucketOf maps times onto the grid", () => {
-  const mo = tl.newMoments(report.moments);
+  const mo = moments.newMoments(report.moments);
   const m = report.moments;
-  assert.equal(tl.bucketOf(mo, m.start_us - 1), -1);
-  assert.equal(tl.bucketOf(mo, m.start_us), 0);
-  assert.equal(tl.bucketOf(mo, m.start_us + m.width_us), 1);
-  assert.equal(tl.bucketOf(mo, m.start_us + 1e15), m.buckets.length - 1);
+  assert.equal(moments.bucketOf(mo, m.start_us - 1), -1);
+  assert.equal(moments.bucketOf(mo, m.start_us), 0);
+  assert.equal(moments.bucketOf(mo, m.start_us + m.width_us), 1);
+  assert.equal(moments.bucketOf(mo, m.start_us + 1e15), m.buckets.length - 1);
 });
 
 test("the tree and the top lines of a moment add up", () => {
-  const mo = tl.newMoments(report.moments);
-  const b = tl.bucketOf(mo, device.peak.time_us);
-  const live = tl.liveAt(mo, b);
+  const mo = moments.newMoments(report.moments);
+  const b = moments.bucketOf(mo, device.peak.time_us);
+  const live = moments.liveAt(mo, b);
   const total = live.reduce((a, v) => a + v, 0);
-  const tree = tl.treeOf(mo, live, "t");
+  const tree = moments.treeOf(mo, live, "t");
   assert.equal(tree.root.v, total);
   const check = (node) => {
     const kids = (node.c || []).reduce((a, c) => a + c.v, 0);
@@ -100,7 +101,7 @@ test("the tree and the top lines of a moment add up", () => {
     (node.c || []).forEach(check);
   };
   check(tree.root);
-  const lines = tl.topLinesOf(mo, live, 100);
+  const lines = moments.topLinesOf(mo, live, 100);
   assert.equal(lines.reduce((a, l) => a + l.bytes, 0), total);
   for (let i = 1; i < lines.length; i++) assert.ok(lines[i - 1].bytes >= lines[i].bytes);
   // The peak's top line is among the moment's (the bucket ends after the peak, so bytes may differ).
