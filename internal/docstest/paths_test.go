@@ -75,8 +75,12 @@ func (tr *tree) has(p string) bool {
 	if dir, name, ok := cutLast(p, "."); ok && tr.paths[dir] && name != "" && name[0] >= 'A' && name[0] <= 'Z' {
 		return true // a Go name in a package
 	}
-	if exec.Command("git", "-C", root, "check-ignore", "-q", p).Run() == nil {
-		return true // a build output
+	// A build output; a folder pattern ("/vscode-ext/bin/") matches a path
+	// that does not exist yet only with its trailing slash.
+	for _, q := range []string{p, p + "/"} {
+		if exec.Command("git", "-C", root, "check-ignore", "-q", q).Run() == nil {
+			return true
+		}
 	}
 	if strings.ContainsAny(p, "*?[") {
 		for f := range tr.paths {
