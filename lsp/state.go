@@ -109,8 +109,6 @@ func (l *loaded) analyse(ctx context.Context, progress func(done, total int64)) 
 	}
 }
 
-// show makes a loaded snapshot the one the editor shows and refreshes the
-// client: hints, lenses and diagnostics.
 // nextShow numbers a request to show a snapshot, in the order they came.
 func (s *Server) nextShow() int64 {
 	s.mu.Lock()
