@@ -21,12 +21,6 @@ func (s *Server) initialized(context.Context, json.RawMessage) (any, error) {
 	return nil, nil
 }
 
-// openAndShow analyses a snapshot (once) and shows it, or says in one line
-// why it cannot; the analysis stops if the editor closes first.
-func (s *Server) openAndShow(path string) (*loaded, error) {
-	return s.openAndShowContext(s.lifeContext(), path)
-}
-
 // lifeContext ends when the editor closes.
 func (s *Server) lifeContext() context.Context {
 	if s.life == nil {
@@ -35,7 +29,9 @@ func (s *Server) lifeContext() context.Context {
 	return s.life
 }
 
-// openAndShowContext is openAndShow for a request that may be cancelled.
+// openAndShowContext analyses a snapshot (once) and shows it, or says in one
+// line why it cannot; the analysis stops when ctx ends (the request is
+// cancelled, the editor closes).
 func (s *Server) openAndShowContext(ctx context.Context, path string) (*loaded, error) {
 	return s.openAndShowAsked(ctx, path, s.nextShow())
 }
