@@ -2,6 +2,7 @@
 optimizers, frame locals and an autograd graph built from small classes that
 have the attributes real torch gives them (the real path runs on the H200:
 examples/oom/, docs/oom-naming.md)."""
+import gc
 import types
 
 import pytest
@@ -194,6 +195,7 @@ def test_records_forward_methods():
     """Where each module class's forward is, with its qualified name, once per
     class: the engine labels frames in those lines "Attention.forward"."""
     import inspect
+    gc.collect()  # models of earlier tests left in reference cycles would be walked too
     model = Module(h=Module(**{"0": Block(attn=Attention()), "1": Block(attn=Attention())}))
     res = _tensors.name_tensors(fake_torch)
     del model
@@ -215,6 +217,7 @@ def test_forward_descriptors_never_run():
             ran.append(1)
             return None
 
+    gc.collect()  # models of earlier tests left in reference cycles would be walked too
     model = Module(lazy=Lazy(), attn=Attention())
     res = _tensors.name_tensors(fake_torch)
     del model
