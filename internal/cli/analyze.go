@@ -72,20 +72,7 @@ func runAnalyze(args []string, stdout, stderr io.Writer) int {
 
 // loadWith is source.load with the analysis options only analyze has.
 func (c *analyzeCmd) loadWith(path string, stderr io.Writer) (*analyze.Result, error) {
-	if c.device == 0 {
-		return c.load(path, stderr)
-	}
-	pm, err := c.pathMap()
-	if err != nil {
-		return nil, err
-	}
-	prog, done := progress(stderr, "reading "+path)
-	res, err := analyze.Run(path, analyze.Options{Paths: pm, Progress: prog, DeviceMemory: int64(c.device)})
-	done()
-	if err != nil {
-		return nil, inputError{err}
-	}
-	return res, nil
+	return c.run(path, stderr, int64(c.device))
 }
 
 // writeDiagnosis prints the steps, the memory at the peak by category, and

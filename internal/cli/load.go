@@ -1,8 +1,11 @@
 package cli
 
 import (
+	"encoding/json"
 	"flag"
+	"fmt"
 	"io"
+	"os"
 
 	"github.com/vramscope/vramscope/profiler"
 	"github.com/vramscope/vramscope/profiler/analyze"
@@ -12,11 +15,33 @@ import (
 type source struct {
 	maps  multi
 	roots multi
+	names string
 }
 
 func (s *source) register(fs *flag.FlagSet) {
 	fs.Var(&s.maps, "map", "REMOTE=LOCAL: read recorded paths under REMOTE from LOCAL (repeatable)")
 	fs.Var(&s.roots, "root", "DIR: find recorded files by their path suffix under DIR (repeatable)")
+	fs.StringVar(&s.names, "names", "", `FILE: a JSON object {"recorded file": "name"}: the names findings and phase names give those files (the notebook's "cell [3]")`)
+}
+
+// options are the analysis options the flags give.
+func (s *source) options() (analyze.Options, error) {
+	pm, err := s.pathMap()
+	if err != nil {
+		return analyze.Options{}, err
+	}
+	opt := analyze.Options{Paths: pm}
+	if s.names == "" {
+		return opt, nil
+	}
+	b, err := os.ReadFile(s.names)
+	if err != nil {
+		return opt, inputError{fmt.Errorf("--names: %w", err)}
+	}
+	if err := json.Unmarshal(b, &opt.FileNames); err != nil {
+		return opt, inputError{fmt.Errorf("--names %s: want a JSON object of file names to names: %w", s.names, err)}
+	}
+	return opt, nil
 }
 
 func (s *source) pathMap() (*profiler.PathMap, error) {
@@ -39,12 +64,18 @@ func (s *source) pathMap() (*profiler.PathMap, error) {
 
 // load analyses one snapshot file; every failure to read it is an input error.
 func (s *source) load(path string, stderr io.Writer) (*analyze.Result, error) {
-	pm, err := s.pathMap()
+	return s.run(path, stderr, 0)
+}
+
+// run is load with the device's memory (analyze --device-memory; 0: unknown).
+func (s *source) run(path string, stderr io.Writer, deviceMemory int64) (*analyze.Result, error) {
+	opt, err := s.options()
 	if err != nil {
 		return nil, err
 	}
 	prog, done := progress(stderr, "reading "+path)
-	res, err := analyze.Run(path, analyze.Options{Paths: pm, Progress: prog})
+	opt.Progress, opt.DeviceMemory = prog, deviceMemory
+	res, err := analyze.Run(path, opt)
 	done()
 	if err != nil {
 		return nil, inputError{err}

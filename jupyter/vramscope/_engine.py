@@ -12,6 +12,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 
 PKG_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -88,42 +89,52 @@ def run(args, timeout=None):
     return p.stdout
 
 
-def run_json(args, timeout=None):
-    out = run(args, timeout)
+def run_json(args, timeout=None, names=None):
+    """The engine's JSON output; names ({recorded file: name}) are the names
+    its texts give those files (--names: finding titles, phase names)."""
+    if names:
+        with tempfile.NamedTemporaryFile("w", suffix=".json", prefix="vramscope-names-", delete=False) as f:
+            json.dump(names, f)
+        try:
+            out = run([args[0], "--names", f.name] + list(args[1:]), timeout)
+        finally:
+            os.unlink(f.name)
+    else:
+        out = run(args, timeout)
     try:
         return json.loads(out)
     except ValueError as e:
         raise EngineError("vramscope %s printed no JSON (%s)" % (args[0], e)) from None
 
 
-def analyze(path):
+def analyze(path, names=None):
     """The analysis (analyze.Result) of a snapshot file."""
-    return run_json(["analyze", "--json", path])
+    return run_json(["analyze", "--json", path], names=names)
 
 
-def flame(path, weight="peak"):
+def flame(path, weight="peak", names=None):
     """The flame tree (flame.Tree: {title, weight, unit, root}) of a snapshot file."""
     if weight not in WEIGHTS:
         raise EngineError("weight must be one of %s" % ", ".join(WEIGHTS))
-    return run_json(["flame", "--format", "json", "--weight", weight, path])
+    return run_json(["flame", "--format", "json", "--weight", weight, path], names=names)
 
 
-def report(path):
+def report(path, names=None):
     """The data of the linked report (analyze --report: timeline, moments, top lines, findings)."""
-    return run_json(["analyze", "--report", path])
+    return run_json(["analyze", "--report", path], names=names)
 
 
-def diff_report(a, b):
+def diff_report(a, b, names=None):
     """The report of b with a's timeline overlaid and the per-line diff (diff --report)."""
-    return run_json(["diff", "--report", a, b])
+    return run_json(["diff", "--report", a, b], names=names)
 
 
-def diff(a, b):
+def diff(a, b, names=None):
     """Per-line change from snapshot a to snapshot b (analyze.Diff)."""
-    return run_json(["diff", "--json", a, b])
+    return run_json(["diff", "--json", a, b], names=names)
 
 
-def analyze_and_flame(path, weight="peak", with_report=False):
+def analyze_and_flame(path, weight="peak", with_report=False, names=None):
     """analyze() and flame() of one file, the engine runs side by side; with
     with_report, report() too: (result, tree, report)."""
     out = {}
@@ -134,12 +145,13 @@ def analyze_and_flame(path, weight="peak", with_report=False):
         except BaseException as e:  # re-raised below, on the caller's thread
             out.setdefault("error", e)
 
-    jobs = [("tree", lambda: flame(path, weight))] + ([("report", lambda: report(path))] if with_report else [])
+    jobs = [("tree", lambda: flame(path, weight, names))] + ([("report", lambda: report(path, names))]
+                                                             if with_report else [])
     threads = [threading.Thread(target=side, args=job, name="vramscope-" + job[0], daemon=True) for job in jobs]
     for t in threads:
         t.start()
     try:
-        result = analyze(path)
+        result = analyze(path, names)
     finally:
         for t in threads:
             t.join()

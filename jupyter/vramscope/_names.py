@@ -8,14 +8,10 @@ _filename_map, filled by cache()): `<ipython-input-3-1a2b…>` in plain IPython,
 A snapshot recorded in another kernel still carries such names; they read
 "cell [?]" unless the number is in the name itself.
 """
-import os
 import re
 
 _INPUT = re.compile(r"^<ipython-input-(\d+)-[0-9a-fA-F]+>$")
 _KERNEL = re.compile(r"(?:^|[/\\])ipykernel_\d+[/\\]\d+\.py$")
-# A cell file named inside a text (the engine's phase names use base names:
-# "[no user frame] after 2839457.py:70, before :71").
-_IN_TEXT = re.compile(r"<ipython-input-\d+-[0-9a-fA-F]+>|(?<![\w.])\d+\.py(?=:\d)")
 
 
 def cell_files(shell=None):
@@ -40,9 +36,6 @@ class Labeler:
 
     def __init__(self, files=None):
         self.files = cell_files() if files is None else dict(files)
-        self._base = {}
-        for f, n in self.files.items():
-            self._base.setdefault(os.path.basename(f) if not f.startswith("<") else f, n)
         self.real = {}  # label -> a real file name of that cell, for linecache
 
     def cell(self, file):
@@ -75,21 +68,12 @@ class Labeler:
             return "%s:%d" % (file, line) if file and line else (file or "")
         return "%s, line %d" % (name, line) if line else name
 
-    def text(self, s):
-        """Rewrites cell file names found in a text (phase names) as "cell [N]"."""
-        if not s or not isinstance(s, str):
-            return s
-
-        def sub(m):
-            tok = m.group(0)
-            n = self._base.get(tok)
-            if n is None:
-                mm = _INPUT.match(tok)
-                if mm:
-                    n = int(mm.group(1))
-            return tok if n is None else "cell [%s]" % n
-
-        return _IN_TEXT.sub(sub, s)
+    def engine_names(self):
+        """{recorded file: "cell [N]"} for this kernel's cells: the engine's
+        --names, so that its own texts (finding titles and fixes, phase names
+        such as "[backward pass of cell [3]:4]") name cells as this does,
+        without rewriting its text afterwards."""
+        return {f: "cell [%s]" % n for f, n in self.files.items()}
 
     def report(self, report):
         """Relabels a report (analyze --report) in place as tree() does a flame
@@ -110,7 +94,8 @@ class Labeler:
 
     def tree(self, tree):
         """Relabels a flame tree in place: cell frames get the file "cell [N]"
-        (their line stays), phase names lose the cell file names. Returns it."""
+        (their line stays; phase names come named from the engine, --names).
+        Returns it."""
         root = tree.get("root") if isinstance(tree, dict) else None
         if not root:
             return tree
@@ -125,10 +110,6 @@ class Labeler:
                     name = cache[f] = self.cell_name(f)
                 if name is not None:
                     node["f"] = name
-            elif self._base or "<ipython-input" in node.get("n", ""):
-                n = node.get("n")
-                if n and ".py:" in n or n and "<ipython-input" in n:
-                    node["n"] = self.text(n)
             c = node.get("c")
             if c:
                 stack.extend(c)

@@ -43,7 +43,7 @@ def site_label(site, labeler):
     "/path/file.py:69 (fn)" or a phase's own name."""
     f, line, fn = site.get("file") or "", site.get("line") or 0, site.get("function") or ""
     if not f:
-        return labeler.text(fn) if labeler else fn
+        return fn  # a phase: the engine named its cells (--names)
     where = labeler.label(f, line) if labeler else ("%s:%d" % (f, line) if line else f)
     if fn and fn != "<module>":
         where += " (%s)" % fn
@@ -80,9 +80,9 @@ def findings(result, labeler):
         out.append({
             "kind": f.get("kind") or "",
             "severity": f.get("severity") or "info",
-            "title": labeler.text(f.get("title") or "") if labeler else f.get("title") or "",
+            "title": f.get("title") or "",
             "where": where,
-            "fix": labeler.text(f.get("fix") or "") if labeler else f.get("fix") or "",
+            "fix": f.get("fix") or "",
         })
     return out
 

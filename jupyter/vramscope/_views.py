@@ -33,7 +33,7 @@ def note(msg):
 def snapshot_view(path, weight="peak", top=10, labeler=None, title=None, name=None):
     """Analyses a snapshot file with the engine: (view, labeler)."""
     labeler = labeler or _names.Labeler()
-    result, tree, report = _engine.analyze_and_flame(path, weight, with_report=True)
+    result, tree, report = _engine.analyze_and_flame(path, weight, with_report=True, names=labeler.engine_names())
     labeler.tree(tree)
     labeler.report(report)
     view = {
@@ -60,11 +60,12 @@ def file_report(path, weight="peak", top=10):
 def diff_report(a, b, top=20):
     """The report of the change from snapshot a to snapshot b."""
     labeler = _names.Labeler()
-    d = _engine.diff(a, b)
-    tree = _engine.flame(b, "peak")
+    names = labeler.engine_names()
+    d = _engine.diff(a, b, names)
+    tree = _engine.flame(b, "peak", names)
     labeler.tree(tree)
     view = {"title": "diff %s \u2192 %s" % (os.path.basename(a), os.path.basename(b)),
             "facts": _report.diff_facts(d), "diff": _report.diff_rows(d, labeler, top), "tree": tree,
             "side": "after", "note": "flame graph: after (%s)" % os.path.basename(b),
-            "report": labeler.report(_engine.diff_report(a, b))}
+            "report": labeler.report(_engine.diff_report(a, b, names))}
     return _widget.report(view, files={"after": b, "before": a}, labeler=labeler)

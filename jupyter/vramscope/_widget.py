@@ -254,12 +254,13 @@ def _flame_widget(anywidget, t):
             path = self._files.get(side)
             if path is None:
                 raise ValueError("no snapshot for %r" % (side,))
-            tree = _engine.flame(path, weight)
+            names = self._labeler.engine_names() if self._labeler is not None else None
+            tree = _engine.flame(path, weight, names)
             if self._labeler is not None:
                 self._labeler.tree(tree)
             report = self.report
             if report is not None and side != self.side:
-                report = _engine.report(path)  # the other snapshot's timeline
+                report = _engine.report(path, names)  # the other snapshot's timeline
                 if self._labeler is not None:
                     self._labeler.report(report)
             with self.hold_sync():

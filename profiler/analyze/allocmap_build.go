@@ -37,7 +37,7 @@ func (mb *mapBuilder) line(o int32) int {
 func (a *analysis) where(o int32) string {
 	if o >= 0 {
 		if f, ok := a.origins.userFrame(profiler.StackID(o)); ok {
-			return shortPlace(f) + " " + f.Func
+			return a.origins.placeOf(f) + " " + f.Func
 		}
 		return ""
 	}

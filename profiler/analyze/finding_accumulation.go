@@ -129,10 +129,10 @@ func (dg *devDiag) accumFinding(s *accumSite, ran int) *Finding {
 			StartUS: s.first, EndUS: dg.d.Peak.TimeUS}}
 	fill := dg.fillText(f.Evidence.Numbers, perIter, peak, int64(ran-1), "iteration")
 	f.Title = fmt.Sprintf("Loop accumulation: %s keeps %s per iteration; blocks from %d iterations (%s, %d%% of the peak) are alive at the peak and freed only after the loop%s",
-		short(s.file, s.line), fb(perIter), iters, fb(s.bytes), pct(s.bytes, peak), fill)
+		dg.short(s.file, s.line), fb(perIter), iters, fb(s.bytes), pct(s.bytes, peak), fill)
 	f.Fix = fmt.Sprintf("the loop keeps every iteration's result on the GPU (allocated at %s): keep scalars with .item(), "+
 		"move outputs to the host each iteration (.cpu(), or .to('cpu', non_blocking=True)), or reduce them as you go "+
-		"(a running sum or top-k instead of a list of tensors)", short(s.file, s.line))
+		"(a running sum or top-k instead of a list of tensors)", dg.short(s.file, s.line))
 	return &f
 }
 

@@ -131,7 +131,7 @@ func (dg *devDiag) activationFinding(blocks []catBlock, act, total int64, when s
 		}
 		f.Evidence.Lines = append(f.Evidence.Lines, EvidenceLine{File: x.file, Line: x.line, Bytes: x.bytes,
 			Note: fmt.Sprintf("%s (%s): %d activations", what, x.fn, x.n)})
-		names = append(names, short(x.file, x.line))
+		names = append(names, dg.short(x.file, x.line))
 	}
 	for i, x := range users.top(3) {
 		if i == 0 {

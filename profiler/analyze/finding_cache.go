@@ -42,7 +42,7 @@ func (dg *devDiag) cacheGrowth(leakSites map[string]bool) []Finding {
 		}
 		out = append(out, Finding{Kind: KindCacheGrowth, Severity: sev, File: file, Line: line,
 			Title: fmt.Sprintf("Cache growth: %s kept %d blocks of %d sizes (%s, %d%% of the peak), new ones until step %d, none in the %d steps since",
-				short(file, line), s.blocks, len(s.sizes), fb(s.bytes), pct(s.bytes, peak), last, n-1-last),
+				dg.short(file, line), s.blocks, len(s.sizes), fb(s.bytes), pct(s.bytes, peak), last, n-1-last),
 			Evidence: Evidence{Numbers: map[string]int64{"bytes": s.bytes, "blocks": s.blocks, "sizes": int64(len(s.sizes)),
 				"steps_with_new_blocks": int64(len(in)), "last_new_step": int64(last), "steps": int64(n), "peak_share_pct": pct(s.bytes, peak)},
 				Lines:   []EvidenceLine{{File: file, Line: line, Bytes: s.bytes, Note: fmt.Sprintf("%s: blocks never freed, one per new shape", fn)}},

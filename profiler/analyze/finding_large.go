@@ -38,13 +38,13 @@ func (dg *devDiag) largeAllocation() []Finding {
 			Evidence: Evidence{Numbers: map[string]int64{"bytes": o.Requested, "allocated": o.Allocated,
 				"share_pct": pct(o.Requested, need)}, StartUS: o.TimeUS, EndUS: o.TimeUS},
 			Fix: largeFix(o.Frames)}
-		where := short(o.File, o.Line)
+		where := dg.short(o.File, o.Line)
 		if n := len(o.Frames); n > 0 {
 			in := o.Frames[n-1]
 			if in.File != o.File || in.Line != o.Line {
 				f.Evidence.Lines = append(f.Evidence.Lines, EvidenceLine{File: in.File, Line: in.Line, Bytes: o.Requested,
 					Note: "allocating frame (" + in.Func + ")"})
-				where = short(in.File, in.Line) + ", reached from " + short(o.File, o.Line)
+				where = dg.short(in.File, in.Line) + ", reached from " + dg.short(o.File, o.Line)
 			}
 		}
 		if o.File != "" {
@@ -76,11 +76,11 @@ func (dg *devDiag) largeAllocation() []Finding {
 		Evidence: Evidence{Numbers: map[string]int64{"bytes": big.size, "peak": peak, "share_pct": pct(big.size, peak),
 			"device_memory": capBytes}, StartUS: big.t, EndUS: dg.d.Peak.TimeUS},
 		Fix: largeFix(path)}
-	where := short(file, line)
+	where := dg.short(file, line)
 	if in, ok := dg.innermost(o); ok && (in.File != file || in.Line != line) {
 		f.Evidence.Lines = append(f.Evidence.Lines, EvidenceLine{File: in.File, Line: in.Line, Bytes: big.size,
 			Note: "allocating frame (" + in.Func + ")"})
-		where = short(in.File, in.Line) + ", reached from " + short(file, line)
+		where = dg.short(in.File, in.Line) + ", reached from " + dg.short(file, line)
 	}
 	if file != "" {
 		f.Evidence.Lines = append(f.Evidence.Lines, EvidenceLine{File: file, Line: line, Bytes: big.size, Note: "your line (" + fn + ")"})

@@ -146,7 +146,7 @@ func (dg *devDiag) leak() (*Finding, map[string]bool) {
 		f.Evidence.Lines = append(f.Evidence.Lines, EvidenceLine{File: file, Line: line, Bytes: s.bytes,
 			Note: fmt.Sprintf("%s: %d blocks never freed, %s per step", fn, s.blocks, fb(s.steps[last]))})
 		if file != "" {
-			names = append(names, short(file, line))
+			names = append(names, dg.short(file, line))
 		} else {
 			names = append(names, fn)
 		}

@@ -79,7 +79,7 @@ func (dg *devDiag) unboundedFinding(s *survivor, in []int) Finding {
 	return Finding{Kind: KindUnboundedCache, Severity: sev, File: s.file, Line: s.line,
 		Title: fmt.Sprintf("Unbounded cache: %s holds %d entries of %d sizes (%s, %d%% of the peak), new ones in %d of %d steps and still in step %d; "+
 			"at %s per step it would hold up to %s after %d more steps%s",
-			short(s.file, s.line), s.blocks, len(s.sizes), fb(s.bytes), pct(s.bytes, peak), len(in), n, in[len(in)-1],
+			dg.short(s.file, s.line), s.blocks, len(s.sizes), fb(s.bytes), pct(s.bytes, peak), len(in), n, in[len(in)-1],
 			fb(perStep), fb(nums["projected_bytes"]), projectionSteps, fill),
 		Evidence: Evidence{Numbers: nums,
 			Lines:   []EvidenceLine{{File: s.file, Line: s.line, Bytes: s.bytes, Note: fmt.Sprintf("%s: blocks never freed, one per new shape, still coming", s.fn)}},

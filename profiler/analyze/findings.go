@@ -1,8 +1,6 @@
 package analyze
 
 import (
-	"fmt"
-	"path/filepath"
 	"sort"
 	"strings"
 
@@ -269,9 +267,10 @@ func pct(part, whole int64) int64 {
 
 func fb(n int64) string { return profiler.FormatBytes(n) }
 
-func short(file string, line int) string {
+// short names a line in a finding's words ("train.py:31", "cell [3]:5").
+func (dg *devDiag) short(file string, line int) string {
 	if file == "" {
 		return "?"
 	}
-	return fmt.Sprintf("%s:%d", filepath.Base(file), line)
+	return dg.a.origins.place(file, line)
 }

@@ -37,13 +37,14 @@ type synthetic struct {
 }
 
 type origins struct {
-	frames  *profiler.Frames
-	real    []origin // by StackID
-	syn     []synthetic
-	synO    []origin
-	gapIdx  map[[3]profiler.StackID]int32
-	preIdx  map[profiler.StackID]int32
-	userIdx []int8 // by StackID: 0 unknown, 1 reaches user code, 2 does not
+	frames    *profiler.Frames
+	real      []origin // by StackID
+	syn       []synthetic
+	synO      []origin
+	gapIdx    map[[3]profiler.StackID]int32
+	preIdx    map[profiler.StackID]int32
+	userIdx   []int8            // by StackID: 0 unknown, 1 reaches user code, 2 does not
+	fileNames map[string]string // Options.FileNames
 }
 
 func newOrigins(frames *profiler.Frames) *origins {
@@ -140,9 +141,18 @@ func (o *origins) userFrame(s profiler.StackID) (profiler.Frame, bool) {
 	return profiler.Frame{}, false
 }
 
-func shortPlace(f profiler.Frame) string {
-	return fmt.Sprintf("%s:%d", filepath.Base(f.File), f.Line)
+// place names a source line in words ("train.py:31"): by the name the
+// caller gave its file (Options.FileNames: "cell [3]" for a notebook cell's
+// file), else by the file's base name.
+func (o *origins) place(file string, line int) string {
+	name, ok := o.fileNames[file]
+	if !ok {
+		name = filepath.Base(file)
+	}
+	return fmt.Sprintf("%s:%d", name, line)
 }
+
+func (o *origins) placeOf(f profiler.Frame) string { return o.place(f.File, f.Line) }
 
 var trailingStep = regexp.MustCompile(`[_#]?\d+$`)
 
@@ -170,10 +180,10 @@ func (o *origins) label(anns []profiler.Annotation) {
 				call.Func = rf.Func
 			}
 			s.call = call
-			s.label = "[backward pass of " + shortPlace(call) + "]"
+			s.label = "[backward pass of " + o.placeOf(call) + "]"
 			continue
 		}
-		head, place := "[no user frame]", gapPlace(lf, lok, rf, rok)
+		head, place := "[no user frame]", o.gapPlace(lf, lok, rf, rok)
 		if ph := innermostPhase(scopes); ph != "" {
 			head = "[no user frame: " + ph + "]"
 		}
@@ -184,16 +194,16 @@ func (o *origins) label(anns []profiler.Annotation) {
 
 // gapPlace says where a gap lies between the user lines around it ("after
 // a.py:3, before :9"), "" when neither is known.
-func gapPlace(lf profiler.Frame, lok bool, rf profiler.Frame, rok bool) string {
+func (o *origins) gapPlace(lf profiler.Frame, lok bool, rf profiler.Frame, rok bool) string {
 	switch {
 	case lok && rok && lf.File == rf.File:
-		return fmt.Sprintf("after %s, before :%d", shortPlace(lf), rf.Line)
+		return fmt.Sprintf("after %s, before :%d", o.placeOf(lf), rf.Line)
 	case lok && rok:
-		return fmt.Sprintf("after %s, before %s", shortPlace(lf), shortPlace(rf))
+		return fmt.Sprintf("after %s, before %s", o.placeOf(lf), o.placeOf(rf))
 	case lok:
-		return "after " + shortPlace(lf)
+		return "after " + o.placeOf(lf)
 	case rok:
-		return "before " + shortPlace(rf)
+		return "before " + o.placeOf(rf)
 	}
 	return ""
 }

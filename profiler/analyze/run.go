@@ -21,6 +21,11 @@ type Options struct {
 	// the caller knows it (NVML, the user); a snapshot does not record it.
 	// Findings use it for "near capacity" and for when a leak fills the device.
 	DeviceMemory int64
+	// FileNames are the names texts use for some recorded files (finding
+	// titles and fixes, phase names): the notebook names its cells' files
+	// "cell [3]". Other files read as their base name. The files themselves
+	// (Site.File, frames) stay the recorded ones.
+	FileNames map[string]string
 }
 
 // Peak is the highest allocated memory of one device.
@@ -130,6 +135,7 @@ func FromBytes(name string, b []byte, opt Options) (*Result, error) {
 func run(opt Options, read func(*profiler.Frames, torchsnap.EventFunc) (*torchsnap.Snapshot, error)) (*Result, error) {
 	frames := profiler.NewFrames()
 	a := &analysis{frames: frames, origins: newOrigins(frames)}
+	a.origins.fileNames = opt.FileNames
 	p := a.pipe()
 	snap, err := read(frames, p.event)
 	p.close()
