@@ -10,7 +10,7 @@
   but the file aborted: summary, top lines, a finding and the flame graph are
   visible, on screen and in print (what webpdf prints); the PDF is kept;
 - nbconvert's LaTeX (what the PDF exporter compiles; it takes no HTML): the
-  text view; the PDF and webpdf exporters themselves where installed;
+  text view (the PDF and webpdf exporters themselves are not tested: below);
 - the executed notebook reopened in JupyterLab, then run again: each report
   shows once, the widget, with its static copy hidden; then saved and exported
   through the server's nbconvert handler ("Save and Export Notebook As"): each
@@ -22,7 +22,6 @@ import base64
 import html as htmllib
 import os
 import re
-import shutil
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -216,19 +215,10 @@ def test_latex_export_has_the_text_view(executed):
     assert "train\\_gpt2.py:22" in tex or "train_gpt2.py:22" in tex
 
 
-@pytest.mark.skipif(not shutil.which("xelatex"), reason="xelatex is not installed (nbconvert --to pdf needs it)")
-def test_pdf_export(executed, tmp_path):
-    pdf, _ = nbconvert.PDFExporter().from_notebook_node(executed)
-    assert pdf[:4] == b"%PDF" and len(pdf) > 10_000
-
-
-def test_webpdf_export(executed):
-    pytest.importorskip("playwright", reason="nbconvert --to webpdf needs playwright (pip install nbconvert[webpdf])")
-    try:
-        pdf, _ = nbconvert.WebPDFExporter().from_notebook_node(executed)
-    except RuntimeError as e:  # playwright without its chromium
-        pytest.skip("webpdf: %s" % e)
-    assert pdf[:4] == b"%PDF" and len(pdf) > 10_000
+# nbconvert's PDF (xelatex) and webpdf (playwright's own chromium, from a CDN)
+# exporters are not tested: neither tool can be installed on the machines the
+# tests run on, and a test that always skips proves nothing. The page printed
+# to PDF by Debian's chromium is tested above.
 
 
 # --- JupyterLab -----------------------------------------------------------------------
