@@ -3,32 +3,22 @@ package lsp
 import (
 	"context"
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/vramscope/vramscope/daemon"
 	"github.com/vramscope/vramscope/daemon/api"
 	"github.com/vramscope/vramscope/daemon/client"
+	"github.com/vramscope/vramscope/internal/daemontest"
 )
 
 // TestWithTheDaemon: the server follows the snapshots the daemon stores,
 // lists processes and reports the daemon's state for the status bar; when the
 // daemon dies the status says so and the shown snapshot stays.
 func TestWithTheDaemon(t *testing.T) {
-	dir, _ := os.MkdirTemp("", "vslsp")
-	defer os.RemoveAll(dir)
-	socket := filepath.Join(dir, "d.sock")
-	d, err := daemon.New(daemon.Config{Socket: socket, DataDir: filepath.Join(dir, "data"), NoCounters: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, stop := context.WithCancel(context.Background())
-	served := make(chan struct{})
-	go func() { d.Serve(ctx); close(served) }()
-	defer func() { stop(); <-served }()
+	d := daemontest.Start(t)
+	socket := d.Socket
 	var cl *client.Client
 	for i := 0; i < 200 && cl == nil; i++ {
 		cl, _ = client.Dial(context.Background(), socket, "test")
@@ -66,13 +56,12 @@ func TestWithTheDaemon(t *testing.T) {
 	var procs api.ProcessListResult
 	c.call("workspace/executeCommand", map[string]any{"command": cmdListProcesses}, &procs)
 	// With no agent, take snapshot says why.
-	err = c.conn.Call(context.Background(), "workspace/executeCommand", map[string]any{"command": cmdTakeSnapshot}, nil)
+	err := c.conn.Call(context.Background(), "workspace/executeCommand", map[string]any{"command": cmdTakeSnapshot}, nil)
 	if err == nil || !strings.Contains(err.Error(), "0 processes have an agent") {
 		t.Errorf("take without agents: %v", err)
 	}
 	// The daemon goes away: the status bar says so, hints stay (offline).
-	stop()
-	<-served
+	d.Stop()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		c.call("workspace/executeCommand", map[string]any{"command": cmdStatus}, &sb)

@@ -2,50 +2,19 @@ package lsp
 
 import (
 	"context"
-	"encoding/json"
-	"io"
-	"net"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/sourcegraph/jsonrpc2"
-	"github.com/vramscope/vramscope/daemon"
 	"github.com/vramscope/vramscope/daemon/api"
+	"github.com/vramscope/vramscope/internal/daemontest"
 )
 
-// rankAgent registers over the daemon's socket as rank `rank` of torchrun
-// launch "lspjob" and answers agent.dump with a copy of src.
+// rankAgent registers as rank `rank` of torchrun launch "lspjob" and
+// answers agent.dump with a copy of src.
 func rankAgent(t *testing.T, socket string, pid, rank int, src string) {
-	t.Helper()
-	c, err := net.Dial("unix", socket)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := jsonrpc2.HandlerWithError(func(_ context.Context, _ *jsonrpc2.Conn, r *jsonrpc2.Request) (any, error) {
-		var p api.DumpParams
-		json.Unmarshal(*r.Params, &p)
-		in, err := os.Open(src)
-		if err != nil {
-			return nil, err
-		}
-		defer in.Close()
-		out, err := os.Create(p.Path)
-		if err != nil {
-			return nil, err
-		}
-		n, err := io.Copy(out, in)
-		out.Close()
-		return api.DumpResult{Path: p.Path, Bytes: n, Entries: 1, TookMS: 1}, err
-	})
-	conn := jsonrpc2.NewConn(context.Background(), jsonrpc2.NewPlainObjectStream(c), jsonrpc2.AsyncHandler(h))
-	t.Cleanup(func() { conn.Close() })
-	reg := api.RegisterParams{PID: pid, Host: "test", Rank: rank, LocalRank: rank, WorldSize: 2, Argv: []string{"python", "train.py"},
-		Device: 0, Recording: true, APIVersion: api.Version, JobFacts: api.JobFacts{RunID: "lspjob", PPID: 99}}
-	if err := conn.Call(context.Background(), api.AgentRegister, reg, &api.RegisterResult{}); err != nil {
-		t.Fatal(err)
-	}
+	daemontest.Agent(t, socket, api.RegisterParams{PID: pid, Host: "test", Rank: rank, LocalRank: rank, WorldSize: 2,
+		Argv: []string{"python", "train.py"}, Device: 0, Recording: true, JobFacts: api.JobFacts{RunID: "lspjob", PPID: 99}}, src)
 }
 
 // TestRankPicker: Take Snapshot of the whole job shows the heaviest rank
@@ -53,23 +22,7 @@ func rankAgent(t *testing.T, socket string, pid, rank int, src string) {
 // launch); the picker lists both, and opening the other rank's snapshot is
 // what the picker's choice does: the list then says it is shown.
 func TestRankPicker(t *testing.T) {
-	dir, _ := os.MkdirTemp("", "vslsp")
-	defer os.RemoveAll(dir)
-	socket := filepath.Join(dir, "d.sock")
-	d, err := daemon.New(daemon.Config{Socket: socket, DataDir: filepath.Join(dir, "data"), NoCounters: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, stop := context.WithCancel(context.Background())
-	served := make(chan struct{})
-	go func() { d.Serve(ctx); close(served) }()
-	defer func() { stop(); <-served }()
-	for i := 0; i < 200; i++ {
-		if _, err := os.Stat(socket); err == nil {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	socket := daemontest.Start(t).Socket
 	whatif, _ := filepath.Abs("../examples/snapshots/whatif")
 	rankAgent(t, socket, 8100, 0, filepath.Join(whatif, "whatif_bs4.pickle"))
 	rankAgent(t, socket, 8101, 1, filepath.Join(whatif, "whatif_bs8.pickle"))
@@ -92,7 +45,7 @@ func TestRankPicker(t *testing.T) {
 	if again.Shown != 0 || summary.PeakBytes != again.Ranks[0].Peak {
 		t.Errorf("after opening rank 0: shown %d, peak %d vs %d", again.Shown, summary.PeakBytes, again.Ranks[0].Peak)
 	}
-	err = c.conn.Call(context.Background(), "workspace/executeCommand", map[string]any{"command": cmdRanks, "arguments": []any{map[string]any{"group": "job-nope"}}}, nil)
+	err := c.conn.Call(context.Background(), "workspace/executeCommand", map[string]any{"command": cmdRanks, "arguments": []any{map[string]any{"group": "job-nope"}}}, nil)
 	if err == nil {
 		t.Error("ranks of no group: no error")
 	}

@@ -43,6 +43,7 @@ var allowed = []struct {
 	{"internal/wiregen/cmd/wiregen", []string{"internal/wiregen"}, "go generate's entry point"},
 	{"internal/golden", nil, "golden-file checks for tests: standard library only"},
 	{"internal/reftool", nil, "reference tests skip where their tool is missing, fail in CI: standard library only"},
+	{"internal/daemontest", []string{"daemon", "daemon/api", "github.com/sourcegraph/jsonrpc2"}, "a real daemon and fake agents for the tests of the CLI and the language server"},
 	{"internal/vsmtest", nil, "real snapshots as VSM1 (by the agent's writer) for tests: standard library only"},
 	{"internal/hostile", []string{"profiler/pickle"}, "the snapshots that broke vramscope (deep stacks), generated for tests"},
 	{"cmd/vramscope", []string{"internal/cli"}, "a thin entry point"},

@@ -1,76 +1,28 @@
 package cli_test
 
 import (
-	"context"
 	"encoding/json"
-	"io"
-	"net"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/sourcegraph/jsonrpc2"
-	"github.com/vramscope/vramscope/daemon"
 	"github.com/vramscope/vramscope/daemon/api"
+	"github.com/vramscope/vramscope/internal/daemontest"
 )
 
-// agentOf registers over socket as rank `rank` of launch run and answers
-// agent.dump with a copy of src.
+// agentOf registers as rank `rank` of launch run and answers agent.dump with
+// a copy of src.
 func agentOf(t *testing.T, socket, run string, pid, rank int, src string) {
-	t.Helper()
-	c, err := net.Dial("unix", socket)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := jsonrpc2.HandlerWithError(func(_ context.Context, _ *jsonrpc2.Conn, r *jsonrpc2.Request) (any, error) {
-		var p api.DumpParams
-		json.Unmarshal(*r.Params, &p)
-		in, err := os.Open(src)
-		if err != nil {
-			return nil, err
-		}
-		defer in.Close()
-		out, err := os.Create(p.Path)
-		if err != nil {
-			return nil, err
-		}
-		n, err := io.Copy(out, in)
-		out.Close()
-		return api.DumpResult{Path: p.Path, Bytes: n, Entries: 1, TookMS: 1}, err
-	})
-	conn := jsonrpc2.NewConn(context.Background(), jsonrpc2.NewPlainObjectStream(c), jsonrpc2.AsyncHandler(h))
-	t.Cleanup(func() { conn.Close() })
-	reg := api.RegisterParams{PID: pid, Host: "test", Rank: rank, LocalRank: rank, WorldSize: 2, Argv: []string{"python", "train.py"},
-		Recording: true, APIVersion: api.Version, JobFacts: api.JobFacts{RunID: run}}
-	if err := conn.Call(context.Background(), api.AgentRegister, reg, &api.RegisterResult{}); err != nil {
-		t.Fatal(err)
-	}
+	daemontest.Agent(t, socket, api.RegisterParams{PID: pid, Host: "test", Rank: rank, LocalRank: rank, WorldSize: 2,
+		Argv: []string{"python", "train.py"}, Recording: true, JobFacts: api.JobFacts{RunID: run}}, src)
 }
 
 // TestSnapJobAndRanksOfAGroup: `snap PID --job` through a daemon with two
 // ranks of one launch (the whatif recordings at batch 4 and 8 stand in for
 // them), then `ranks GROUP` of what it stored.
 func TestSnapJobAndRanksOfAGroup(t *testing.T) {
-	dir, _ := os.MkdirTemp("", "vscli")
-	defer os.RemoveAll(dir)
-	socket := filepath.Join(dir, "d.sock")
-	d, err := daemon.New(daemon.Config{Socket: socket, DataDir: filepath.Join(dir, "data"), NoCounters: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, stop := context.WithCancel(context.Background())
-	served := make(chan struct{})
-	go func() { d.Serve(ctx); close(served) }()
-	defer func() { stop(); <-served }()
-	for i := 0; i < 200; i++ {
-		if _, err := os.Stat(socket); err == nil {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	socket := daemontest.Start(t).Socket
 	for rank, bs := range []string{"4", "8"} {
 		agentOf(t, socket, "clijob", 9100+rank, rank, abs(t, need(t, filepath.Join(exampleDir, "whatif", "whatif_bs"+bs+".pickle"))))
 	}

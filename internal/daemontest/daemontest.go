@@ -1,0 +1,103 @@
+// Package daemontest runs a real daemon, and fake agents that speak its real
+// protocol, for the tests of the layers above it (the CLI, the language
+// server). Test support only: only test files import it.
+package daemontest
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sourcegraph/jsonrpc2"
+	"github.com/vramscope/vramscope/daemon"
+	"github.com/vramscope/vramscope/daemon/api"
+)
+
+// Daemon is a daemon serving on Socket (no NVML sampling) until Stop or the
+// end of the test.
+type Daemon struct {
+	Socket, DataDir string
+	stop            func()
+}
+
+// Start starts a daemon in a temporary folder of a short path (a Unix
+// socket's path is limited) and waits until its socket exists.
+func Start(t testing.TB) *Daemon {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "vsd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &Daemon{Socket: filepath.Join(dir, "d.sock"), DataDir: filepath.Join(dir, "data")}
+	srv, err := daemon.New(daemon.Config{Socket: d.Socket, DataDir: d.DataDir, NoCounters: true})
+	if err != nil {
+		os.RemoveAll(dir)
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan struct{})
+	go func() { srv.Serve(ctx); close(served) }()
+	var once sync.Once
+	d.stop = func() { once.Do(func() { cancel(); <-served }) }
+	t.Cleanup(func() { d.stop(); os.RemoveAll(dir) })
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if _, err := os.Stat(d.Socket); err == nil {
+			return d
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the daemon made no socket at %s in 10 s", d.Socket)
+		}
+	}
+}
+
+// Stop stops the daemon and waits until it has (at most once).
+func (d *Daemon) Stop() { d.stop() }
+
+// Agent registers over socket as reg says and answers agent.dump with a copy
+// of the snapshot file src, until the end of the test.
+func Agent(t testing.TB, socket string, reg api.RegisterParams, src string) {
+	t.Helper()
+	c, err := net.Dial("unix", socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := jsonrpc2.HandlerWithError(func(_ context.Context, _ *jsonrpc2.Conn, r *jsonrpc2.Request) (any, error) {
+		var p api.DumpParams
+		if r.Params == nil || json.Unmarshal(*r.Params, &p) != nil {
+			return nil, &jsonrpc2.Error{Code: jsonrpc2.CodeInvalidParams, Message: "want agent.dump's params"}
+		}
+		n, err := copyFile(src, p.Path)
+		return api.DumpResult{Path: p.Path, Bytes: n, Entries: 1, TookMS: 1}, err
+	})
+	conn := jsonrpc2.NewConn(context.Background(), jsonrpc2.NewPlainObjectStream(c), jsonrpc2.AsyncHandler(h))
+	t.Cleanup(func() { conn.Close() })
+	if reg.APIVersion == "" {
+		reg.APIVersion = api.Version
+	}
+	if err := conn.Call(context.Background(), api.AgentRegister, reg, &api.RegisterResult{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func copyFile(src, dst string) (int64, error) {
+	in, err := os.Open(src)
+	if err != nil {
+		return 0, err
+	}
+	defer in.Close()
+	out, err := os.Create(dst)
+	if err != nil {
+		return 0, err
+	}
+	n, err := io.Copy(out, in)
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	return n, err
+}
