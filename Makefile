@@ -9,7 +9,7 @@ EXAMPLE := examples/snapshots/example_train.pickle
 RECORDED := /work/main
 SHARED  ?= ../shared
 
-.PHONY: all build generate test-race lint golden dist test-dist demo test clean-artifacts setup test-go test-web test-py test-fixtures test-vscode bench bench-lsp bench-widget bench-page fuzz gpu-e2e clean
+.PHONY: all build generate test-race lint golden dist test-dist demo test clean-artifacts setup test-go test-web test-py test-fixtures test-vscode bench bench-lsp bench-widget bench-page bench-hosts fuzz gpu-e2e clean
 
 all: build
 
@@ -121,6 +121,12 @@ bench-lsp: build
 # renderer memory, click -> flame, beside the flame-only page and the raw JSON; writes docs/page-bench.md.
 bench-page: build
 	node bench/page.mjs
+
+# The same report in the notebook widget (JupyterLab 4, a real kernel) and the VS Code webview (code-server,
+# the packaged .vsix) on the 1M and 5M shared snapshots, beside the page in the same run: open -> report drawn,
+# renderer memory, click -> flame; appends its table to docs/page-bench.md.
+bench-hosts: build
+	node bench/hosts.mjs
 
 # The notebook widget's 100k-node render in JupyterLab + chromium (make setup first); writes docs/widget-bench.md.
 bench-widget: build
