@@ -90,7 +90,7 @@ async function clickMoments(page, frame, api) {
 // measure times one open in a fresh browser: goto loads the host and waits
 // until it is ready, open starts the report (returns the epoch ms it did so)
 // and reportFrame finds the document that draws it.
-async function measure(chromium, { goto, open, reportFrame, api, retry }) {
+async function measure(chromium, { goto, open, reportFrame, api }) {
   const browser = await chromium.launch({ executablePath: chromiumPath, args: BROWSER_ARGS });
   try {
     const page = await (await browser.newContext({ viewport: { width: 1400, height: 900 }, deviceScaleFactor: 1 })).newPage();
@@ -99,21 +99,13 @@ async function measure(chromium, { goto, open, reportFrame, api, retry }) {
     await goto(page);
     const before = rendererRSS(process.pid);
     const navStart = await page.evaluate(() => performance.timeOrigin);
-    let started = await open(page);
-    let retried = false;
-    let frame = await waitFor("the report's document", () => reportFrame(page), retry ? 15_000 : 180_000).catch(async (err) => {
-      if (!retry || !(await retry(page))) throw err;
-      // The workbench dropped the key (focus moving while it starts): once more, timed from there, and said so.
-      retried = true;
-      started = await open(page);
-      return null;
-    });
-    frame ??= await waitFor("the report's document (after one retry)", () => reportFrame(page), 180_000);
+    const started = await open(page);
+    const frame = await waitFor("the report's document", () => reportFrame(page), 180_000);
     const end = await waitFor("the mark vramscope-report-end", () => reportEnd(frame), 180_000);
     const rss = rendererRSS(process.pid);
     const heap = await frame.evaluate(() => (performance.memory ? performance.memory.usedJSHeapSize : 0));
     const clicks = await clickMoments(page, frame, api);
-    return { openMs: end - started, loadMs: end - navStart, retried, before, rss, heap, clicks, rssAfterClicks: rendererRSS(process.pid), errors };
+    return { openMs: end - started, loadMs: end - navStart, before, rss, heap, clicks, rssAfterClicks: rendererRSS(process.pid), errors };
   } catch (err) {
     for (const p of browser.contexts().flatMap((c) => c.pages())) await p.screenshot({ path: path.join(work, "hosts-failed.png") }).catch(() => {});
     throw err;
@@ -127,18 +119,20 @@ async function measure(chromium, { goto, open, reportFrame, api, retry }) {
 // lab starts JupyterLab through jupyter/tests/labserver.py (closing its stdin stops it).
 async function lab(root) {
   const py = [
-    "import json, pathlib, sys",
+    "import json, os, pathlib, select, sys",
     `sys.path.insert(0, ${JSON.stringify(path.join(repo, "jupyter/tests"))})`,
     "from labserver import serve",
     "with serve(pathlib.Path(sys.argv[1])) as (url, token, root):",
     "    print(json.dumps([url, token, str(root)]), flush=True)",
-    "    sys.stdin.read()",
+    // Until stdin closes; select, as node may leave the pipe non-blocking.
+    "    while select.select([0], [], [])[0] and os.read(0, 4096):",
+    "        pass",
   ].join("\n");
   const p = spawn(path.join(repo, ".venv/bin/python"), ["-c", py, root], { stdio: ["pipe", "pipe", "inherit"] });
   let out = "";
   p.stdout.on("data", (d) => (out += d));
   const [url, token, labRoot] = await waitFor("JupyterLab", () => (out.includes("\n") ? JSON.parse(out.split("\n")[0]) : null), 90_000);
-  return { url, token, labRoot, stop: () => new Promise((r) => (p.once("exit", r), p.stdin.end())) };
+  return { url, token, labRoot, stop: () => new Promise((r) => (p.exitCode !== null || p.signalCode !== null ? r() : (p.once("exit", r), p.stdin.end()))) };
 }
 
 function writeNotebook(file, snap) {
@@ -239,6 +233,7 @@ async function startCodeServer(vsix, snap) {
 
 async function webviewRun(chromium, vsix, snap) {
   const server = await startCodeServer(vsix, snap);
+  let presses = 0;
   try {
     return await measure(chromium, {
       async goto(page) {
@@ -248,10 +243,19 @@ async function webviewRun(chromium, vsix, snap) {
         await waitFor("the vramscope status bar item", async () => /vramscope:/.test((await page.textContent(".part.statusbar")) || ""), 90_000);
         await page.locator(".monaco-workbench .part.editor").click();
       },
+      // While the language server is still analysing vramscope.snapshot (it
+      // starts when the editor does), the command answers "vramscope: no
+      // snapshot is open" instead of waiting: the key is pressed again each
+      // second until the flame graph's tab opens, timed from the first press
+      // (what a person pressing it again meets).
       async open(page) {
         const t = await page.evaluate(() => performance.timeOrigin + performance.now());
-        await page.keyboard.press(SHOW_KEY);
-        return t;
+        const tab = page.locator('.tabs-container .tab[aria-label*="flame graph" i]');
+        for (presses = 1; ; presses++) {
+          await page.keyboard.press(SHOW_KEY);
+          const opened = await waitFor("the flame graph's tab", async () => (await tab.count()) > 0, 1_000).catch(() => false);
+          if (opened || presses >= 120) return t;
+        }
       },
       async reportFrame(page) {
         for (const f of page.frames()) {
@@ -260,9 +264,7 @@ async function webviewRun(chromium, vsix, snap) {
         return null;
       },
       api: "window.vramscope",
-      // No flame-graph tab at all after 15 s: the key was dropped.
-      retry: async (page) => (await page.locator('.tabs-container .tab[aria-label*="flame graph" i]').count()) === 0,
-    });
+    }).then((r) => ({ ...r, presses }));
   } finally {
     await server.stop();
   }
@@ -294,7 +296,7 @@ async function main() {
         if (only && only !== host) continue;
         const r = await run();
         rows.push({ name, host, r });
-        console.log(`${name} ${host}: ${fmt(r)}${r.retried ? " (the key was dropped once: timed from the second press; the load figure holds the 15 s wait)" : ""}${r.errors.length ? "; page errors: " + r.errors.join("; ") : ""}`);
+        console.log(`${name} ${host}: ${fmt(r)}${r.presses > 1 ? ` (the key pressed ${r.presses} times: "no snapshot is open" while the server analysed)` : ""}${r.errors.length ? "; page errors: " + r.errors.join("; ") : ""}`);
       }
     }
   }
@@ -320,15 +322,16 @@ function writeDoc(rows) {
       "a fresh browser per run, viewport 1400x900 (bench/hosts.mjs). Widget: JupyterLab 4 (jupyter/tests/labserver.py), a real kernel; the clock starts when the `%vramscope open SNAPSHOT` cell is run " +
       "(the kernel runs the engine, then the widget draws). Webview: code-server 4.100.3 with the freshly packaged .vsix, `vramscope.snapshot` set to the snapshot, daemon off; the clock starts at the key bound to " +
       '"vramscope: Show Flame Graph" (the language server answers the tree and the report, the webview draws). Both stop at the mark `vramscope-report-end` in the report\'s document. ' +
-      "The language server starts analysing `vramscope.snapshot` in the background when the editor starts it, and the command is pressed as soon as the extension's status bar item shows, so part of that analysis may be before the command's clock: " +
-      "'host page load -> report drawn' (from the JupyterLab or workbench page's navigation; for the widget it also holds the kernel's start and the `%load_ext` cell) bounds it. " +
+      "The language server starts analysing `vramscope.snapshot` in the background when the editor starts it; the key is pressed as soon as the extension's status bar item shows, " +
+      'and while that analysis runs the command answers "vramscope: no snapshot is open" (it does not wait for the snapshot being loaded): the key is pressed again each second until the tab opens, timed from the first press ("key pressed N times"). ' +
+      "'host page load -> report drawn' is from the JupyterLab or workbench page's navigation (for the widget it also holds the kernel's start and the `%load_ext` cell). " +
       "The page (reference, same run) is bench/page.mjs's measure: navigation to the mark, the engine run before it. Renderer: Pss of all renderer processes, summed (so for the hosts it includes JupyterLab or the workbench; 'host alone' is the same sum before the open). " +
       "Click -> flame: 25 mouse clicks across the timeline, mouseup to the second animation frame, in the report's document.",
     "",
     "| snapshot | host | open -> report drawn | host page load -> report drawn | renderer Pss (host alone; after clicks) | JS heap (report's document) | click -> flame (median / max) |",
     "|---|---|---|---|---|---|---|",
     ...rows.map(({ name, host, r }) =>
-      `| ${name} | ${host}${r.retried ? " (key dropped once; timed from the second press)" : ""} | ${(r.openMs ?? r.interactiveMs).toFixed(0)} ms | ${r.loadMs !== undefined ? r.loadMs.toFixed(0) + " ms" : "-"} | ${(r.rss / MiB).toFixed(0)} MiB (${r.before !== undefined ? (r.before / MiB).toFixed(0) : "-"}; ${(r.rssAfterClicks / MiB).toFixed(0)}) | ` +
+      `| ${name} | ${host}${r.presses > 1 ? ` (key pressed ${r.presses} times)` : ""} | ${(r.openMs ?? r.interactiveMs).toFixed(0)} ms | ${r.loadMs !== undefined ? r.loadMs.toFixed(0) + " ms" : "-"} | ${(r.rss / MiB).toFixed(0)} MiB (${r.before !== undefined ? (r.before / MiB).toFixed(0) : "-"}; ${(r.rssAfterClicks / MiB).toFixed(0)}) | ` +
         `${(r.heap / MiB).toFixed(1)} MiB | ${r.clicks.median.toFixed(1)} / ${r.clicks.max.toFixed(1)} ms |`),
     "",
     "Goals (issue #15): interactive <= 3 s in the page, the webview and the widget; renderer <= 500 MiB; click -> flame <= 300 ms.",
