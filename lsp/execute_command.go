@@ -78,7 +78,7 @@ func (s *Server) executeCommand(ctx context.Context, raw json.RawMessage) (any, 
 	case cmdListSnapshots:
 		return s.daemonCall(api.SnapshotList, api.ListParams{}, &api.ListResult{})
 	case cmdFlameGraph:
-		return s.cmdFlame(a)
+		return s.cmdFlame(ctx, a)
 	case cmdStatus:
 		return s.cmdStatusBar(a.PID), nil
 	case cmdTakeJobSnapshot:
@@ -182,8 +182,8 @@ func (s *Server) daemonCall(method string, params, result any) (any, error) {
 
 // cmdFlame returns the shown snapshot's flame tree with local file names,
 // rooted at a function when one is given ("flame graph from here").
-func (s *Server) cmdFlame(a commandArgs) (any, error) {
-	l := s.shown()
+func (s *Server) cmdFlame(ctx context.Context, a commandArgs) (any, error) {
+	l := s.shownOrPending(ctx)
 	if l == nil {
 		return nil, invalid("no snapshot is open")
 	}

@@ -41,6 +41,7 @@ func (s *Server) openAndShowContext(ctx context.Context, path string) (*loaded, 
 // the newest request wins, so a snapshot that lands in the background never
 // replaces one the user asked for after it.
 func (s *Server) openAndShowAsked(ctx context.Context, path string, n int64) (*loaded, error) {
+	s.asking(path, n)
 	l, err := s.snaps.loadContext(ctx, path)
 	if ctx.Err() != nil {
 		return nil, ctx.Err() // cancelled, or the editor closed: nothing to say

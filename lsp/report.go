@@ -50,8 +50,8 @@ func (s *Server) diffReport(_ context.Context, raw json.RawMessage) (any, error)
 	return s.localReport(b)
 }
 
-func (s *Server) report(_ context.Context, _ json.RawMessage) (any, error) {
-	l := s.shown()
+func (s *Server) report(ctx context.Context, _ json.RawMessage) (any, error) {
+	l := s.shownOrPending(ctx)
 	if l == nil {
 		return nil, invalid("no snapshot is open")
 	}

@@ -43,6 +43,7 @@ type Server struct {
 	current   *loaded         // the snapshot the editor shows
 	showAsks  int64           // show requests numbered so far (nextShow)
 	shownAsk  int64           // the number of the request whose snapshot is current
+	pending   string          // the snapshot of the newest show request, shown or not
 	published map[string]bool // URIs with diagnostics from us
 	daemon    *daemonLink
 	shutdown  bool

@@ -3,7 +3,11 @@ package lsp
 import (
 	"context"
 	"path/filepath"
+	"sync"
 	"testing"
+	"time"
+
+	"github.com/vramscope/vramscope/profiler/flame"
 )
 
 // TestNewestShowRequestWins: analyses finish in any order, and a snapshot
@@ -27,5 +31,52 @@ func TestNewestShowRequestWins(t *testing.T) {
 	}
 	if !s.showAsked(l, s.nextShow()) || filepath.Base(s.shown().path) != "gpt2_train.pickle" {
 		t.Error("a later request was not shown")
+	}
+}
+
+// TestFlameWaitsForTheSnapshotBeingRead: the flame graph and the report asked
+// for while the snapshot the editor opened with is still being analysed
+// answer once it is, instead of "no snapshot is open".
+func TestFlameWaitsForTheSnapshotBeingRead(t *testing.T) {
+	c := start(t, Config{}, nil)
+	s := c.srv
+	release := make(chan struct{})
+	var once sync.Once
+	s.snaps.progress = func(int64, int64) { once.Do(func() { <-release }) }
+	path := filepath.Join(fixtures, "snapshots/gpt2_train.pickle")
+	go s.openAndShowAsked(context.Background(), path, s.nextShow())
+
+	type answer struct {
+		tree flame.Tree
+		err  error
+	}
+	got := make(chan answer, 1)
+	go func() {
+		var a answer
+		a.err = c.conn.Call(context.Background(), "workspace/executeCommand", map[string]any{"command": cmdFlameGraph}, &a.tree)
+		got <- a
+	}()
+	// Release the analysis only once the flame request waits for it too.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		s.snaps.mu.Lock()
+		l := s.snaps.byPath[path]
+		waiting := l != nil && l.waiters == 2
+		s.snaps.mu.Unlock()
+		if waiting {
+			break
+		}
+		select {
+		case a := <-got:
+			t.Fatalf("the flame graph answered before the snapshot was read: %v", a.err)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the flame request never waited for the snapshot")
+		}
+	}
+	close(release)
+	a := <-got
+	if a.err != nil || a.tree.Root == nil || a.tree.Root.Value == 0 {
+		t.Fatalf("flame graph: %v, %+v", a.err, a.tree.Root)
 	}
 }

@@ -117,6 +117,40 @@ func (s *Server) nextShow() int64 {
 	return s.showAsks
 }
 
+// shownOrPending is the snapshot shown or, while none is shown yet, the one
+// asked for last once its analysis ends (the editor asks for the flame graph
+// while the snapshot it opened with is still being read); nil when none was
+// asked for, it failed, or ctx ended first.
+func (s *Server) shownOrPending(ctx context.Context) *loaded {
+	if l := s.shown(); l != nil {
+		return l
+	}
+	s.mu.Lock()
+	path := s.pending
+	s.mu.Unlock()
+	if path == "" {
+		return nil
+	}
+	l, err := s.snaps.loadContext(ctx, path)
+	if err != nil {
+		return nil
+	}
+	if cur := s.shown(); cur != nil {
+		return cur
+	}
+	return l
+}
+
+// asking records path as the snapshot of show request n while it is the
+// newest request (shownOrPending waits for it).
+func (s *Server) asking(path string, n int64) {
+	s.mu.Lock()
+	if n == s.showAsks {
+		s.pending = path
+	}
+	s.mu.Unlock()
+}
+
 // showAsked shows l for show request n unless a newer request was shown
 // already (its analysis finished first); false when it is not shown.
 func (s *Server) showAsked(l *loaded, n int64) bool {
