@@ -120,7 +120,7 @@ func (s *Server) onDaemonEvent(method string, params json.RawMessage) {
 		return
 	}
 	if snap.Path != "" && s.currentSettings().FollowNewSnapshots {
-		n := s.nextShow()
+		n := s.nextShow(snap.Path)
 		go s.openAndShowAsked(s.lifeContext(), snap.Path, n)
 	}
 }

@@ -23,7 +23,7 @@ func (s *Server) didChangeConfiguration(_ context.Context, raw json.RawMessage) 
 	s.mu.Unlock()
 	s.resetPaths(st)
 	if st.Snapshot != "" && st.Snapshot != old.Snapshot {
-		n := s.nextShow()
+		n := s.nextShow(st.Snapshot)
 		go s.openAndShowAsked(s.lifeContext(), st.Snapshot, n)
 		return nil, nil
 	}

@@ -12,7 +12,7 @@ func init() { register("initialized", (*Server).initialized, false) }
 func (s *Server) initialized(context.Context, json.RawMessage) (any, error) {
 	st := s.currentSettings()
 	if st.Snapshot != "" {
-		n := s.nextShow()
+		n := s.nextShow(st.Snapshot)
 		go s.openAndShowAsked(s.lifeContext(), st.Snapshot, n)
 	}
 	if s.cfg.Daemon != "off" {
@@ -33,7 +33,7 @@ func (s *Server) lifeContext() context.Context {
 // line why it cannot; the analysis stops when ctx ends (the request is
 // cancelled, the editor closes).
 func (s *Server) openAndShowContext(ctx context.Context, path string) (*loaded, error) {
-	return s.openAndShowAsked(ctx, path, s.nextShow())
+	return s.openAndShowAsked(ctx, path, s.nextShow(path))
 }
 
 // openAndShowAsked opens the snapshot of show request n (nextShow, taken when
@@ -41,7 +41,6 @@ func (s *Server) openAndShowContext(ctx context.Context, path string) (*loaded, 
 // the newest request wins, so a snapshot that lands in the background never
 // replaces one the user asked for after it.
 func (s *Server) openAndShowAsked(ctx context.Context, path string, n int64) (*loaded, error) {
-	s.asking(path, n)
 	l, err := s.snaps.loadContext(ctx, path)
 	if ctx.Err() != nil {
 		return nil, ctx.Err() // cancelled, or the editor closed: nothing to say

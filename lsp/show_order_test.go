@@ -16,20 +16,21 @@ import (
 func TestNewestShowRequestWins(t *testing.T) {
 	c := start(t, Config{}, nil)
 	s := c.srv
-	background, asked := s.nextShow(), s.nextShow()
+	oom, train := filepath.Join(fixtures, "snapshots/oom_batch.pickle"), filepath.Join(fixtures, "snapshots/gpt2_train.pickle")
+	background, asked := s.nextShow(train), s.nextShow(oom)
 	// The user's request finishes first ...
-	if _, err := s.openAndShowAsked(context.Background(), filepath.Join(fixtures, "snapshots/oom_batch.pickle"), asked); err != nil {
+	if _, err := s.openAndShowAsked(context.Background(), oom, asked); err != nil {
 		t.Fatal(err)
 	}
 	// ... then the background one, asked for before it.
-	l, err := s.openAndShowAsked(context.Background(), filepath.Join(fixtures, "snapshots/gpt2_train.pickle"), background)
+	l, err := s.openAndShowAsked(context.Background(), train, background)
 	if err != nil || l == nil {
 		t.Fatal(err)
 	}
 	if got := filepath.Base(s.shown().path); got != "oom_batch.pickle" {
 		t.Errorf("shown %s: an older request replaced a newer one", got)
 	}
-	if !s.showAsked(l, s.nextShow()) || filepath.Base(s.shown().path) != "gpt2_train.pickle" {
+	if !s.showAsked(l, s.nextShow(train)) || filepath.Base(s.shown().path) != "gpt2_train.pickle" {
 		t.Error("a later request was not shown")
 	}
 }
@@ -44,7 +45,8 @@ func TestFlameWaitsForTheSnapshotBeingRead(t *testing.T) {
 	var once sync.Once
 	s.snaps.progress = func(int64, int64) { once.Do(func() { <-release }) }
 	path := filepath.Join(fixtures, "snapshots/gpt2_train.pickle")
-	go s.openAndShowAsked(context.Background(), path, s.nextShow())
+	n := s.nextShow(path) // as the initialized handler does, before its goroutine
+	go s.openAndShowAsked(context.Background(), path, n)
 
 	type answer struct {
 		tree flame.Tree

@@ -109,11 +109,14 @@ func (l *loaded) analyse(ctx context.Context, progress func(done, total int64)) 
 	}
 }
 
-// nextShow numbers a request to show a snapshot, in the order they came.
-func (s *Server) nextShow() int64 {
+// nextShow numbers a request to show the snapshot at path, in the order
+// they came, and makes it the one shownOrPending waits for. It runs when the
+// request comes, before the goroutine that reads the snapshot starts.
+func (s *Server) nextShow(path string) int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.showAsks++
+	s.pending = path
 	return s.showAsks
 }
 
@@ -139,16 +142,6 @@ func (s *Server) shownOrPending(ctx context.Context) *loaded {
 		return cur
 	}
 	return l
-}
-
-// asking records path as the snapshot of show request n while it is the
-// newest request (shownOrPending waits for it).
-func (s *Server) asking(path string, n int64) {
-	s.mu.Lock()
-	if n == s.showAsks {
-		s.pending = path
-	}
-	s.mu.Unlock()
 }
 
 // showAsked shows l for show request n unless a newer request was shown
