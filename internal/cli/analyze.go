@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -19,6 +20,7 @@ type analyzeCmd struct {
 	source
 	json   bool
 	report bool
+	bundle string
 	html   string
 	top    int
 	device byteSize
@@ -31,6 +33,8 @@ func runAnalyze(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&c.json, "json", false, "print the full result as JSON")
 	fs.StringVar(&c.html, "html", "", "also write the report (timeline, flame graph at the peak, top lines, findings) as a self-contained HTML page")
 	fs.BoolVar(&c.report, "report", false, "print the data of the HTML report as JSON (timeline, moments, top lines, findings; what the notebook and VS Code draw)")
+	fs.StringVar(&c.bundle, "bundle", "", "WEIGHT: print the result (--json), the flame tree of WEIGHT (peak, alloc or current; flame --format json) "+
+		"and the report's data (--report) as one JSON object {result, tree, report}: one read of the snapshot for a front end that draws all three (the notebook)")
 	fs.IntVar(&c.top, "top", 10, "lines and stacks to list")
 	fs.Var(&c.device, "device-memory", "SIZE: the GPU's memory or the process's cap (e.g. 80GiB); a snapshot does not record it. "+
 		"Findings then say when a leak fills the device and judge peaks near capacity")
@@ -42,6 +46,11 @@ func runAnalyze(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "vramscope analyze: want exactly one snapshot file")
 		return exitInput
 	}
+	weight, wok := flame.ParseWeight(c.bundle)
+	if c.bundle != "" && !wok {
+		fmt.Fprintf(stderr, "vramscope analyze: unknown --bundle weight %q (peak, alloc or current)\n", c.bundle)
+		return exitInput
+	}
 	res, err := c.loadWith(pos[0], stderr)
 	if err != nil {
 		return fail(stderr, err)
@@ -50,6 +59,9 @@ func runAnalyze(args []string, stdout, stderr io.Writer) int {
 		if err := writeReport(c.html, res); err != nil {
 			return fail(stderr, err)
 		}
+	}
+	if c.bundle != "" {
+		return printBundle(stdout, stderr, res, weight)
 	}
 	if c.report {
 		b, err := res.Report()
@@ -73,6 +85,21 @@ func runAnalyze(args []string, stdout, stderr io.Writer) int {
 // loadWith is source.load with the analysis options only analyze has.
 func (c *analyzeCmd) loadWith(path string, stderr io.Writer) (*analyze.Result, error) {
 	return c.run(path, stderr, int64(c.device))
+}
+
+// printBundle prints {result, tree, report} in one JSON object: what
+// analyze --json, flame --format json --weight W and analyze --report print,
+// from one analysis.
+func printBundle(stdout, stderr io.Writer, res *analyze.Result, w flame.Weight) int {
+	report, err := res.Report()
+	if err != nil {
+		return fail(stderr, err)
+	}
+	return printJSON(stdout, stderr, struct {
+		Result *analyze.Result `json:"result"`
+		Tree   *flame.Tree     `json:"tree"`
+		Report json.RawMessage `json:"report"`
+	}{res, res.Flame(analyze.FlameOptions{Weight: w}), report})
 }
 
 // writeDiagnosis prints the steps, the memory at the peak by category, and

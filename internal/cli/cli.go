@@ -32,7 +32,7 @@ var commands []command
 
 func init() {
 	commands = []command{
-		{"analyze", "analyze FILE [--map REMOTE=LOCAL] [--root DIR] [--names FILE.json] [--json] [--html OUT] [--report] [--top N] [--device-memory SIZE]  peak, top lines, stacks, allocator state, findings", runAnalyze},
+		{"analyze", "analyze FILE [--map REMOTE=LOCAL] [--root DIR] [--names FILE.json] [--json] [--html OUT] [--report] [--bundle WEIGHT] [--top N] [--device-memory SIZE]  peak, top lines, stacks, allocator state, findings", runAnalyze},
 		{"flame", "flame FILE [-o OUT] [--weight peak|alloc|current] [--format html|json|collapsed|pprof] [--keep-wrappers]  flame graph", runFlame},
 		{"diff", "diff A B [--json] [--html OUT] [--report]  per-line change between two snapshots A and B", runDiff},
 		{"ranks", "ranks GROUP | FILE FILE... [--json]  the ranks of one job side by side: peak, reserved, categories, imbalance, the outlier ranks and their lines", runRanks},

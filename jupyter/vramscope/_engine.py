@@ -13,7 +13,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import threading
 
 PKG_DIR = os.path.dirname(os.path.abspath(__file__))
 BUNDLED = os.path.join(PKG_DIR, "bin", "vramscope")
@@ -135,26 +134,13 @@ def diff(a, b, names=None):
 
 
 def analyze_and_flame(path, weight="peak", with_report=False, names=None):
-    """analyze() and flame() of one file, the engine runs side by side; with
-    with_report, report() too: (result, tree, report)."""
-    out = {}
-
-    def side(key, fn):
-        try:
-            out[key] = fn()
-        except BaseException as e:  # re-raised below, on the caller's thread
-            out.setdefault("error", e)
-
-    jobs = [("tree", lambda: flame(path, weight, names))] + ([("report", lambda: report(path, names))]
-                                                             if with_report else [])
-    threads = [threading.Thread(target=side, args=job, name="vramscope-" + job[0], daemon=True) for job in jobs]
-    for t in threads:
-        t.start()
-    try:
-        result = analyze(path, names)
-    finally:
-        for t in threads:
-            t.join()
-    if "error" in out:
-        raise out["error"]
-    return (result, out["tree"], out["report"]) if with_report else (result, out["tree"])
+    """analyze(), flame() and, with with_report, report() of one file, from one
+    engine run that reads the snapshot once (analyze --bundle; three runs side
+    by side took twice as long on 2 cores, docs/page-bench.md):
+    (result, tree) or (result, tree, report)."""
+    if weight not in WEIGHTS:
+        raise EngineError("weight must be one of %s" % ", ".join(WEIGHTS))
+    b = run_json(["analyze", "--bundle", weight, path], names=names)
+    if not isinstance(b, dict) or not all(k in b for k in ("result", "tree", "report")):
+        raise EngineError("vramscope analyze --bundle printed no result, tree and report")
+    return (b["result"], b["tree"], b["report"]) if with_report else (b["result"], b["tree"])
