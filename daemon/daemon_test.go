@@ -48,6 +48,13 @@ func testDaemon(t *testing.T, mod ...func(*Config)) (*Daemon, Config) {
 	}()
 	t.Cleanup(func() { cancel(); <-done })
 	waitSocket(t, d.cfg.Socket)
+	// Serve opens the Unix socket first, then the TCP port: a test that dials
+	// d.Addr() at once got "" on a loaded machine (TestBeforeHelloOneAnswer).
+	for deadline := time.Now().Add(10 * time.Second); cfg.TCP != "" && d.Addr() == ""; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no TCP listener on %s in 10 s", cfg.TCP)
+		}
+	}
 	return d, d.cfg
 }
 
