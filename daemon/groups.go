@@ -57,13 +57,9 @@ func (s *session) groupTake(ctx context.Context, raw json.RawMessage) (any, erro
 		return nil, err
 	}
 	d := s.d
-	a := d.agents.get(p.PID)
-	if a == nil {
-		return nil, rpcErr(api.CodeNoAgent, "process %d has no agent attached (start it under `vramscope run`, or call vramscope.attach() in it)", p.PID)
-	}
-	timeout := d.cfg.DumpTimeout
-	if p.TimeoutMS > 0 {
-		timeout = time.Duration(p.TimeoutMS) * time.Millisecond
+	a, timeout, err := d.takeTarget(p.PID, p.TimeoutMS)
+	if err != nil {
+		return nil, err
 	}
 	g := store.Group{ID: d.store.NewGroupID(), Reason: "request", Job: jobOf(a), Label: p.Label}
 	req := captureReq{label: p.Label, group: g.ID, reason: "request", timeout: timeout}

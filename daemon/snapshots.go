@@ -16,19 +16,29 @@ import (
 	"github.com/vramscope/vramscope/profiler/analyze"
 )
 
+// takeTarget is the agent a take request names and how long its capture may
+// take (the request's timeout, else the daemon's).
+func (d *Daemon) takeTarget(pid int, timeoutMS int64) (*agent, time.Duration, error) {
+	a := d.agents.get(pid)
+	if a == nil {
+		return nil, 0, rpcErr(api.CodeNoAgent, "process %d has no agent attached (start it under `vramscope run`, or call vramscope.attach() in it)", pid)
+	}
+	timeout := d.cfg.DumpTimeout
+	if timeoutMS > 0 {
+		timeout = time.Duration(timeoutMS) * time.Millisecond
+	}
+	return a, timeout, nil
+}
+
 func (s *session) snapshotTake(ctx context.Context, raw json.RawMessage) (any, error) {
 	var p api.TakeParams
 	if err := decode(raw, &p); err != nil {
 		return nil, err
 	}
 	d := s.d
-	a := d.agents.get(p.PID)
-	if a == nil {
-		return nil, rpcErr(api.CodeNoAgent, "process %d has no agent attached (start it under `vramscope run`, or call vramscope.attach() in it)", p.PID)
-	}
-	timeout := d.cfg.DumpTimeout
-	if p.TimeoutMS > 0 {
-		timeout = time.Duration(p.TimeoutMS) * time.Millisecond
+	a, timeout, err := d.takeTarget(p.PID, p.TimeoutMS)
+	if err != nil {
+		return nil, err
 	}
 	c, err := d.capture(ctx, a, captureReq{label: p.Label, reason: "request", timeout: timeout})
 	if err != nil {
