@@ -56,7 +56,7 @@ def stats(raw, block, settle, modes, seed=1, rounds=2000):
     return rows
 
 
-def decomposition(raw, block, settle, modes, mode="sampled", seed=1, rounds=2000):
+def decomposition(raw, block, settle, modes, mode="sampled", seed=1, rounds=2000, steady_share=None):
     """The default mode's mean cost per step from parts that can each be
     measured tightly on a noisy host, instead of from the difference of two
     noisy block medians:
@@ -97,6 +97,12 @@ def decomposition(raw, block, settle, modes, mode="sampled", seed=1, rounds=2000
            "agent_own_share": round(own_share, 5) if own_share is not None else None,
            "agent_blocks_measured": len(own)}
     hi = boot[min(len(boot) - 1, int(0.95 * len(boot)))]
+    # The blocks' recorded share is not the steady state's when a block is not
+    # a whole number of sampling periods: steady_share (window / every, the
+    # agent's default) weighs the recorded step's cost instead when given.
+    if steady_share is not None:
+        out["steady_share"] = steady_share
+        share = steady_share
     out["mean_cost_estimate"] = round(share * rec_cost + (own_share or 0.0), 4)
     out["mean_cost_upper_90"] = round(share * hi + (own_share or 0.0), 4)
     return out
@@ -108,6 +114,8 @@ def main():
     ap.add_argument("--block", type=int, default=100)
     ap.add_argument("--settle", type=int, default=10)
     ap.add_argument("--modes", default="off,sampled")
+    ap.add_argument("--steady-share", type=float, default=None,
+                    help="the sampled mode's recorded share in a long run (window/every: 0.02 by default)")
     a = ap.parse_args()
     with open(a.raw) as f:
         raw = json.loads(f.read())
@@ -115,7 +123,7 @@ def main():
     out = stats(raw, a.block, a.settle, modes)
     for m in modes[1:]:
         if m.startswith("sampled"):
-            out[m]["decomposition"] = decomposition(raw, a.block, a.settle, modes, m)
+            out[m]["decomposition"] = decomposition(raw, a.block, a.settle, modes, m, steady_share=a.steady_share)
     print(json.dumps(out, indent=1))
 
 

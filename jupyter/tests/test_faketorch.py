@@ -169,12 +169,20 @@ def test_backward_runs_inside_record_function_of_the_caller(env, spawn, tmp):
                                   "vramscope.attach()" % tmp)
     assert c("getattr(torch.Tensor.backward, '__vramscope__', False)") is True
     assert c("torch.Tensor.backward.__wrapped__.__qualname__") == "Tensor.backward"
+    c("torch.cuda.init()")
+    assert c.wait("vramscope.status()['recording']")
     c("exec torch._calls.clear(); train.step(); train.step2()")
     calls = c(CALLS)
     at5 = ["vramscope.backward@%s:5" % train]
     at8 = ["vramscope.backward@%s:8" % train]
     assert calls == [["Tensor.backward", at5], ["autograd.backward", at5], ["autograd.backward", at8]]
     assert c("vramscope.status()['cost']['backward_wrapper_s']") > 0
+    # Between sampled windows (recording off) nothing would keep the mark: no
+    # record_function (it is most of the wrapper's cost), only the call site.
+    c("exec from vramscope import _torch as T; T.stop_recording(torch); torch._calls.clear(); train.step2()")
+    assert c(CALLS) == [["autograd.backward", []]]
+    c("exec T.start_recording(torch, 1000, 'python'); torch._calls.clear(); train.step2()")
+    assert c(CALLS) == [["autograd.backward", at8]]
     c("vramscope.detach()")
     assert c("hasattr(torch.Tensor.backward, '__wrapped__')") is False
     assert c("torch.autograd.backward.__module__") == "torch.autograd"

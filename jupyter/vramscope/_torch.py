@@ -102,6 +102,12 @@ def _off(name):
     return os.environ.get(name, "").strip().lower() in ("0", "false", "no", "off")
 
 
+# Whether the allocator's history is on because start_recording turned it on:
+# the backward wrapper annotates only then (a record_function costs ~0.1 ms a
+# backward call, and between sampled windows nothing would keep its mark).
+recording = [False]
+
+
 def start_recording(torch, max_entries, stacks, clear=False):
     """Start the allocator's history (clear: with an empty one). Returns whether
     record_function annotations are recorded too (global_record_annotations;
@@ -118,16 +124,20 @@ def start_recording(torch, max_entries, stacks, clear=False):
         kw["clear_history"] = True
     if not annotations:
         mem._record_memory_history(**kw)
+        recording[0] = True
         return False
     try:
         mem._record_memory_history(global_record_annotations=True, **kw)
+        recording[0] = True
         return True
     except TypeError:
         mem._record_memory_history(**kw)
+        recording[0] = True
         return False
 
 
 def stop_recording(torch):
+    recording[0] = False
     try:
         torch.cuda.memory._record_memory_history(enabled=None)
     except Exception:
@@ -274,12 +284,14 @@ def _backward_wrapper(orig, torch):
             return orig(*args, **kwargs)
         t0 = time.perf_counter()
         cm = None
+        f = None
         try:
             f = sys._getframe(1)
-            if not rf:
-                rf.append(_record_function(torch))
-            cm = rf[0]("vramscope.backward@%s:%d" % (f.f_code.co_filename, f.f_lineno))
-            cm.__enter__()
+            if recording[0]:
+                if not rf:
+                    rf.append(_record_function(torch))
+                cm = rf[0]("vramscope.backward@%s:%d" % (f.f_code.co_filename, f.f_lineno))
+                cm.__enter__()
         except Exception:
             cm = None
         _tls.active = True
