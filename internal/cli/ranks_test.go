@@ -80,3 +80,45 @@ func TestRanksRefuses(t *testing.T) {
 		}
 	}
 }
+
+// TestRanksRealJob reads the snapshots of one real launch (H200, 2026-12-01
+// 23:06 UTC, examples/ranks/run_ranks.py): two torchrun ranks sharing the GPU,
+// rank 1 with three times the batch. In steady training the heavier rank is
+// found and the line holding the batch's activations is what differs; at
+// rank 1's OOM (captured with rank 0's state at that moment) what differs is
+// what the failing step held, named by the agent's tensor walk.
+func TestRanksRealJob(t *testing.T) {
+	dir := filepath.Join("..", "..", "examples", "ranks", "out", "snapshots")
+	for _, c := range []struct {
+		golden, suffix, firstLine string
+		minImbalance              float64
+	}{
+		{"ranks_job.golden", "", "common.py", 2},
+		{"ranks_job_oom.golden", "_oom", "[local] input in cross_entropy", 2.5},
+	} {
+		files := []string{need(t, filepath.Join(dir, "rank0"+c.suffix+".pickle")), need(t, filepath.Join(dir, "rank1"+c.suffix+".pickle"))}
+		golden.Check(t, c.golden, []byte(mustRun(t, append([]string{"ranks"}, files...)...).stdout))
+		var rv struct {
+			MaxRank   int     `json:"max_rank"`
+			Imbalance float64 `json:"imbalance"`
+			Outliers  []struct {
+				Rank  int `json:"rank"`
+				Lines []struct {
+					File      string `json:"file"`
+					Function  string `json:"function"`
+					PeakDelta int64  `json:"peak_delta"`
+				} `json:"lines"`
+			} `json:"outliers"`
+		}
+		if err := json.Unmarshal([]byte(mustRun(t, append([]string{"ranks", "--json"}, files...)...).stdout), &rv); err != nil {
+			t.Fatal(err)
+		}
+		if rv.MaxRank != 1 || rv.Imbalance < c.minImbalance || len(rv.Outliers) != 1 || rv.Outliers[0].Rank != 1 {
+			t.Fatalf("%s: max rank %d, imbalance %.2f, outliers %+v", c.golden, rv.MaxRank, rv.Imbalance, rv.Outliers)
+		}
+		first := rv.Outliers[0].Lines[0]
+		if !strings.Contains(first.File+first.Function, c.firstLine) || first.PeakDelta <= 0 {
+			t.Errorf("%s: rank 1's first line %+v, want %q grown", c.golden, first, c.firstLine)
+		}
+	}
+}
