@@ -231,15 +231,27 @@ test("linked report page in a real browser", { skip, timeout: 120_000 }, async (
   const tlBox = await page.locator("canvas.vt-canvas").boundingBox();
   const midY = tlBox.y + tlBox.height / 2;
 
-  await t.test("hover on the timeline shows a tooltip", async () => {
+  let hoverLines = null;
+  await t.test("hover on the timeline shows a tooltip; resting names the lines live then", async () => {
     const x = await page.evaluate((t) => window.vramscope.timeline.xAt(t), report.device.peak.time_us);
+    const asked = (await page.evaluate(() => window.vramscope.timeline.state().hover)).asked;
     await page.mouse.move(x - 30, midY);
     await page.mouse.move(x, midY);
     await page.waitForSelector(".vt-tooltip:not([hidden])");
+    assert.match(await page.textContent(".vt-tooltip"), /allocated \d+\.\d\d [KMG]iB · reserved/);
+    // After ~150 ms at rest the tooltip lists the top 3 lines live then, from
+    // the moment's answer (the one a click draws).
+    await page.waitForSelector(".vt-tooltip .vt-tt-line");
     const tip = await page.textContent(".vt-tooltip");
-    assert.match(tip, /allocated \d+\.\d\d [KMG]iB · reserved/);
-    // The lines live then, from the moments: the peak's top line among them.
+    hoverLines = await page.$$eval(".vt-tooltip .vt-tt-line", (rows) => rows.map((r) => ({ bytes: Number(r.dataset.bytes), text: r.textContent })));
+    assert.ok(hoverLines.length >= 1 && hoverLines.length <= 3, JSON.stringify(hoverLines));
+    for (const l of hoverLines) assert.match(l.text, /^\d+(\.\d\d)? (B|KiB|MiB|GiB) \S+/);
+    // The peak's top line among them.
     assert.ok(tip.includes(`${path.basename(report.sites[0].file)}:${report.sites[0].line}`), tip);
+    const hover = await page.evaluate(() => window.vramscope.timeline.state().hover);
+    assert.equal(hover.asked, asked + 1, "one request for one rest");
+    assert.equal(hover.inFlight, false);
+    await page.screenshot({ path: path.join(artifacts, "report-hover-moment.png") });
   });
 
   await t.test("click a moment: the flame graph and top lines of then", async () => {
@@ -251,6 +263,10 @@ test("linked report page in a real browser", { skip, timeout: 120_000 }, async (
     assert.ok(st.moment.bytes > 0 && st.moment.bytes <= report.device.peak.bytes, JSON.stringify(st.moment));
     assert.equal(await page.isVisible("button.vr-peak"), true);
     console.log(`vramscope report: click -> flame ${st.momentMs.toFixed(1)} ms`);
+    // The hover named this moment's top lines: they hold no more than it.
+    const sum = hoverLines.reduce((a, l) => a + l.bytes, 0);
+    assert.ok(sum > 0 && sum <= st.moment.bytes, `hovered lines ${sum} > the moment's ${st.moment.bytes}`);
+    assert.deepEqual(hoverLines.map((l) => l.text.replace(/^\S+ \S+ /, "")), st.lines.slice(0, hoverLines.length), "the hover's lines are the click's top lines");
     // A moment before the memory grew holds less.
     const early = await page.evaluate(() => window.vramscope.showMoment(window.vramscope.timeline.state().full[0]));
     assert.ok(early.bytes < st.moment.bytes, `${early.bytes} early, ${st.moment.bytes} at the peak`);

@@ -4,7 +4,8 @@
  * and docs/report.md). The live set at the end of a bucket is the base plus
  * the deltas up to it, summed from a cached checkpoint every 32 buckets; it is
  * turned into a flame tree (profiler/flame's JSON) and into top lines, so a
- * click on the timeline shows what was live then. Pure: no DOM.
+ * click on the timeline shows what was live then and a hover names its top
+ * lines (momentAt: one cached answer per bucket for both). Pure: no DOM.
  *
  * Loads like flame.js: classic script (globalThis.VramscopeMoments),
  * require(), or import. Inlined into an HTML script element, so it never
@@ -125,6 +126,30 @@
     return out.slice(0, n || 10);
   }
 
+  /**
+   * momentAt answers what was live at the end of bucket b: {bucket, live,
+   * bytes, lines (the top 10)}. The click (the flame graph) and the hover (the
+   * tooltip's lines) ask the same question, so the answers are kept for the
+   * last `keep` buckets asked (16 by default): a click after a hover, or a
+   * hover back on a moment, reads the cache.
+   */
+  function momentAt(mo, b, keep) {
+    const cache = mo.answers || (mo.answers = new Map());
+    let a = cache.get(b);
+    if (a) {
+      cache.delete(b); // most recently used last
+      cache.set(b, a);
+      return a;
+    }
+    const live = liveAt(mo, b);
+    let bytes = 0;
+    for (let o = 0; o < live.length; o++) if (live[o] > 0) bytes += live[o];
+    a = { bucket: b, live: live, bytes: bytes, lines: topLinesOf(mo, live, 10) };
+    cache.set(b, a);
+    while (cache.size > (keep || 16)) cache.delete(cache.keys().next().value);
+    return a;
+  }
+
   function lastFrame(m, o) {
     const path = m.origins[o];
     return path.length ? m.frames[path[path.length - 1]] : { n: "(no frames)" };
@@ -136,5 +161,6 @@
     liveAt: liveAt,
     treeOf: treeOf,
     topLinesOf: topLinesOf,
+    momentAt: momentAt,
   };
 });

@@ -122,7 +122,8 @@
         const before = this.report.before && this.report.before.device;
         this.timeline = this.Timeline.render(this.tlBox, dev, this.report, {
           onMoment: (t) => this.showMoment(t),
-          describe: (t) => this.describeMoment(t),
+          describe: this.moments ? (t) => this.describeMoment(t) : undefined,
+          momentKey: this.moments ? (t) => this.Moments.bucketOf(this.moments, t) : undefined,
           colors: o.categoryColors,
           overlay: before || undefined,
           overlayLabel: before ? "before: " + base(this.report.before.file) : undefined,
@@ -146,15 +147,14 @@
       }
       mark("vramscope-moment-start");
       const b = this.Moments.bucketOf(this.moments, t);
-      const live = this.Moments.liveAt(this.moments, b);
+      const answer = this.Moments.momentAt(this.moments, b);
       const m = this.moments.m;
       const end = b < 0 ? m.start_us : m.start_us + (b + 1) * m.width_us;
       const dev = this.report.device || {};
       const at = this.Timeline.formatTime(end - (dev.timeline && dev.timeline.points.length ? dev.timeline.points[0].time_us : m.start_us));
-      const tree = this.Moments.treeOf(this.moments, live, "live at " + at);
+      const tree = this.Moments.treeOf(this.moments, answer.live, "live at " + at);
       this.flame.setTree(tree);
-      const lines = this.Moments.topLinesOf(this.moments, live, 10);
-      this.fillLines(lines.map((l) => ({ file: l.file, line: l.line, function: l.name, peak_bytes: l.bytes })), "at " + at);
+      this.fillLines(answer.lines.map((l) => ({ file: l.file, line: l.line, function: l.name, peak_bytes: l.bytes })), "at " + at);
       this.showing.textContent = "Live at " + at + ": " + this.Flame.formatBytes(tree.root.v);
       this.peakBtn.hidden = false;
       if (this.timeline) this.timeline.pick(t, true);
@@ -164,17 +164,12 @@
       return this.moment;
     }
 
-    // describeMoment names the lines holding the most at time t, for the
-    // timeline's tooltip (one bucket's live set, cached while the pointer stays in it).
+    // describeMoment names the 3 lines holding the most at time t, for the
+    // timeline's tooltip once the pointer rests there: the same answer a
+    // click on that moment draws (momentAt, cached per bucket).
     describeMoment(t) {
-      if (!this.moments) return [];
-      const b = this.Moments.bucketOf(this.moments, t);
-      if (!this.described || this.described.b !== b) {
-        const live = this.Moments.liveAt(this.moments, b);
-        const lines = this.Moments.topLinesOf(this.moments, live, 3);
-        this.described = { b: b, text: lines.map((l) => this.Flame.formatBytes(l.bytes) + " " + (l.file ? base(l.file) + ":" + l.line : l.name)) };
-      }
-      return this.described.text;
+      const answer = this.Moments.momentAt(this.moments, this.Moments.bucketOf(this.moments, t));
+      return answer.lines.slice(0, 3).map((l) => ({ bytes: l.bytes, label: l.file ? base(l.file) + ":" + l.line : l.name }));
     }
 
     showPeak() {

@@ -154,6 +154,91 @@
     return out.sort((a, b) => a.t - b.t);
   }
 
+  /**
+   * hoverRequests asks what a hovered moment holds once the pointer has rested
+   * on it for `delay` ms (150 by default): moving to another moment cancels
+   * the wait, at most one request is in flight, and when it ends only the
+   * newest moment still waiting is asked next (the latest wins; an answer for
+   * a moment no longer hovered is dropped). fetch(t) gives the answer or a
+   * promise of it; show(key, answer) is called for the hovered moment only.
+   * A host whose answers come from far away (a kernel, a language server) is
+   * asked once per rest, not once per mouse move. options: {delay,
+   * setTimeout, clearTimeout} (the timers, for tests).
+   */
+  function hoverRequests(fetch, show, options) {
+    const o = options || {};
+    const delay = o.delay === undefined ? 150 : o.delay;
+    const setT = o.setTimeout || setTimeout;
+    const clearT = o.clearTimeout || clearTimeout;
+    let hovered = null; // {key, t}: the moment under the pointer
+    let timer = null;
+    let inFlight = null;
+    let waiting = null;
+    let asked = 0;
+    let shown = null;
+
+    function ask(h) {
+      if (inFlight) {
+        waiting = h;
+        return;
+      }
+      inFlight = h;
+      asked++;
+      let answer;
+      try {
+        answer = Promise.resolve(fetch(h.t));
+      } catch (err) {
+        answer = Promise.reject(err);
+      }
+      answer.then(
+        (a) => done(h, a),
+        (err) => {
+          console.error("vramscope timeline: describing a moment failed", err);
+          done(h, null);
+        },
+      );
+    }
+
+    function done(h, answer) {
+      inFlight = null;
+      const still = (x) => hovered !== null && hovered.key === x.key;
+      if (answer && still(h)) {
+        shown = h.key;
+        show(h.key, answer);
+      }
+      const next = waiting;
+      waiting = null;
+      if (next && still(next) && next.key !== h.key) ask(next);
+    }
+
+    function stopWaiting() {
+      if (timer !== null) clearT(timer);
+      timer = null;
+    }
+
+    return {
+      /** move says the pointer is on the moment `key` (time t). */
+      move(key, t) {
+        if (hovered !== null && hovered.key === key) return; // the same moment: keep waiting, or showing
+        hovered = { key: key, t: t };
+        shown = null;
+        stopWaiting();
+        timer = setT(() => {
+          timer = null;
+          if (hovered) ask(hovered);
+        }, delay);
+      },
+      /** leave says the pointer left the timeline: nothing is waited for or shown. */
+      leave() {
+        hovered = null;
+        shown = null;
+        waiting = null;
+        stopWaiting();
+      },
+      state: () => ({ asked: asked, inFlight: inFlight !== null, waiting: waiting !== null, shown: shown }),
+    };
+  }
+
   // ---------------------------------------------------------------------------
   // The view (DOM)
 
@@ -198,6 +283,14 @@
       this.band = null; // [t0, t1] highlighted (a finding's time range)
       this.drag = null;
       this.listeners = [];
+      this.momentLines = null; // {key, lines}: what the hovered moment holds, once asked
+      if (typeof this.options.describe === "function") {
+        this.lane = hoverRequests(
+          (t) => this.options.describe(t),
+          (key, lines) => this.showMomentLines(key, lines),
+          { delay: this.options.hoverDelay },
+        );
+      }
       this.build(container);
       this.readTheme();
       this.attach();
@@ -643,11 +736,28 @@
       this.schedule();
       if (t === null) {
         this.tooltip.hidden = true;
+        if (this.lane) this.lane.leave();
         return;
       }
+      if (this.lane) this.lane.move(this.momentKey(t), t);
       this.fillTooltip(t);
       this.tooltip.hidden = false;
-      if (e) this.placeTooltip(e.clientX, e.clientY);
+      if (e) this.hoverAt = [e.clientX, e.clientY];
+      if (this.hoverAt) this.placeTooltip(this.hoverAt[0], this.hoverAt[1]);
+    }
+
+    // momentKey names the moment under time t: the host's (report.js: the
+    // moments' bucket), else the pixel column.
+    momentKey(t) {
+      if (typeof this.options.momentKey === "function") return this.options.momentKey(t);
+      return Math.round(this.xOf(t));
+    }
+
+    // showMomentLines is the lane's answer for the moment `key`: the tooltip
+    // is filled again if it still shows that moment.
+    showMomentLines(key, lines) {
+      this.momentLines = { key: key, lines: lines };
+      if (this.hoverT !== null && !this.tooltip.hidden && this.momentKey(this.hoverT) === key) this.setHover(this.hoverT);
     }
 
     fillTooltip(t) {
@@ -674,15 +784,29 @@
       }
       const near = this.markers.filter((m) => m.kind !== "step" && Math.abs(this.xOf(m.t) - this.xOf(t)) < 4);
       for (const m of near) line("vf-tt-self", m.label);
-      // The host may say more about the moment (report.js: the lines live then).
-      if (typeof this.options.describe === "function") {
-        try {
-          for (const text of this.options.describe(t) || []) line("vf-tt-file", text);
-        } catch (err) {
-          console.error("vramscope timeline: describe failed", err);
-        }
-      }
+      // The host may say more about the moment (report.js: the lines live
+      // then), once the pointer rests on it (hoverRequests).
+      if (this.lane) this.fillMomentLines(tt, t);
       if (this.options.onMoment) line("vf-tt-hint", "click: what was live then");
+    }
+
+    fillMomentLines(tt, t) {
+      const key = this.momentKey(t);
+      const got = this.momentLines && this.momentLines.key === key ? this.momentLines.lines : null;
+      tt.dataset.moment = got ? String(key) : "";
+      if (!got) {
+        el("div", "vf-tt-hint vt-tt-wait", tt).textContent = "rest here: the lines live then\u2026";
+        return;
+      }
+      for (const item of got) {
+        const row = el("div", "vf-tt-file vt-tt-line", tt);
+        if (typeof item === "string") {
+          row.textContent = item;
+          continue;
+        }
+        row.dataset.bytes = String(item.bytes);
+        row.textContent = formatBytes(item.bytes) + " " + item.label;
+      }
     }
 
     placeTooltip(clientX, clientY) {
@@ -706,7 +830,7 @@
         },
         /** xAt is the client x of time t (for tests and hosts that point at a moment). */
         xAt: (t) => this.canvas.getBoundingClientRect().left + this.xOf(t),
-        state: () => ({ range: this.range.slice(), full: this.full.slice(), moment: this.moment, band: this.band, points: this.s.n, overlayPoints: this.o ? this.o.n : 0, drawn: this.drawn || 0, markers: this.markers.length }),
+        state: () => ({ range: this.range.slice(), full: this.full.slice(), moment: this.moment, band: this.band, points: this.s.n, overlayPoints: this.o ? this.o.n : 0, drawn: this.drawn || 0, markers: this.markers.length, hover: this.lane ? this.lane.state() : null }),
         refreshTheme: () => {
           this.readTheme();
           this.schedule();
@@ -718,6 +842,7 @@
     destroy() {
       if (this.destroyed) return;
       this.destroyed = true;
+      if (this.lane) this.lane.leave();
       if (this.frameReq) cancelAnimationFrame(this.frameReq);
       for (const [t, type, fn, opts] of this.listeners) t.removeEventListener(type, fn, opts);
       if (this.resizer) this.resizer.disconnect();
@@ -733,7 +858,10 @@
    * refreshTheme(), destroy()}. options: {onMoment(t), onRange([a, b]),
    * colors: {CATEGORY: css color, overlay}, overlay (another Device: a diff's
    * before side, drawn as a line aligned at the first event), overlayLabel,
-   * describe(t) (more tooltip lines for the moment t)}.
+   * describe(t) (what the moment t holds, for the tooltip: [{bytes, label}]
+   * or strings, or a promise of them; asked once the pointer rests there
+   * hoverDelay ms, 150 by default: see hoverRequests), momentKey(t) (the
+   * moment t belongs to: one request per moment; default the pixel column)}.
    * The first paint is synchronous.
    */
   function render(container, device, report, options) {
@@ -752,6 +880,7 @@
     indexAt: indexAt,
     columns: columns,
     markersOf: markersOf,
+    hoverRequests: hoverRequests,
     categoryColor: (name) => CAT_COLORS[name] || CAT_COLORS.other,
   };
 });
