@@ -2,6 +2,7 @@
 optimizers, frame locals and an autograd graph built from small classes that
 have the attributes real torch gives them (the real path runs on the H200:
 examples/oom/, docs/oom-naming.md)."""
+import functools
 import gc
 import types
 
@@ -191,16 +192,33 @@ class Block(Module):
     pass  # inherits forward from Module: none; its child's forward is located
 
 
+def _returns_tuple(fn):
+    @functools.wraps(fn)
+    def wrapper(self, *a, **k):
+        return fn(self, *a, **k)
+    return wrapper
+
+
+class Decorated(Module):
+    @_returns_tuple  # as transformers wraps GPT2Model.forward: the frames run the inner lines
+    def forward(self, x):
+        y = x
+        return y
+
+
 def test_records_forward_methods():
     """Where each module class's forward is, with its qualified name, once per
     class: the engine labels frames in those lines "Attention.forward"."""
     import inspect
     gc.collect()  # models of earlier tests left in reference cycles would be walked too
-    model = Module(h=Module(**{"0": Block(attn=Attention()), "1": Block(attn=Attention())}))
+    model = Module(h=Module(**{"0": Block(attn=Attention()), "1": Block(attn=Attention())}), body=Decorated())
     res = _tensors.name_tensors(fake_torch)
     del model
     lines, first = inspect.getsourcelines(Attention.forward)
     want = [__file__, first, first + len(lines) - 1, "Attention.forward", ["model.h.*.attn"]]
+    assert want in res["methods"], res["methods"]
+    lines, first = inspect.getsourcelines(inspect.unwrap(Decorated.forward))
+    want = [__file__, first, first + len(lines) - 1, "Decorated.forward", ["model.body"]]
     assert want in res["methods"], res["methods"]
     assert sum(m[3] == "Attention.forward" for m in res["methods"]) == 1
     assert all(m[3].endswith(".forward") for m in res["methods"])

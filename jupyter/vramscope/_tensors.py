@@ -128,8 +128,9 @@ class _Walk:
             # The class dicts along the MRO, not getattr: a descriptor's code never runs.
             dicts = (type.__getattribute__(k, "__dict__") for k in type.__getattribute__(cls, "__mro__"))
             fn = next((d["forward"] for d in dicts if "forward" in d), None)
-            if type(fn) is not types.FunctionType:
-                return
+            fn = _unwrapped(fn)
+            if fn is None or fn.__code__.co_name != "forward":
+                return  # not a function, or nn.Module's _forward_unimplemented (ModuleList)
             code = fn.__code__
             first = int(code.co_firstlineno)
             last = max((ln for _, _, ln in code.co_lines() if ln), default=first)
@@ -141,6 +142,21 @@ class _Walk:
 
     def method_list(self):
         return [m for m in self.methods.values() if m is not None]
+
+
+def _unwrapped(fn):
+    """The function a decorated forward wraps (functools.wraps' __wrapped__:
+    transformers wraps GPT2Model.forward in utils/generic.py, whose lines are
+    not the ones the frames run), read from the function's own __dict__ so no
+    descriptor runs; None when fn is not a plain function."""
+    for _ in range(8):
+        if type(fn) is not types.FunctionType:
+            return None
+        inner = fn.__dict__.get("__wrapped__")
+        if inner is None:
+            return fn
+        fn = inner
+    return fn if type(fn) is types.FunctionType else None
 
 
 def name_tensors(torch, budget_s=BUDGET_S):

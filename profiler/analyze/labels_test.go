@@ -1,6 +1,7 @@
 package analyze_test
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -55,6 +56,38 @@ func TestFlameLabelsClassFromSource(t *testing.T) {
 	})
 	if found == 0 {
 		t.Fatal("no frame reads Attention.forward")
+	}
+}
+
+// Library code whose source is not on this machine reads Class.method from
+// the methods the agent's walk recorded (too_big: transformers' GPT-2 on the
+// H200); the analysis once seeded them before reading the snapshot's names,
+// so no frame got them.
+func TestFlameLabelsClassFromAgent(t *testing.T) {
+	r, err := analyze.Run(filepath.Join(exampleDir, "oom", "too_big.pickle"), analyze.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"activations.py": "NewGELUActivation.forward", "pytorch_utils.py": "Conv1D.forward",
+		"normalization.py": "LayerNorm.forward", "sparse.py": "Embedding.forward"}
+	seen := map[string]bool{}
+	r.Flame(analyze.FlameOptions{Weight: flame.WeightPeak}).Walk(func(_ []*flame.Node, n *flame.Node) {
+		if _, err := os.Stat(n.File); err == nil && strings.Contains(n.File, "site-packages") {
+			t.Skipf("%s is on this machine: the label could come from the source", n.File)
+		}
+		base := filepath.Base(n.File)
+		if q, ok := want[base]; ok && n.Name == "forward" {
+			seen[base] = true
+			if n.Qual != q || !strings.HasPrefix(n.Label, q) {
+				t.Errorf("%s:%d reads %q (label %q), want %q", base, n.Line, n.Qual, n.Label, q)
+			}
+		}
+		if base == "modeling_gpt2.py" && n.Line >= 238 && n.Line <= 243 && n.Qual != "GPT2MLP.forward" {
+			t.Errorf("modeling_gpt2.py:%d reads %q, want GPT2MLP.forward", n.Line, n.Qual)
+		}
+	})
+	if len(seen) != len(want) {
+		t.Errorf("frames seen in %v of %v", seen, want)
 	}
 }
 

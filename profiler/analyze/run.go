@@ -155,9 +155,6 @@ func (a *analysis) replay(trace int, e *profiler.Event, user bool) {
 func (a *analysis) finish(snap *torchsnap.Snapshot, opt Options) *Result {
 	r := &Result{File: snap.Path, Bytes: snap.Bytes, Settings: snap.Settings, Annotations: len(snap.Annotations),
 		Legacy: snap.Legacy, frames: a.frames, origins: a.origins, paths: opt.Paths, qualnames: new(profiler.Qualnames)}
-	if a.names != nil {
-		r.qualnames.Seed(a.names.walk.Methods, r.paths.Map)
-	}
 	byDevice := map[int]*tracker{}
 	for _, t := range a.trackers {
 		t.finish()
@@ -166,6 +163,9 @@ func (a *analysis) finish(snap *torchsnap.Snapshot, opt Options) *Result {
 	}
 	a.origins.label(snap.Annotations)
 	a.names = newTensorIndex(snap.Tensors)
+	if a.names != nil { // the methods the agent's walk recorded name frames the source cannot (library code not on this machine)
+		r.qualnames.Seed(a.names.walk.Methods, r.paths.Map)
+	}
 	var diags []*devDiag
 	peakDev := 0
 	for _, dev := range devicesOf(snap, byDevice) {
