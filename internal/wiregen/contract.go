@@ -298,6 +298,38 @@ func (c *contract) fields(t reflect.Type) []field {
 	return out
 }
 
+// base is the wire type t embeds whole, untagged (SnapshotResult embeds
+// Snapshot), or nil. The Python and TypeScript files extend it instead of
+// repeating its fields; docs/api.md lists every field in one table.
+func base(t reflect.Type) reflect.Type {
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		if f.Anonymous && f.Tag.Get("json") == "" && f.Type.Kind() == reflect.Struct && f.Type.PkgPath() == apiPkg {
+			return f.Type
+		}
+	}
+	return nil
+}
+
+// ownFields are t's JSON members less those of its base.
+func (c *contract) ownFields(t reflect.Type) []field {
+	b := base(t)
+	if b == nil {
+		return c.fields(t)
+	}
+	inherited := map[string]bool{}
+	for _, f := range c.fields(b) {
+		inherited[f.Name] = true
+	}
+	var out []field
+	for _, f := range c.fields(t) {
+		if !inherited[f.Name] {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
 var timeType = reflect.TypeOf(time.Time{})
 
 // foreign says whether t is a struct from outside daemon/api (an analysis

@@ -49,12 +49,17 @@ func (c *contract) python() (string, error) {
 }
 
 func (c *contract) pythonType(b *strings.Builder, t reflect.Type) error {
-	fmt.Fprintf(b, "\n\nclass %s(TypedDict, total=False):\n", t.Name())
-	if cm := c.comments[t.Name()]; cm != "" {
+	parent := "TypedDict"
+	if p := base(t); p != nil {
+		parent = p.Name() // defined above: wireTypes lists nested types first
+	}
+	fmt.Fprintf(b, "\n\nclass %s(%s, total=False):\n", t.Name(), parent)
+	cm := c.comments[t.Name()]
+	if cm != "" {
 		fmt.Fprintf(b, "    %s\n", pyDoc(cm))
 	}
-	fs := c.fields(t)
-	if len(fs) == 0 {
+	fs := c.ownFields(t)
+	if len(fs) == 0 && cm == "" {
 		b.WriteString("    pass\n")
 	}
 	for _, f := range fs {

@@ -44,12 +44,16 @@ func (c *contract) tsInterface(b *strings.Builder, t reflect.Type) {
 	if cm := c.comments[t.Name()]; cm != "" {
 		fmt.Fprintf(b, "/** %s */\n", tsComment(cm))
 	}
-	fs := c.fields(t)
-	if len(fs) == 0 {
+	fs, parent := c.ownFields(t), base(t)
+	if len(fs) == 0 && parent == nil {
 		fmt.Fprintf(b, "export type %s = Record<string, never>;\n", t.Name())
 		return
 	}
-	fmt.Fprintf(b, "export interface %s {\n", t.Name())
+	if parent != nil {
+		fmt.Fprintf(b, "export interface %s extends %s {\n", t.Name(), parent.Name())
+	} else {
+		fmt.Fprintf(b, "export interface %s {\n", t.Name())
+	}
 	for _, f := range fs {
 		if f.Comment != "" {
 			fmt.Fprintf(b, "  /** %s */\n", tsComment(f.Comment))

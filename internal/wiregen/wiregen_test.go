@@ -56,8 +56,20 @@ func TestEveryMethodCodeAndTypeIsGenerated(t *testing.T) {
 			t.Errorf("%s lacks the DO NOT EDIT header", p)
 		}
 		for _, name := range []string{"RegisterParams", "DumpResult", "SnapshotResult", "Snapshot", "Phases"} {
-			if !strings.Contains(out[p], " "+name+"(TypedDict") && !strings.Contains(out[p], "interface "+name+" {") {
+			if !strings.Contains(out[p], "class "+name+"(") && !strings.Contains(out[p], "interface "+name+" ") {
 				t.Errorf("%s does not declare %s", p, name)
+			}
+		}
+		// A type that embeds another extends it, declared after it (Python
+		// evaluates a class's bases when it is defined).
+		for _, decl := range [][2]string{{"class SnapshotResult(Snapshot, total=False):", "class Snapshot(TypedDict"},
+			{"export interface SnapshotResult extends Snapshot {", "export interface Snapshot {"}} {
+			child, parent := strings.Index(out[p], decl[0]), strings.Index(out[p], decl[1])
+			if strings.HasPrefix(decl[0], "class") != (p == PythonPath) {
+				continue
+			}
+			if child < 0 || parent < 0 || parent > child {
+				t.Errorf("%s: %q at %d, its base %q at %d", p, decl[0], child, decl[1], parent)
 			}
 		}
 	}

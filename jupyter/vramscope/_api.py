@@ -89,12 +89,8 @@ class CountersStatus(TypedDict, total=False):
     interval_ms: int  # time between samples
 
 
-class StatusResult(TypedDict, total=False):
+class StatusResult(HelloResult, total=False):
     """StatusResult is the daemon's state."""
-    version: str  # the daemon's build
-    api_version: str  # Version
-    pid: int  # the daemon's process id
-    host: str  # the daemon's host name
     started: str  # RFC 3339
     socket: str  # the Unix socket it listens on
     tcp: str  # (omitted when empty) loopback address when enabled
@@ -177,32 +173,8 @@ class Snapshot(TypedDict, total=False):
     container: str  # (omitted when empty) the process's container in the pod
 
 
-class SnapshotResult(TypedDict, total=False):
+class SnapshotResult(Snapshot, total=False):
     """SnapshotResult is one stored snapshot; Path is the file in the store."""
-    id: str  # sortable: time then a counter, e.g. 20261129T110203.123Z-0001 (UTC)
-    created: str  # when the store committed it
-    bytes: int  # size of the snapshot file
-    sha256: str  # of the snapshot file, hex
-    reason: str  # "request", "oom", "import"
-    source: str  # (omitted when empty) imported file name, or the agent's script
-    pid: int  # (omitted when empty) the process it came from
-    host: str  # (omitted when empty) that process's host
-    rank: int  # torch.distributed rank, 0 when not distributed
-    device: int  # CUDA device index of the process
-    entries: int  # (omitted when empty) trace entries, when the agent counted them
-    format: str  # (omitted when empty) "vsm1" for a snapshot streamed as marshal chunks; "" a pickle
-    took_ms: float  # (omitted when empty) how long the agent took to dump it
-    phases_ms: "Phases"  # (omitted when empty) where a capture's time went; zero for an imported snapshot
-    label: str  # (omitted when empty) free text from the caller
-    group: str  # (omitted when empty) the group (every rank of one job, captured together) it belongs to: the Group's ID
-    device_by_nvml: bool  # (omitted when empty) Device is NVML's index of the GPU, found from the agent's device UUID (else CUDA's, in the process's numbering)
-    gpu_bytes: int  # (omitted when empty) what NVML saw the process use on its GPU when the snapshot was taken (0: no NVML)
-    other_gpu_bytes: int  # (omitted when empty) what NVML saw every other process use on that GPU
-    other_pids: str  # (omitted when empty) those other processes, comma-separated
-    pod_uid: str  # (omitted when empty) the Kubernetes pod of the process, from its cgroup
-    pod: str  # (omitted when empty) the pod's name, from the kubelet where allowed
-    namespace: str  # (omitted when empty) the pod's namespace
-    container: str  # (omitted when empty) the process's container in the pod
     path: str  # the snapshot file in the store
 
 
@@ -231,7 +203,6 @@ class IDParams(TypedDict, total=False):
 
 class Empty(TypedDict, total=False):
     """Empty is the result of methods that only succeed or fail."""
-    pass
 
 
 class SitesParams(TypedDict, total=False):
@@ -345,17 +316,8 @@ class Group(TypedDict, total=False):
     partial: bool  # (omitted when empty) Partial: the daemon stopped before it wrote the group's record; the group was assembled from its members' metadata (no skew, no failures).
 
 
-class GroupResult(TypedDict, total=False):
+class GroupResult(Group, total=False):
     """GroupResult is one stored group and its members' snapshots, by rank."""
-    id: str  # "job-" and a snapshot-like ID, sortable by time
-    created: str  # when the group was stored (UTC)
-    reason: str  # "request", or "oom": one rank's out-of-memory error captured the others
-    job: str  # Job is what the ranks share: "run:ID" (torchrun's TORCHELASTIC_RUN_ID), "master:ADDR:PORT", "parent:PID", or "pid:PID" for a process alone.
-    label: str  # (omitted when empty) free text from the caller
-    members: Optional[List["GroupMember"]]  # by rank
-    skew_ms: float  # SkewMS is the latest member's capture time minus the earliest's.
-    failed: Optional[List["GroupFailure"]]  # (omitted when empty) ranks asked that gave no snapshot
-    partial: bool  # (omitted when empty) Partial: the daemon stopped before it wrote the group's record; the group was assembled from its members' metadata (no skew, no failures).
     snapshots: Optional[List["SnapshotResult"]]  # the members' snapshots, by rank
 
 
@@ -382,7 +344,7 @@ class JobFacts(TypedDict, total=False):
     ppid: int  # (omitted when empty) the parent process's pid
 
 
-class RegisterParams(TypedDict, total=False):
+class RegisterParams(JobFacts, total=False):
     """RegisterParams is what an agent says about its process."""
     pid: int  # the agent's process id
     host: str  # its host name
@@ -399,10 +361,6 @@ class RegisterParams(TypedDict, total=False):
     max_entries: int  # (omitted when empty) ring size of the recording
     note: str  # (omitted when empty) why it is counters only
     api_version: str  # the agent's Version
-    run_id: str  # (omitted when empty) $TORCHELASTIC_RUN_ID
-    master_addr: str  # (omitted when empty) $MASTER_ADDR
-    master_port: str  # (omitted when empty) $MASTER_PORT
-    ppid: int  # (omitted when empty) the parent process's pid
 
 
 class RegisterResult(TypedDict, total=False):
@@ -416,7 +374,7 @@ class DumpTime(TypedDict, total=False):
     at_ms: float  # (omitted when empty) unix milliseconds, the agent's clock
 
 
-class DumpResult(TypedDict, total=False):
+class DumpResult(DumpTime, total=False):
     """DumpResult is what the agent wrote."""
     path: str  # the file written (DumpParams.Path)
     bytes: int  # its size
@@ -425,7 +383,6 @@ class DumpResult(TypedDict, total=False):
     device: int  # the CUDA device it describes
     streamed: bool  # (omitted when empty) written to DumpParams.Stream as VSM1, not to Path
     phases_ms: "Phases"  # (omitted when empty) Phases: where the agent's time went (Finish is the daemon's).
-    at_ms: float  # (omitted when empty) unix milliseconds, the agent's clock
 
 
 class OOMRaw(TypedDict, total=False):
@@ -437,16 +394,8 @@ class OOMRaw(TypedDict, total=False):
     device_total: int  # bytes the device holds
 
 
-class CapturedParams(TypedDict, total=False):
+class CapturedParams(DumpResult, total=False):
     """CapturedParams hands over a snapshot the agent took on its own (on OOM)."""
-    path: str  # the file written (DumpParams.Path)
-    bytes: int  # its size
-    entries: int  # trace entries in it
-    took_ms: float  # how long the dump took
-    device: int  # the CUDA device it describes
-    streamed: bool  # (omitted when empty) written to DumpParams.Stream as VSM1, not to Path
-    phases_ms: "Phases"  # (omitted when empty) Phases: where the agent's time went (Finish is the daemon's).
-    at_ms: float  # (omitted when empty) unix milliseconds, the agent's clock
     reason: str  # "oom"
     oom: Optional["OOMRaw"]  # (omitted when empty) what the out-of-memory observer saw, for reason oom
 

@@ -121,15 +121,7 @@ export interface CountersStatus {
 }
 
 /** StatusResult is the daemon's state. */
-export interface StatusResult {
-  /** the daemon's build */
-  version: string;
-  /** Version */
-  api_version: string;
-  /** the daemon's process id */
-  pid: number;
-  /** the daemon's host name */
-  host: string;
+export interface StatusResult extends HelloResult {
   /** RFC 3339 */
   started: string;
   /** the Unix socket it listens on */
@@ -273,55 +265,7 @@ export interface Snapshot {
 }
 
 /** SnapshotResult is one stored snapshot; Path is the file in the store. */
-export interface SnapshotResult {
-  /** sortable: time then a counter, e.g. 20261129T110203.123Z-0001 (UTC) */
-  id: string;
-  /** when the store committed it */
-  created: string;
-  /** size of the snapshot file */
-  bytes: number;
-  /** of the snapshot file, hex */
-  sha256: string;
-  /** "request", "oom", "import" */
-  reason: string;
-  /** imported file name, or the agent's script */
-  source?: string;
-  /** the process it came from */
-  pid?: number;
-  /** that process's host */
-  host?: string;
-  /** torch.distributed rank, 0 when not distributed */
-  rank: number;
-  /** CUDA device index of the process */
-  device: number;
-  /** trace entries, when the agent counted them */
-  entries?: number;
-  /** "vsm1" for a snapshot streamed as marshal chunks; "" a pickle */
-  format?: string;
-  /** how long the agent took to dump it */
-  took_ms?: number;
-  /** where a capture's time went; zero for an imported snapshot */
-  phases_ms?: Phases;
-  /** free text from the caller */
-  label?: string;
-  /** the group (every rank of one job, captured together) it belongs to: the Group's ID */
-  group?: string;
-  /** Device is NVML's index of the GPU, found from the agent's device UUID (else CUDA's, in the process's numbering) */
-  device_by_nvml?: boolean;
-  /** what NVML saw the process use on its GPU when the snapshot was taken (0: no NVML) */
-  gpu_bytes?: number;
-  /** what NVML saw every other process use on that GPU */
-  other_gpu_bytes?: number;
-  /** those other processes, comma-separated */
-  other_pids?: string;
-  /** the Kubernetes pod of the process, from its cgroup */
-  pod_uid?: string;
-  /** the pod's name, from the kubelet where allowed */
-  pod?: string;
-  /** the pod's namespace */
-  namespace?: string;
-  /** the process's container in the pod */
-  container?: string;
+export interface SnapshotResult extends Snapshot {
   /** the snapshot file in the store */
   path: string;
 }
@@ -522,25 +466,7 @@ export interface Group {
 }
 
 /** GroupResult is one stored group and its members' snapshots, by rank. */
-export interface GroupResult {
-  /** "job-" and a snapshot-like ID, sortable by time */
-  id: string;
-  /** when the group was stored (UTC) */
-  created: string;
-  /** "request", or "oom": one rank's out-of-memory error captured the others */
-  reason: string;
-  /** Job is what the ranks share: "run:ID" (torchrun's TORCHELASTIC_RUN_ID), "master:ADDR:PORT", "parent:PID", or "pid:PID" for a process alone. */
-  job: string;
-  /** free text from the caller */
-  label?: string;
-  /** by rank */
-  members: GroupMember[] | null;
-  /** SkewMS is the latest member's capture time minus the earliest's. */
-  skew_ms: number;
-  /** ranks asked that gave no snapshot */
-  failed?: GroupFailure[];
-  /** Partial: the daemon stopped before it wrote the group's record; the group was assembled from its members' metadata (no skew, no failures). */
-  partial?: boolean;
+export interface GroupResult extends Group {
   /** the members' snapshots, by rank */
   snapshots: SnapshotResult[] | null;
 }
@@ -576,7 +502,7 @@ export interface JobFacts {
 }
 
 /** RegisterParams is what an agent says about its process. */
-export interface RegisterParams {
+export interface RegisterParams extends JobFacts {
   /** the agent's process id */
   pid: number;
   /** its host name */
@@ -607,14 +533,6 @@ export interface RegisterParams {
   note?: string;
   /** the agent's Version */
   api_version: string;
-  /** $TORCHELASTIC_RUN_ID */
-  run_id?: string;
-  /** $MASTER_ADDR */
-  master_addr?: string;
-  /** $MASTER_PORT */
-  master_port?: string;
-  /** the parent process's pid */
-  ppid?: number;
 }
 
 /** RegisterResult tells the agent where to write snapshots: files it writes go to IncomingDir under a name of its choosing ending in ".part", and are handed over with agent.captured or as the result of agent.dump. */
@@ -632,7 +550,7 @@ export interface DumpTime {
 }
 
 /** DumpResult is what the agent wrote. */
-export interface DumpResult {
+export interface DumpResult extends DumpTime {
   /** the file written (DumpParams.Path) */
   path: string;
   /** its size */
@@ -647,8 +565,6 @@ export interface DumpResult {
   streamed?: boolean;
   /** Phases: where the agent's time went (Finish is the daemon's). */
   phases_ms?: Phases;
-  /** unix milliseconds, the agent's clock */
-  at_ms?: number;
 }
 
 /** OOMRaw is what the out-of-memory observer saw. */
@@ -666,23 +582,7 @@ export interface OOMRaw {
 }
 
 /** CapturedParams hands over a snapshot the agent took on its own (on OOM). */
-export interface CapturedParams {
-  /** the file written (DumpParams.Path) */
-  path: string;
-  /** its size */
-  bytes: number;
-  /** trace entries in it */
-  entries: number;
-  /** how long the dump took */
-  took_ms: number;
-  /** the CUDA device it describes */
-  device: number;
-  /** written to DumpParams.Stream as VSM1, not to Path */
-  streamed?: boolean;
-  /** Phases: where the agent's time went (Finish is the daemon's). */
-  phases_ms?: Phases;
-  /** unix milliseconds, the agent's clock */
-  at_ms?: number;
+export interface CapturedParams extends DumpResult {
   /** "oom" */
   reason: string;
   /** what the out-of-memory observer saw, for reason oom */
