@@ -12,6 +12,7 @@ import (
 
 	"github.com/sourcegraph/jsonrpc2"
 	"github.com/vramscope/vramscope/daemon/api"
+	"github.com/vramscope/vramscope/internal/rpccancel"
 )
 
 // session is one connection: a client, a subscriber, or an agent.
@@ -27,8 +28,8 @@ type session struct {
 	agent   *agent        // set by agent.register
 	out     chan notice   // notifications, sent by one goroutine; dropped when full
 	ready   chan struct{} // closed once conn is set: handlers may run before NewConn returns
-	// inflight ends each running request's context, by id ($/cancelRequest; cancel.go).
-	inflight map[jsonrpc2.ID]context.CancelFunc
+	// requests ends each running request's context, by id ($/cancelRequest; cancel.go).
+	requests rpccancel.Requests
 }
 
 // rpc is the session's connection, once NewConn has returned.
@@ -142,7 +143,7 @@ func (s *session) handle(ctx context.Context, _ *jsonrpc2.Conn, req *jsonrpc2.Re
 	if !ok {
 		return nil, rpcErr(jsonrpc2.CodeMethodNotFound, "unknown method %q", req.Method)
 	}
-	ctx, done := s.track(ctx, req)
+	ctx, done := s.requests.Track(ctx, req)
 	defer done()
 	res, err := h(s, ctx, params)
 	if err != nil && ctx.Err() != nil {

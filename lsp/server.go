@@ -18,6 +18,7 @@ import (
 	"sync"
 
 	"github.com/sourcegraph/jsonrpc2"
+	"github.com/vramscope/vramscope/internal/rpccancel"
 )
 
 // Config is what `vramscope lsp` passes in from its flags.
@@ -53,7 +54,7 @@ type Server struct {
 	// life ends when Serve returns (the editor closed or exited): analyses
 	// started in the background stop with it.
 	life     context.Context
-	inflight map[jsonrpc2.ID]context.CancelFunc // running requests, by id ($/cancelRequest)
+	requests rpccancel.Requests // running requests, by id ($/cancelRequest)
 }
 
 type handler func(s *Server, ctx context.Context, params json.RawMessage) (any, error)
@@ -111,7 +112,7 @@ func (s *Server) Serve(ctx context.Context, rwc io.ReadWriteCloser) error {
 
 // Handle implements jsonrpc2.Handler: in order, except the async methods.
 func (s *Server) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.Request) {
-	ctx, done := s.track(ctx, req)
+	ctx, done := s.requests.Track(ctx, req)
 	if async[req.Method] {
 		go func() {
 			defer done()
