@@ -5,16 +5,20 @@
 //   LAB_URL       http://127.0.0.1:PORT/ (token in LAB_TOKEN)
 //   LAB_NOTEBOOK  the notebook to open, relative to the server's root; its cells
 //                 load the extension, run `%vramscope open examples/snapshots/example_train.pickle`
-//                 (kept as `w`), then show a 100k-frame tree with notebook.flame()
+//                 (kept as `w`), show a 100k-frame tree with notebook.flame(), then
+//                 `%vramscope open examples/snapshots/agent_oom.pickle` (findings, an OOM)
 //   LAB_SOURCE    examples/record/record_examples.py (for the source line the kernel sends back)
 //   VRAMSCOPE_ARTIFACTS  where the screenshots go (test-artifacts/)
 //   VRAMSCOPE_CHROMIUM   the browser (default /usr/bin/chromium)
 //
 // It asserts (any failure exits non-zero) and prints the 100k render time
-// (performance marks; printed, not asserted).
+// (performance marks; printed, not asserted). The report's views (a moment's
+// lines on hover, the allocator map, findings, themes) are checked by lab_views.mjs.
 import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
 import { mkdirSync, readFileSync } from "node:fs";
 import path from "node:path";
+import { allocatorMap, findingClickThrough, momentMatchesHover, restOnMoment, themes } from "./lab_views.mjs";
 
 const url = process.env.LAB_URL;
 const token = process.env.LAB_TOKEN;
@@ -153,7 +157,7 @@ try {
 
   // --- the timeline (report.js, the same code as the CLI's page) ------------------
   // A click on a moment shows the flame graph of what was live then; + zooms,
-  // 0 resets; hovering shows the levels.
+  // 0 resets; hovering shows the levels, and resting there the moment's top lines.
   const tl = widget.locator("canvas.vt-canvas");
   await tl.waitFor({ timeout: 15_000 });
   await tl.scrollIntoViewIfNeeded();
@@ -167,6 +171,8 @@ try {
   await page.mouse.move(tx, ty);
   await widget.locator(".vt-tooltip:not([hidden])").waitFor({ timeout: 5_000 });
   assert.match(await widget.locator(".vt-tooltip").textContent(), /allocated \d+(\.\d\d)? (B|KiB|MiB|GiB) · reserved/);
+  const hoverLines = await restOnMoment(page, widget, tx, ty);
+  await shot(page, "notebook-widget-moment-hover.png");
   const totalBefore = await rootBytes();
   await page.mouse.click(tx, ty);
   await page.waitForFunction((el) => el.__vramscope.reportState().moment !== null, await widget.elementHandle(), { timeout: 10_000 });
@@ -174,6 +180,8 @@ try {
   const moment = (await tlState()).moment;
   assert.ok(moment.bytes > 0, JSON.stringify(moment));
   assert.notEqual(await rootBytes(), totalBefore, "the flame graph shows the moment's live set");
+  momentMatchesHover(await tlState(), hoverLines);
+  step(`moment hover: ${hoverLines.map((l) => l.label).join(", ")}`);
   await widget.locator(".vt-root").focus();
   await page.keyboard.press("+");
   const zoomedIn = (await tlState()).timeline.range;
@@ -182,6 +190,11 @@ try {
   assert.deepEqual((await tlState()).timeline.range, full, "0 resets the timeline");
   await shot(page, "notebook-widget-timeline.png");
   step(`timeline: moment at ${((moment.t - full[0]) / 1000).toFixed(1)} ms holds ${moment.bytes} bytes`);
+
+  // --- the allocator map (at the peak: example_train has no OOM) ------------------
+  const peakMap = await allocatorMap(page, widget, "peak");
+  await shot(page, "notebook-widget-allocmap.png");
+  step(`allocator map: ${peakMap.summary.slice(0, 90)}; hover: ${peakMap.tooltip[0]}`);
 
   // --- 100k frames ---------------------------------------------------------------
   await page.waitForFunction(() => document.querySelectorAll(".vs-widget[data-render-ms]").length >= 2, null, { timeout: 120_000 });
@@ -200,6 +213,23 @@ try {
     `vramscope widget: ${perf.nodes} nodes, first render in the notebook widget ${perf.widget.toFixed(1)} ms ` +
       `(flame.js layout+paint ${perf.flame.toFixed(1)} ms; goal <= 300 ms)`,
   );
+
+  // --- an OOM snapshot: findings linked to the timeline and the flame graph --------
+  await page.waitForFunction(() => document.querySelectorAll(".vs-widget[data-render-ms]").length >= 3, null, { timeout: 120_000 });
+  const oom = page.locator(".vs-widget").nth(2);
+  await oom.scrollIntoViewIfNeeded();
+  assert.match(await oom.locator(".vs-title").textContent(), /agent_oom\.pickle/);
+  const engine = process.env.VRAMSCOPE_BIN ? [path.resolve(process.env.VRAMSCOPE_BIN)] : ["go", "run", "./cmd/vramscope"];
+  const analysis = JSON.parse(execFileSync(engine[0], [...engine.slice(1), "analyze", "--json", "examples/snapshots/agent_oom.pickle"], { maxBuffer: 64 << 20 }));
+  const oomMap = await allocatorMap(page, oom, "oom");
+  assert.ok(await oom.locator(".vm-bar-request").isVisible(), "the failing request is drawn beside the largest free block");
+  const linked = await findingClickThrough(page, oom, analysis, (name) => shot(page, name));
+  step(`finding "${linked.finding}": band ${linked.band.join("-")}, ${linked.matches} frames; OOM map: ${oomMap.summary.slice(0, 60)}`);
+
+  // --- JupyterLab Dark, then Light ----------------------------------------------------
+  await widget.scrollIntoViewIfNeeded();
+  const contrast = await themes(page, widget, (name) => shot(page, name));
+  step(`themes: text contrast ${JSON.stringify(contrast)}`);
 
   // Notebook 7's own bundle throws one TypeError (reading 'schema') while it
   // sets up; it is not the widget's: printed, not counted, on that page only.

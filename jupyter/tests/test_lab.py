@@ -1,12 +1,17 @@
 """The widget in a real JupyterLab 4 and a real Notebook 7, driven by a real browser.
 
 Starts JupyterLab on loopback (labserver.py) with a notebook that runs `%vramscope open
-examples/snapshots/example_train.pickle` and shows a 100k-frame tree, then runs
-lab_browser.mjs (Debian's chromium through playwright-core): the widget
-renders, flame-graph nodes exist, hovering shows bytes, a click selects a frame
-and the kernel holds the selection, another weight is computed by the kernel,
-the timeline shows a moment's live set on click and zooms with the keyboard,
-and the report's static copy (an output of its own, for exporters) is hidden.
+examples/snapshots/example_train.pickle`, shows a 100k-frame tree and opens
+examples/snapshots/agent_oom.pickle, then runs lab_browser.mjs (Debian's
+chromium through playwright-core): the widget renders, flame-graph nodes
+exist, hovering shows bytes, a click selects a frame and the kernel holds the
+selection, another weight is computed by the kernel, resting on a moment of
+the timeline lists its top lines (no more bytes than the moment's click
+shows), the click shows the moment's live set, the keyboard zooms and resets,
+the allocator map is drawn and a hovered block named (at the peak, and at the
+OOM beside the failing request), a finding selects its time range and its
+frames, JupyterLab Dark and Light repaint every view with readable text, and
+the report's static copy (an output of its own, for exporters) is hidden.
 Screenshots go to test-artifacts/ (or $VRAMSCOPE_ARTIFACTS); the 100k render
 time is printed.
 
@@ -52,6 +57,7 @@ def write_notebook(path, tree_path):
         "%vramscope open examples/snapshots/example_train.pickle",
         "import json\nfrom vramscope import notebook\nw = notebook.last()\n"
         "notebook.flame(json.load(open(%r)), '100k frames')" % tree_path,
+        "%vramscope open examples/snapshots/agent_oom.pickle",
     ]]
     nbformat.write(nb, path)
 
@@ -79,7 +85,8 @@ def test_widget_in_jupyterlab(lab, capsys):
         sys.stdout.write("\n" + "\n".join("  lab: " + ln for ln in r.stdout.strip().splitlines()) + "\n")
     assert r.returncode == 0, r.stdout[-4000:] + "\n--- lab log ---\n" + (tmp / "lab.log").read_text()[-3000:]
     for name in ("notebook-widget-hover.png", "notebook-widget-selected.png", "notebook-widget-timeline.png",
-                 "notebook-widget-100k.png"):
+                 "notebook-widget-100k.png", "notebook-widget-moment-hover.png", "notebook-widget-allocmap.png",
+                 "notebook-widget-finding.png", "notebook-widget-dark.png", "notebook-widget-light.png"):
         assert os.path.getsize(os.path.join(ARTIFACTS, env["LAB_SHOT_PREFIX"] + name)) > 10_000
     assert os.path.exists(EXAMPLE)
     if os.environ.get("VRAMSCOPE_WIDGET_BENCH") and ui == "lab":

@@ -249,7 +249,8 @@ test("linked report page in a real browser", { skip, timeout: 120_000 }, async (
     // The peak's top line among them.
     assert.ok(tip.includes(`${path.basename(report.sites[0].file)}:${report.sites[0].line}`), tip);
     const hover = await page.evaluate(() => window.vramscope.timeline.state().hover);
-    assert.equal(hover.asked, asked + 1, "one request for one rest");
+    // Two pointer positions: one or two rests (a slow machine may rest on the first).
+    assert.ok(hover.asked > asked && hover.asked <= asked + 2, `${hover.asked - asked} requests for two positions`);
     assert.equal(hover.inFlight, false);
     await page.screenshot({ path: path.join(artifacts, "report-hover-moment.png") });
   });
