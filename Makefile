@@ -103,10 +103,12 @@ test-fixtures: build
 
 # The VS Code extension: which server it starts (its engine, PATH's, or a message
 # saying what to install); then packages the .vsix and checks it, and runs it in
-# code-server (VS Code 1.100.3) with headless chromium; screenshots in test-artifacts/vscode.
+# code-server (VS Code 1.100.3) with headless chromium; screenshots in test-artifacts/vscode and
+# test-artifacts/vscode-report (one code-server at a time: two node --test runs, not one).
 test-vscode: build
 	node --test vscode-ext/test/server.test.mjs vscode-ext/test/ranks.test.mjs
 	VRAMSCOPE_SHARED=$(SHARED) node --test vscode-ext/test/e2e.test.mjs
+	VRAMSCOPE_SHARED=$(SHARED) node --test vscode-ext/test/report.test.mjs
 
 # Large-snapshot benchmarks beside python3 pickle.load; writes docs/benchmarks.md (KEEP=1 keeps the 50M file).
 bench:

@@ -1031,6 +1031,13 @@
           renderMs: this.renderMs,
         }),
         frameAt: (clientX, clientY) => {
+          // A new tree or zoom is laid out at the next paint: paint now, so
+          // that the answer is the frame a click there would hit.
+          if (this.frameReq) {
+            cancelAnimationFrame(this.frameReq);
+            this.frameReq = 0;
+            this.draw();
+          }
           const k = this.indexAt(clientX, clientY);
           return k < 0 ? null : frameOf(this.lay.nodes[k]);
         },
