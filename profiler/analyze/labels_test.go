@@ -82,12 +82,22 @@ func TestFlameLabelsClassFromAgent(t *testing.T) {
 				t.Errorf("%s:%d reads %q (label %q), want %q", base, n.Line, n.Qual, n.Label, q)
 			}
 		}
-		if base == "modeling_gpt2.py" && n.Line >= 238 && n.Line <= 243 && n.Qual != "GPT2MLP.forward" {
-			t.Errorf("modeling_gpt2.py:%d reads %q, want GPT2MLP.forward", n.Line, n.Qual)
+		// GPT2Model.forward is wrapped by a decorator in transformers' generic.py:
+		// the agent records the lines of the function it wraps.
+		for _, m := range []struct {
+			first, last int
+			qual        string
+		}{{238, 243, "GPT2MLP.forward"}, {511, 626, "GPT2Model.forward"}} {
+			if base == "modeling_gpt2.py" && n.Name == "forward" && n.Line >= m.first && n.Line <= m.last {
+				seen[m.qual] = true
+				if n.Qual != m.qual {
+					t.Errorf("modeling_gpt2.py:%d reads %q, want %s", n.Line, n.Qual, m.qual)
+				}
+			}
 		}
 	})
-	if len(seen) != len(want) {
-		t.Errorf("frames seen in %v of %v", seen, want)
+	if len(seen) != len(want)+2 {
+		t.Errorf("frames seen in %v of %v, GPT2MLP.forward and GPT2Model.forward", seen, want)
 	}
 }
 
