@@ -24,7 +24,7 @@ import time
 import torch
 import torch.distributed as dist
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "oom"))
+sys.path.insert(0, os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "oom")))  # frames then read examples/oom/common.py
 import common  # noqa: E402  (gpt2: GPT-2 from a config; cap)
 
 

@@ -19,7 +19,7 @@ import time
 
 import torch
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "oom"))
+sys.path.insert(0, os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "oom")))  # frames then read examples/oom/common.py
 import common  # noqa: E402  (gpt2, train_step: GPT-2 from a config, no download)
 
 
