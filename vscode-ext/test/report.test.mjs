@@ -218,6 +218,7 @@ test("the report's views in VS Code's webview (code-server 1.100.3)", { skip, ti
     assert.ok(st.flame.matches > 0, `${f.file}:${f.line} selects frames`);
     assert.match(await frame.textContent(".vf-summary"), new RegExp(`^.+: \\d+ frames? · ${bytesRe.source}$`));
     assert.equal(await button.getAttribute("class"), "vr-link vr-selected");
+    await frame.locator(".vr-timeline").scrollIntoViewIfNeeded();
     await shot(page, "06-finding-selected.png");
   });
 
