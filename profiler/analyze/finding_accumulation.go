@@ -30,7 +30,8 @@ const (
 type accumSite struct {
 	file, fn string
 	line     int
-	iters    map[int]int64 // iteration -> bytes live at the peak
+	iters    map[int]int64   // iteration -> bytes live at the peak
+	origins  map[int32]int64 // recorded stack -> bytes live at the peak
 	bytes    int64
 	freed    int64 // of bytes, freed before the snapshot ended
 	blocks   int64
@@ -52,10 +53,11 @@ func (dg *devDiag) accumSites() []*accumSite {
 		}
 		s := m[fileLine{file, line}]
 		if s == nil {
-			s = &accumSite{file: file, line: line, fn: fn, iters: map[int]int64{}, first: b.t}
+			s = &accumSite{file: file, line: line, fn: fn, iters: map[int]int64{}, origins: map[int32]int64{}, first: b.t}
 			m[fileLine{file, line}] = s
 		}
 		s.iters[stepOf(dg.d.Steps, b.t)] += b.size
+		s.origins[b.resolved()] += b.size
 		s.bytes += b.size
 		s.blocks++
 		s.first = min(s.first, b.t)
@@ -120,19 +122,27 @@ func (dg *devDiag) accumFinding(s *accumSite, ran int) *Finding {
 	peak := dg.d.Peak.Bytes
 	iters := int64(len(s.iters))
 	perIter := s.perIteration()
-	f := Finding{Kind: KindLoopAccumulation, Severity: "warning", File: s.file, Line: s.line,
+	file, line, alloc, where := s.file, s.line, "", "allocated at "+dg.short(s.file, s.line)
+	lines := []EvidenceLine{{File: s.file, Line: s.line, Bytes: s.bytes,
+		Note: fmt.Sprintf("%s: blocks from %d iterations alive at the peak, %s per iteration", s.fn, iters, fb(perIter))}}
+	if lf, ok := dg.loopFrame(s); ok && (lf.File != s.file || lf.Line != s.line) {
+		file, line = lf.File, lf.Line
+		alloc = fmt.Sprintf(" (allocated in %s at %s)", s.fn, dg.short(s.file, s.line))
+		where = fmt.Sprintf("%s, allocated in %s at %s", dg.short(file, line), s.fn, dg.short(s.file, s.line))
+		lines = append([]EvidenceLine{{File: lf.File, Line: lf.Line, Bytes: s.bytes,
+			Note: fmt.Sprintf("%s: the loop's line whose results are kept, %s per iteration", lf.Func, fb(perIter))}}, lines...)
+	}
+	f := Finding{Kind: KindLoopAccumulation, Severity: "warning", File: file, Line: line,
 		Evidence: Evidence{Numbers: map[string]int64{"bytes": s.bytes, "blocks": s.blocks, "iterations_alive_at_peak": iters,
 			"iterations_run_by_peak": int64(ran), "bytes_per_iteration": perIter, "peak_share_pct": pct(s.bytes, peak),
 			"freed_after_peak": s.freed, "steps": int64(len(dg.d.Steps))},
-			Lines: []EvidenceLine{{File: s.file, Line: s.line, Bytes: s.bytes,
-				Note: fmt.Sprintf("%s: blocks from %d iterations alive at the peak, %s per iteration", s.fn, iters, fb(perIter))}},
-			StartUS: s.first, EndUS: dg.d.Peak.TimeUS}}
+			Lines: lines, StartUS: s.first, EndUS: dg.d.Peak.TimeUS}}
 	fill := dg.fillText(f.Evidence.Numbers, perIter, peak, int64(ran-1), "iteration")
-	f.Title = fmt.Sprintf("Loop accumulation: %s keeps %s per iteration; blocks from %d iterations (%s, %d%% of the peak) are alive at the peak and freed only after the loop%s",
-		dg.short(s.file, s.line), fb(perIter), iters, fb(s.bytes), pct(s.bytes, peak), fill)
-	f.Fix = fmt.Sprintf("the loop keeps every iteration's result on the GPU (allocated at %s): keep scalars with .item(), "+
+	f.Title = fmt.Sprintf("Loop accumulation: %s keeps %s per iteration%s; blocks from %d iterations (%s, %d%% of the peak) are alive at the peak and freed only after the loop%s",
+		dg.short(file, line), fb(perIter), alloc, iters, fb(s.bytes), pct(s.bytes, peak), fill)
+	f.Fix = fmt.Sprintf("the loop keeps every iteration's result on the GPU (%s): keep scalars with .item(), "+
 		"move outputs to the host each iteration (.cpu(), or .to('cpu', non_blocking=True)), or reduce them as you go "+
-		"(a running sum or top-k instead of a list of tensors)", dg.short(s.file, s.line))
+		"(a running sum or top-k instead of a list of tensors)", where)
 	return &f
 }
 

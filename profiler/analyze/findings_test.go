@@ -340,15 +340,15 @@ func TestLeakHeldBack(t *testing.T) {
 // at step 10 of 24); cache_infer a causal mask per length (6 lengths, the
 // last new at iteration 7 of 18, no optimizer). The finding has the cache's
 // size and its line; neither is a leak. (cache_infer's steps come from
-// periodicity, whose boundary is where memory settles before the loop's
-// first periodic allocation — its input — so a mask made at the top of
-// iteration 7, before the input, counts in step 6.)
+// periodicity; a mask made at the top of iteration 7, before the loop's
+// input, counts in step 7: an iteration ends before the one-time
+// allocations that open the next.)
 func TestCacheGrowth(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		line int
 		last int64
-	}{{"cache_growth", 168, 10}, {"cache_infer", 282, 6}} {
+	}{{"cache_growth", 168, 10}, {"cache_infer", 282, 7}} {
 		r := result(t, c.name)
 		sc := readSidecar(t, c.name)
 		f := one(t, r, analyze.KindCacheGrowth)

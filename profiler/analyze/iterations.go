@@ -72,9 +72,13 @@ func regular(ps []int32, m int, period float64) bool {
 // after the last), the point where the level settles after the iteration's
 // peak. A window with fewer than half an iteration's allocations (of seq)
 // holds no iteration's end. With keep, a window may end higher than it
-// began (keptPerWindow).
-func boundaries(log *levelLog, anchors []int, seq []int32, half int, keep bool) []int {
-	var ends []int
+// began (keptPerWindow). settled counts the windows whose level fell back;
+// a window between two anchors whose level did not (its iteration kept
+// something made once: the first iteration's workspaces, a CUDA graph
+// captured for a new batch size) is still one iteration, ending where the
+// next begins, once the loop is established (see try). An end never follows
+// the one-time allocations that open the next iteration (beforeOneTime).
+func boundaries(log *levelLog, anchors []int, seq []int32, half int, keep bool, oneTime func(int) bool) (ends []int, settled int) {
 	edges := append(append([]int{0}, anchors...), log.len())
 	count := func(lo, hi int) int {
 		a := sort.Search(len(seq), func(i int) bool { return int(seq[i]) >= lo })
@@ -87,14 +91,42 @@ func boundaries(log *levelLog, anchors []int, seq []int32, half int, keep bool) 
 	}
 	for w := 0; w+1 < len(edges); w++ {
 		lo, hi := edges[w], edges[w+1]
-		if hi-lo < 2 || count(lo, hi) < half {
+		last := w+2 == len(edges) // holds the rest of the last anchored iteration, however little
+		if hi-lo < 2 || (!last && count(lo, hi) < half) {
 			continue
 		}
 		if j, ok := windowEnd(log, lo, hi, kept[w]); ok {
-			ends = append(ends, j)
+			ends = append(ends, beforeOneTime(log, lo, j, oneTime))
+			settled++
+		} else if w >= 1 && w+2 < len(edges) {
+			ends = append(ends, beforeOneTime(log, lo, hi-1, oneTime))
 		}
 	}
-	return ends
+	return ends, settled
+}
+
+// beforeOneTime moves an iteration's end j (in the window from lo) back
+// before the one-time allocations that open the next iteration ahead of any
+// of the loop body's (a cache entry made for a new shape, a CUDA graph
+// captured for a new batch size): they belong to the iteration that needs
+// them, and the level at the end is then what the loop itself holds between
+// iterations. A run of one-time allocations and frees from j back to the
+// loop body's last allocation is passed over.
+func beforeOneTime(log *levelLog, lo, j int, oneTime func(int) bool) int {
+	q := -1
+	for i := j; i > lo; i-- {
+		if log.at(i).stack == 0 {
+			continue // a free
+		}
+		if !oneTime(i) {
+			break
+		}
+		q = i
+	}
+	if q > lo+1 {
+		return q - 1
+	}
+	return j
 }
 
 // keptPerWindow is what each window may keep and still count as an
@@ -111,10 +143,14 @@ func keptPerWindow(log *levelLog, edges []int) []int64 {
 	var ks []int64
 	for w := 1; w+1 < len(edges); w++ {
 		lo, hi := edges[w], edges[w+1]
-		if hi-lo < 2 || lo < 1 {
+		if hi-lo < 2 {
 			continue
 		}
-		kept[w] = max(0, log.at(hi-1).cur-log.at(lo-1).cur)
+		var start int64
+		if lo > 0 {
+			start = log.at(lo - 1).cur
+		}
+		kept[w] = max(0, log.at(hi-1).cur-start)
 		ks = append(ks, kept[w])
 		if float64(kept[w]) > keptShare*float64(allocatedIn(log, lo, hi)) {
 			kept[w] = 0

@@ -7,19 +7,27 @@ import "sort"
 // stack) repeat: every stack that belongs to the loop body occurs a multiple
 // of C times in a trace of C iterations. Every count that explains at least
 // minExplained of the allocations, from at least minKeys stacks, is tried.
-// A stack that occurs m*C times, taken every m-th time, anchors the
-// iterations if its occurrences are evenly spaced; of those, the one after
-// which memory is lowest marks the top of the loop. Between two anchors the
+// The loop body for C is the stacks that occur a multiple of C times (one-time
+// allocations between iterations, such as a CUDA graph captured for a new
+// batch size, are left out: see loopBody). A body stack that occurs m*C
+// times, taken every m-th time, anchors the iterations if its occurrences
+// are evenly spaced among the body's; of those, the one after which memory
+// is lowest marks the top of the loop. Between two anchors the
 // level rises (forward), peaks and falls back (backward, optimizer,
 // zero_grad); the step boundary is where it has settled: the earliest point
 // after the window's peak from which the level stays at its pre-anchor value
 // until the next iteration begins. Windows without such a fall (a loop body that only allocates) give
 // no boundary; a C for which a quarter of the windows give none is not the
-// loop. Of the counts left, the loop is the one whose anchors sit lowest (the
-// real top of the loop is where memory is at its floor; a count twice too
-// large puts every other anchor mid-iteration), and among counts whose anchors
-// sit equally low the largest (a count that divides the real one, such as
-// the 6 lengths a cache saw in 18 iterations, anchors every third iteration).
+// loop (once it is, such a window is still an iteration: see boundaries).
+// Of the counts left, those whose windows hold the body least evenly are
+// dropped (a count twice too large splits each iteration in two, so the
+// stacks run once an iteration fall in every other window; one that
+// straddles iterations, 12 windows over 16 iterations, puts one or two of
+// each in a window: see evenness); then the loop is the one whose anchors sit
+// lowest (the real top of the loop is where memory is at its floor), and
+// among counts whose anchors sit equally low the largest (a count that
+// divides the real one, such as the 6 lengths a cache saw in 18 iterations,
+// anchors every third iteration).
 const (
 	minExplained = 0.8 // share of allocations whose stack count is a multiple of C
 	minPerCycle  = 4   // allocations per iteration, so a loop of single allocations is no step
@@ -27,6 +35,7 @@ const (
 	maxTries     = 24  // counts tried, those that explain most first
 	maxCounts    = 16  // stack counts whose divisors are candidates
 	heightSlack  = 0.05
+	evenSlack    = 0.05 // share of the allocations by which a count may hold the body less evenly than the best
 )
 
 // anchorHeight is where, between the lowest and the highest level of the
@@ -63,32 +72,32 @@ func explained(k, d int) int {
 	return m * d
 }
 
-// periodicSteps returns the log indices where steps end. Iterations that
-// give back what they take come first; only when none are found are
-// iterations that keep part of it (a loop keeping its outputs) looked for,
-// and kept when the trace then gives the kept memory back (the loop ended
-// and its list was freed). A forward pass whose layers keep their
-// activations is no loop: cut short by an OOM it gives nothing back; followed
-// by its backward, it gives everything back, but then a tenth or more of the
-// allocations have no Python frames (autograd's thread), and a trace with
-// backward passes is not searched for keeping loops at all (the loops that
-// keep outputs are evaluation and generation; a training loop that keeps
-// something still frees most of what each step takes, for the first pass).
+// periodicSteps returns the log indices where steps end. A forward pass
+// whose layers keep their activations is no loop: cut short by an OOM it
+// gives nothing back; followed by its backward, it gives everything back,
+// but then a tenth or more of the allocations have no Python frames
+// (autograd's thread), and a trace with backward passes is searched only for
+// iterations that give back what they take (the loops that keep outputs are
+// evaluation and generation; a training loop that keeps something still
+// frees most of what each step takes). Other traces are searched first for
+// iterations that may keep part of what they take (a loop keeping its
+// outputs), kept when the trace then gives the kept memory back (the loop
+// ended and its list was freed): a generation loop keeping each token's
+// scores also frees most of each step, and searched as a loop that keeps
+// nothing it reads as twice the steps, half of them falling back by chance.
+// Without that release, iterations that give back what they take.
 func periodicSteps(log *levelLog) []int {
 	occ := loopOccurrences(log)
 	if occ == nil {
 		return nil
 	}
-	if ends := occ.loop(log, false); ends != nil {
-		return ends
-	}
-	if occ.backward*10 > occ.allocs {
-		return nil // a training trace: layers keeping activations for backward are no loop
+	if occ.training() {
+		return occ.loop(log, false) // a training trace: layers keeping activations for backward are no loop
 	}
 	if ends := occ.loop(log, true); ends != nil && releasedAfter(log, ends) {
 		return ends
 	}
-	return nil
+	return occ.loop(log, false)
 }
 
 // releasedAfter says whether the level at the end of the trace is below the
@@ -102,13 +111,12 @@ func releasedAfter(log *levelLog, ends []int) bool {
 	return grown > 0 && log.at(log.len()-1).cur <= top-grown/2
 }
 
-// loop is the best loop of the occurrences: the iteration count whose
-// anchors sit lowest, then the largest; keep allows iterations that keep
-// part of what they allocate.
+// loop is the best loop of the occurrences: of the iteration counts whose
+// windows hold the loop body most evenly (uniformity), the one whose anchors
+// sit lowest, then the largest; keep allows iterations that keep part of
+// what they allocate.
 func (occ *occurrences) loop(log *levelLog, keep bool) []int {
-	var best []int
-	var bestC int
-	var bestScore float64
+	var tried []tryResult
 	tries := 0
 	for _, cd := range occ.candidates() {
 		if occ.keysDividing(cd.c) < minKeys {
@@ -117,15 +125,27 @@ func (occ *occurrences) loop(log *levelLog, keep bool) []int {
 		if tries++; tries > maxTries {
 			break
 		}
-		ends, score, ok := occ.try(log, cd.c, keep)
-		if !ok {
-			continue
-		}
-		if best == nil || score < bestScore-heightSlack || (score <= bestScore+heightSlack && cd.c > bestC) {
-			best, bestC, bestScore = ends, cd.c, score
+		if r, ok := occ.try(log, cd.c, keep); ok {
+			tried = append(tried, r)
 		}
 	}
-	return best
+	var top float64
+	for _, r := range tried {
+		top = max(top, r.even)
+	}
+	var best *tryResult
+	for i, r := range tried {
+		if r.even < top-evenSlack {
+			continue // splits or straddles the iterations of a count that holds the body evenly
+		}
+		if best == nil || r.height < best.height-heightSlack || (r.height <= best.height+heightSlack && r.c > best.c) {
+			best = &tried[i]
+		}
+	}
+	if best == nil {
+		return nil
+	}
+	return best.ends
 }
 
 // occurrences are the allocations a loop is looked for in (seq: log
@@ -135,6 +155,7 @@ type occurrences struct {
 	backward int // of them, without Python frames (autograd's thread: backward)
 	seq      []int32
 	pos      map[uint64][]int32 // key -> positions in seq
+	keyAt    []uint64           // position in seq -> key
 	keys     []uint64           // in order of first occurrence
 	byCount  map[int]int        // occurrences of a key -> allocations of keys with that count
 }
@@ -169,8 +190,10 @@ func loopOccurrences(log *levelLog) *occurrences {
 		return nil
 	}
 	occ := &occurrences{allocs: len(allocs), backward: len(allocs) - len(framed), seq: seq, pos: map[uint64][]int32{}, byCount: map[int]int{}}
+	occ.keyAt = make([]uint64, len(seq))
 	for i, li := range seq {
 		k := key(li)
+		occ.keyAt[i] = k
 		if _, ok := occ.pos[k]; !ok {
 			occ.keys = append(occ.keys, k)
 		}
@@ -181,6 +204,10 @@ func loopOccurrences(log *levelLog) *occurrences {
 	}
 	return occ
 }
+
+// training says whether the trace has backward passes: a tenth or more of
+// its allocations have no Python frames (autograd's thread).
+func (occ *occurrences) training() bool { return occ.backward*10 > occ.allocs }
 
 // cand is an iteration count and the share of allocations it explains.
 type cand struct {
@@ -249,18 +276,35 @@ func (occ *occurrences) keysDividing(c int) int {
 	return n
 }
 
+// tryResult is one iteration count tried: its step ends, its anchors'
+// height (lower is better) and how evenly its windows hold the loop body.
+type tryResult struct {
+	c      int
+	ends   []int
+	height float64
+	even   float64
+}
+
 // try anchors a loop of c iterations and finds its boundaries; ok is false
 // when no stack anchors it or a quarter of its windows have no boundary.
-// score is the anchors' height (lower is better).
-func (occ *occurrences) try(log *levelLog, c int, keep bool) (ends []int, score float64, ok bool) {
-	anchor := bestAnchor(log, occ.seq, occ.keys, occ.pos, c)
+func (occ *occurrences) try(log *levelLog, c int, keep bool) (tryResult, bool) {
+	body := occ.body(c)
+	anchor := bestAnchor(log, body.seq, body.keys, body.pos, c)
 	if anchor == nil {
-		return nil, 0, false
+		return tryResult{}, false
 	}
-	score = anchorHeight(log, anchor)
-	ends = boundaries(log, anchor, occ.seq, len(occ.seq)/(2*c), keep)
-	if len(ends) < 2 || 4*len(ends) < 3*(len(anchor)-1) {
-		return nil, 0, false
+	r := tryResult{c: c, height: anchorHeight(log, anchor), even: occ.evenness(body, anchor)}
+	var settled int
+	oneTime := body.oneTime(log)
+	if occ.training() {
+		// After a backward pass, the one-time allocations that end a window are
+		// the first optimizer step's state and its first call's buffers: they
+		// belong to the iteration before.
+		oneTime = func(int) bool { return false }
 	}
-	return ends, score, true
+	r.ends, settled = boundaries(log, anchor, occ.seq, len(occ.seq)/(2*c), keep, oneTime)
+	if settled < 2 || 4*settled < 3*(len(anchor)-1) {
+		return tryResult{}, false
+	}
+	return r, true
 }

@@ -30,9 +30,10 @@ func variant(t *testing.T, name string, opt analyze.Options, args ...string) *an
 }
 
 // cache_growth's table per length got its last new length in step 10 of 24
-// and cache_infer's mask its last in iteration 6 of 18: dumped right then,
+// and cache_infer's mask its last in iteration 7 of 18 (record_findings.py's
+// schedule: new lengths at iterations 0, 1, 2, 3, 5, 7): dumped right then,
 // each is a cache still growing (unbounded_cache, not cache_growth, and not
-// a leak: it grew on 6 of steps 1..9, 3 of 1..5). The projection and the
+// a leak: it grew on 6 of steps 1..9, 4 of 1..6). The projection and the
 // step at which a 2 GiB device fills follow from the bytes per step.
 func TestUnboundedCacheDumpedWhileGrowing(t *testing.T) {
 	for _, c := range []struct {
@@ -44,7 +45,7 @@ func TestUnboundedCacheDumpedWhileGrowing(t *testing.T) {
 		stepsKind string
 	}{
 		{"cache_growth", 10, 168, 8, 5, analyze.StepsFromAnnotations},
-		{"cache_infer", 6, 282, 6, 10, analyze.StepsFromPeriodicity},
+		{"cache_infer", 7, 282, 6, 5, analyze.StepsFromPeriodicity},
 	} {
 		full := result(t, c.name)
 		cutAt := full.Steps[c.lastNew].EndUS
@@ -58,7 +59,8 @@ func TestUnboundedCacheDumpedWhileGrowing(t *testing.T) {
 		f := one(t, r, analyze.KindUnboundedCache)
 		n := f.Evidence.Numbers
 		if filepath.Base(f.File) != "record_findings.py" || f.Line != c.line || n["blocks"] != c.entries || n["sizes"] != c.entries ||
-			n["last_new_step"] != int64(c.lastNew) || n["peak_share_pct"] < c.minShare {
+			n["last_new_step"] != int64(c.lastNew) || n["peak_share_pct"] < c.minShare ||
+			n["peak_share_pct"] != (100*n["bytes"]+r.Peak.Bytes/2)/r.Peak.Bytes {
 			t.Errorf("%s cut: %s:%d %v", c.name, f.File, f.Line, n)
 		}
 		perStep := n["bytes"] / (int64(c.lastNew) + 1 - n["first_new_step"])
