@@ -143,8 +143,11 @@ function colorProbe(el, selectors) {
   for (const sel of selectors) {
     const e = sel === "" ? el : el.querySelector(sel);
     if (!e) continue;
-    const bg = lum(background(e));
-    const fg = lum(rgb(getComputedStyle(e).color).slice(0, 3));
+    const under = background(e);
+    const c = rgb(getComputedStyle(e).color);
+    const a = c.length === 4 ? c[3] : 1; // translucent text (JupyterLab's muted colours) over its background
+    const bg = lum(under);
+    const fg = lum(c.slice(0, 3).map((v, i) => v * a + under[i] * (1 - a)));
     out[sel || ".vs-widget"] = { bg: bg, contrast: (Math.max(bg, fg) + 0.05) / (Math.min(bg, fg) + 0.05) };
   }
   const px = (sel, at) => {
@@ -160,7 +163,7 @@ function colorProbe(el, selectors) {
   return out;
 }
 
-const TEXT = ["", ".vr-root", ".vt-root", ".vf-root", ".vm-root", ".vr-h", ".vr-lines .vr-where", ".vf-crumb", ".vt-legend"];
+const TEXT = ["", ".vr-root", ".vt-root", ".vf-root", ".vm-root", ".vr-h", ".vr-lines .vr-where", ".vf-crumb", ".vt-legend", ".vr-note", ".vs-facts", ".vm-summary"];
 
 /**
  * themes switches JupyterLab (or Notebook 7) to "JupyterLab Dark", then back
