@@ -23,7 +23,7 @@
       "weight: " + ((tree && tree.weight) || "peak") +
       " · total: " + F.formatBytes(root ? root.v : 0) +
       " · " + F.formatCount(F.countNodes(tree)) + " frames" +
-      " · click a frame to zoom and open its line, Esc to reset";
+      " · click a frame to zoom and open its line (or arrows and Enter), Esc to reset";
     const open = function (frame) {
       vscode.postMessage({ type: "open", file: frame.file, line: frame.line, name: frame.name });
     };

@@ -5,7 +5,8 @@
 // findings, allocator maps at the snapshot, the peak and the OOM).
 //
 // Checked: a frame's hover names it with its bytes (equal to the engine's
-// flame tree); a click zooms the flame graph and Escape resets it; the
+// flame tree); a click zooms the flame graph and Escape resets it, and so do
+// the arrows (a frame outlined) and Enter; the
 // timeline's keys (+, arrows, 0) zoom, pan and reset it; the allocator map is
 // drawn at the OOM with the failing request beside the largest free block
 // (the engine's figures), a block's hover gives its size and state, and a
@@ -162,6 +163,30 @@ test("the report's views in VS Code's webview (code-server 1.100.3)", { skip, ti
     await waitFor("the keyboard in the flame graph", () => frame.evaluate(() => !!document.activeElement?.closest(".vf-root")), 5_000);
     await shot(page, "03-flame-zoomed.png");
     await attempt("the flame graph reset by Escape", () => page.keyboard.press("Escape"), async () => (await frame.evaluate(() => window.vramscope.state())).zoomPath.join(">") === "all");
+  });
+
+  await step("the keyboard zooms the flame graph: arrows pick a frame, Enter zooms, Escape resets", async () => {
+    const zoomPath = async () => (await frame.evaluate(() => window.vramscope.state())).zoomPath;
+    const outlined = async () => ((await frame.locator(".vf-tooltip:not([hidden])").count()) ? frame.textContent(".vf-tooltip .vf-tt-name") : null);
+    await waitFor("the keyboard on the flame graph itself", () => frame.evaluate(() => document.activeElement?.classList.contains("vf-root")), 5_000);
+    // From nothing outlined: the whole graph, <module>, main, then main's first child (the widest, train_step:22).
+    const names = [];
+    for (let i = 0; i < 4; i++) {
+      const before = names[names.length - 1] ?? null;
+      names.push(await attempt(`the frame outlined after ArrowDown ${i + 1}`, () => page.keyboard.press("ArrowDown"), async () => {
+        const n = await outlined();
+        return n && n !== before ? n : null;
+      }));
+    }
+    t.diagnostic(`ArrowDown x4: ${names.join(" > ")}`);
+    assert.match(names[3], /^train_step/);
+    await shot(page, "03b-flame-keyboard-outline.png");
+    const z = await attempt("the flame graph zoomed by Enter", () => page.keyboard.press("Enter"), async () => {
+      const z = await zoomPath();
+      return z.length === 4 ? z : null;
+    });
+    assert.ok(names[3].startsWith(z[3]), `zoomed to ${z.join(" > ")}, outlined ${names[3]}`);
+    await attempt("the flame graph reset by Escape", () => page.keyboard.press("Escape"), async () => (await zoomPath()).join(">") === "all");
   });
 
   await step("the timeline's keys: + zooms, ArrowRight pans, 0 resets", async () => {

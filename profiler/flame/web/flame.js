@@ -212,6 +212,25 @@
     return -1;
   }
 
+  /**
+   * stepFrame is where a key moves the keyboard's frame from output index k:
+   * ArrowUp to the parent, ArrowDown to the first child, ArrowLeft and
+   * ArrowRight to the neighbour on the same row; from none (k < 0), the
+   * zoomed frame. k itself where there is nowhere to go.
+   */
+  function stepFrame(out, k, key) {
+    if (k < 0 || k >= out.count) return out.count ? out.ancestors : -1;
+    if (key === "ArrowUp") return out.parent[k] >= 0 ? out.parent[k] : k;
+    if (key === "ArrowDown") return k + 1 < out.count && out.parent[k + 1] === k ? k + 1 : k;
+    const dir = key === "ArrowRight" ? 1 : key === "ArrowLeft" ? -1 : 0;
+    let best = k;
+    for (let j = 0; dir && j < out.count; j++) {
+      const dx = (out.x[j] - out.x[k]) * dir;
+      if (out.depth[j] === out.depth[k] && dx > 0 && (best === k || dx < (out.x[best] - out.x[k]) * dir)) best = j;
+    }
+    return best;
+  }
+
   /** pathTo lists the nodes from the root down to output index k. */
   function pathTo(out, k) {
     const path = [];
@@ -512,7 +531,7 @@
       this.resetBtn = el("button", "vf-reset", bar);
       this.resetBtn.type = "button";
       this.resetBtn.textContent = "Reset zoom";
-      this.resetBtn.title = "Show the whole graph (Esc)";
+      this.resetBtn.title = "Show the whole graph (Esc; on the graph, the arrows pick a frame and Enter zooms to it)";
       this.crumbs = el("nav", "vf-crumbs", bar);
       this.crumbs.setAttribute("aria-label", "Zoom path");
       this.input = el("input", "vf-search", bar);
@@ -907,14 +926,44 @@
       }
     }
 
+    // onKey: Escape clears the search (in its box) or resets the zoom; on the
+    // graph itself the arrows move a frame outline (as a hover does) and Enter
+    // zooms to the outlined frame.
     onKey(e) {
-      if (e.key !== "Escape") return;
-      if (e.target === this.input && this.input.value) {
-        this.runSearch("");
+      const onGraph = e.target === this.el;
+      if (e.key === "Escape") {
+        if (e.target === this.input && this.input.value) this.runSearch("");
+        else this.setZoom([this.root]);
+      } else if (onGraph && e.key === "Enter" && this.hover >= 0) {
+        this.setZoom(pathTo(this.lay, this.hover));
+      } else if (onGraph && /^Arrow(Up|Down|Left|Right)$/.test(e.key)) {
+        this.settle();
+        this.moveCursor(stepFrame(this.lay, this.hover, e.key));
       } else {
-        this.setZoom([this.root]);
+        return;
       }
       e.preventDefault();
+    }
+
+    // moveCursor outlines frame k for the keyboard, scrolled into view, with
+    // its tooltip beside it.
+    moveCursor(k) {
+      if (k < 0) return;
+      const L = this.lay;
+      const vp = this.viewport;
+      const y = L.depth[k] * this.rowH;
+      if (y < vp.scrollTop || y + this.rowH > vp.scrollTop + vp.clientHeight) vp.scrollTop = Math.max(0, y - vp.clientHeight / 2);
+      const r = this.canvas.getBoundingClientRect();
+      this.setHover(k, { clientX: r.left + L.x[k] + Math.min(L.w[k], 40) / 2, clientY: r.top + y - vp.scrollTop + this.rowH / 2 });
+    }
+
+    // settle paints now when a paint is pending: a new tree or zoom is laid
+    // out at the next paint, and the keys and frameAt act on what it shows.
+    settle() {
+      if (!this.frameReq) return;
+      cancelAnimationFrame(this.frameReq);
+      this.frameReq = 0;
+      this.draw();
     }
 
     onSearchInput() {
@@ -1031,13 +1080,7 @@
           renderMs: this.renderMs,
         }),
         frameAt: (clientX, clientY) => {
-          // A new tree or zoom is laid out at the next paint: paint now, so
-          // that the answer is the frame a click there would hit.
-          if (this.frameReq) {
-            cancelAnimationFrame(this.frameReq);
-            this.frameReq = 0;
-            this.draw();
-          }
+          this.settle(); // the frame a click there would hit, after a new tree or zoom
           const k = this.indexAt(clientX, clientY);
           return k < 0 ? null : frameOf(this.lay.nodes[k]);
         },
@@ -1094,6 +1137,7 @@
     layout: layout,
     hitTest: hitTest,
     pathTo: pathTo,
+    stepFrame: stepFrame,
     findPath: findPath,
     frameOf: frameOf,
     countNodes: countNodes,

@@ -123,6 +123,29 @@ test("hitTest agrees with layout", () => {
   assert.equal(zoomed.nodes[flame.hitTest(zoomed, 500, 3)].n, "attention");
 });
 
+test("stepFrame moves the keyboard's frame: parent, first child, row neighbours", () => {
+  const out = flame.layout([fixture.root], 1000, 0);
+  const name = (k) => out.nodes[k].n;
+  const k = (n) => out.nodes.findIndex((x) => x.n === n);
+  const step = (from, ...keys) => keys.reduce((at, key) => flame.stepFrame(out, at, key), from);
+  assert.equal(name(step(-1, "ArrowDown")), "all"); // from none: the zoomed frame
+  assert.equal(name(step(-1, "ArrowDown", "ArrowDown", "ArrowDown")), "forward");
+  assert.equal(name(step(k("linear"), "ArrowRight")), "attention");
+  assert.equal(name(step(k("attention"), "ArrowRight")), "at::empty_cuda");
+  assert.equal(name(step(k("at::empty_cuda"), "ArrowRight")), "_engine_run_backward"); // the next on the row, another parent
+  assert.equal(name(step(k("_engine_run_backward"), "ArrowRight")), "_engine_run_backward"); // the row's end
+  assert.equal(name(step(k("attention"), "ArrowLeft", "ArrowLeft")), "linear");
+  assert.equal(name(step(k("linear"), "ArrowUp", "ArrowUp")), "<module>");
+  assert.equal(name(step(k("all"), "ArrowUp")), "all");
+  assert.equal(name(step(k("linear"), "ArrowDown")), "linear"); // a leaf
+  assert.equal(step(k("linear"), "Enter"), k("linear"));
+  // Zoomed: from none, the zoomed frame (after its ancestors); up reaches the ancestors.
+  const zoomed = flame.layout(pathOf(["<module>", "forward"]), 600, 0);
+  assert.equal(zoomed.nodes[flame.stepFrame(zoomed, -1, "ArrowLeft")].n, "forward");
+  assert.equal(zoomed.nodes[flame.stepFrame(zoomed, flame.stepFrame(zoomed, -1, "ArrowUp"), "ArrowUp")].n, "<module>");
+  assert.equal(flame.stepFrame(flame.layout([{ n: "empty", v: 0 }], 100, 0.5), -1, "ArrowDown"), 0);
+});
+
 test("findPath, pathTo and frameOf", () => {
   const p = pathOf(["<module>", "backward", "_engine_run_backward"]);
   assert.deepEqual(p.map((n) => n.n), ["all", "<module>", "backward", "_engine_run_backward"]);
