@@ -247,6 +247,7 @@ func confusionTable(t *testing.T, es []expectation) (string, bool) {
 		cells[k] = &cell{}
 	}
 	var here, pending []string
+	counts := map[string][2]int{} // step source -> labelled iteration counts found exactly, all
 	complete := true
 	for _, e := range es {
 		r, why := analyseLabelled(t, e)
@@ -260,6 +261,14 @@ func confusionTable(t *testing.T, es []expectation) (string, bool) {
 			continue
 		}
 		here = append(here, e.Name)
+		if e.Iterations != nil {
+			c := counts[r.StepSource]
+			if len(r.Steps) == *e.Iterations {
+				c[0]++
+			}
+			c[1]++
+			counts[r.StepSource] = c
+		}
 		want, got := kindSet(e.Kinds), kindSet(kinds(r))
 		for _, k := range confusionKinds {
 			c := cells[k]
@@ -289,6 +298,9 @@ func confusionTable(t *testing.T, es []expectation) (string, bool) {
 		}
 		fmt.Fprintf(&b, "| `%s` | %d | %d | %d | %d | %s |\n", k, c.tp, c.fp, c.fn, c.tn, wrong)
 	}
+	a, p := counts[analyze.StepsFromAnnotations], counts[analyze.StepsFromPeriodicity]
+	fmt.Fprintf(&b, "\nKnown iteration counts found exactly: %d of %d with steps from annotations, %d of %d from periodicity.\n",
+		a[0], a[1], p[0], p[1])
 	if len(pending) > 0 {
 		fmt.Fprintf(&b, "\nNot recorded yet (examples/record/record_piles.py, on a GPU), so not counted: %s.\n", strings.Join(pending, ", "))
 	}
