@@ -76,8 +76,8 @@ func regular(ps []int32, m int, period float64) bool {
 // a window between two anchors whose level did not (its iteration kept
 // something made once: the first iteration's workspaces, a CUDA graph
 // captured for a new batch size) is still one iteration, ending where the
-// next begins, once the loop is established (see try). An end never follows
-// the one-time allocations that open the next iteration (beforeOneTime).
+// next begins, once the loop is established (see try). An iteration ends
+// before the one-time allocations that open the next (iterationEnd).
 func boundaries(log *levelLog, anchors []int, seq []int32, half int, keep bool, oneTime func(int) bool) (ends []int, settled int) {
 	edges := append(append([]int{0}, anchors...), log.len())
 	count := func(lo, hi int) int {
@@ -95,17 +95,38 @@ func boundaries(log *levelLog, anchors []int, seq []int32, half int, keep bool, 
 		if hi-lo < 2 || (!last && count(lo, hi) < half) {
 			continue
 		}
-		if j, ok := windowEnd(log, lo, hi, kept[w]); ok {
-			ends = append(ends, beforeOneTime(log, lo, j, oneTime))
+		j, ok := iterationEnd(log, lo, hi, kept[w], oneTime)
+		if ok {
 			settled++
-		} else if w >= 1 && w+2 < len(edges) {
-			ends = append(ends, beforeOneTime(log, lo, hi-1, oneTime))
+		}
+		if ok || (w >= 1 && w+2 < len(edges)) {
+			ends = append(ends, j)
 		}
 	}
 	return ends, settled
 }
 
-// beforeOneTime moves an iteration's end j (in the window from lo) back
+// iterationEnd is where the iteration in window lo..hi-1 ends, and whether
+// its level settled there (windowEnd); when it did not, the window's last
+// entry of its own. Either way the iteration stops before the one-time
+// allocations that open the next one, and when those raised the level it
+// seemed to settle to (a workspace made for the next request's new shape),
+// it settles to its own.
+func iterationEnd(log *levelLog, lo, hi int, kept int64, oneTime func(int) bool) (int, bool) {
+	end := beforeOneTime(log, lo, hi-1, oneTime)
+	j, ok := windowEnd(log, lo, hi, kept)
+	switch {
+	case !ok || j > end:
+		return end, ok
+	case end < hi-1:
+		if j2, ok2 := windowEnd(log, lo, end+1, kept); ok2 {
+			return j2, true
+		}
+	}
+	return j, true
+}
+
+// beforeOneTime moves a window's last entry j (in the window from lo) back
 // before the one-time allocations that open the next iteration ahead of any
 // of the loop body's (a cache entry made for a new shape, a CUDA graph
 // captured for a new batch size): they belong to the iteration that needs
