@@ -111,10 +111,8 @@ func releasedAfter(log *levelLog, ends []int) bool {
 	return grown > 0 && log.at(log.len()-1).cur <= top-grown/2
 }
 
-// loop is the best loop of the occurrences: of the iteration counts whose
-// windows hold the loop body most evenly (uniformity), the one whose anchors
-// sit lowest, then the largest; keep allows iterations that keep part of
-// what they allocate.
+// loop is the best loop of the occurrences (see bestTry); keep allows
+// iterations that keep part of what they allocate.
 func (occ *occurrences) loop(log *levelLog, keep bool) []int {
 	var tried []tryResult
 	tries := 0
@@ -129,6 +127,15 @@ func (occ *occurrences) loop(log *levelLog, keep bool) []int {
 			tried = append(tried, r)
 		}
 	}
+	if best := bestTry(tried); best != nil {
+		return best.ends
+	}
+	return nil
+}
+
+// bestTry is, of the iteration counts whose windows hold the loop body most
+// evenly, the one whose anchors sit lowest, then the largest.
+func bestTry(tried []tryResult) *tryResult {
 	var top float64
 	for _, r := range tried {
 		top = max(top, r.even)
@@ -142,10 +149,7 @@ func (occ *occurrences) loop(log *levelLog, keep bool) []int {
 			best = &tried[i]
 		}
 	}
-	if best == nil {
-		return nil
-	}
-	return best.ends
+	return best
 }
 
 // occurrences are the allocations a loop is looked for in (seq: log
