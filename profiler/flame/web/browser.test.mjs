@@ -358,5 +358,33 @@ test("diff page: both timelines overlaid, the change by category and line", { sk
   assert.ok((await page.evaluate(() => window.vramscope.reportState().flame.matches)) > 0, "a changed line selects its frames");
   mkdirSync(artifacts, { recursive: true });
   await page.screenshot({ path: path.join(artifacts, "report-diff.png") });
+  // The overlaid timelines zoom and reset from the keyboard together.
+  const tl = () => page.evaluate(() => window.vramscope.timeline.state());
+  await page.focus(".vt-root");
+  const full = (await tl()).full;
+  await page.keyboard.press("+");
+  const z = await tl();
+  assert.ok(z.range[1] - z.range[0] < (full[1] - full[0]) * 0.6 && z.overlayPoints > 0, `+ zoomed to ${z.range}, overlay ${z.overlayPoints} points`);
+  await page.keyboard.press("0");
+  assert.deepEqual((await tl()).range, full);
+  // Dark theme: the timeline repaints on a dark background, the change table's text stays readable.
+  await page.emulateMedia({ colorScheme: "dark" });
+  await page.evaluate(() => window.vramscope.refreshTheme());
+  await page.waitForFunction(() => {
+    const px = document.querySelector("canvas.vt-canvas").getContext("2d").getImageData(2, 2, 1, 1).data;
+    return px[0] < 60 && px[1] < 60 && px[2] < 60;
+  });
+  const contrast = await page.evaluate(() => {
+    const rgb = (c) => c.match(/[\d.]+/g).slice(0, 3).map(Number);
+    const lum = ([r, g, b]) => [r, g, b].map((v) => (v /= 255) <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4).reduce((a, v, i) => a + v * [0.2126, 0.7152, 0.0722][i], 0);
+    const note = document.querySelector(".vr-change .vr-note");
+    let bgEl = note;
+    while (bgEl && getComputedStyle(bgEl).backgroundColor.match(/rgba\(0, 0, 0, 0\)|transparent/)) bgEl = bgEl.parentElement;
+    const a = lum(rgb(getComputedStyle(note).color));
+    const b = lum(rgb(getComputedStyle(bgEl || document.body).backgroundColor));
+    return { ratio: (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05), bgLum: b };
+  });
+  assert.ok(contrast.ratio >= 4.5 && contrast.bgLum < 0.2, `dark diff page: ${JSON.stringify(contrast)}`);
+  await page.screenshot({ path: path.join(artifacts, "report-diff-dark.png") });
   assert.deepEqual(errors, []);
 });
