@@ -66,6 +66,22 @@ def glibc_needed(data):
     return max(v) if v else None
 
 
+def core_files(widget):
+    """profiler/flame/web/files.json and the files it lists: what a .vsix's media/
+    carries, and the wheel's static/ but for the page around the graph (page.css)."""
+    with open(os.path.join(REPO, "profiler", "flame", "web", "files.json"), encoding="utf-8") as f:
+        core = json.load(f)
+    return ["files.json"] + [e["file"] for e in core["scripts"] + core["styles"] if not widget or e["part"] != "page"]
+
+
+def check_shared(name, z, prefix, files):
+    """The front-end core inside a package, byte for byte profiler/flame/web's."""
+    for f in files:
+        with open(os.path.join(REPO, "profiler", "flame", "web", f), "rb") as src:
+            if prefix + f not in z.namelist() or z.read(prefix + f) != src.read():
+                fail("%s: %s%s is missing or is not profiler/flame/web/%s" % (name, prefix, f, f))
+
+
 def check_wheel(path):
     name = os.path.basename(path)
     with zipfile.ZipFile(path) as z:
@@ -90,6 +106,7 @@ def check_wheel(path):
         if not (zi.external_attr >> 16) & 0o100:
             fail("%s: the engine is not executable" % name)
         engine = z.read(zi)
+        check_shared(name, z, "vramscope/static/", core_files(widget=True))
     kind, arch = header(engine)
     plat = want[0].split("-")[2]
     expect = ("ELF", plat.split("_", 3)[-1]) if plat.startswith("manylinux") else ("Mach-O", plat.split("_", 3)[-1])
@@ -124,9 +141,10 @@ def check_vsix(path):
         if not (zi.external_attr >> 16) & 0o100:
             fail("%s: bin/vramscope is not executable" % name)
         got = header(z.read(zi))
+        check_shared(name, z, "extension/media/", core_files(widget=False))
     if got != VSIX_ARCH[target]:
         fail("%s: bin/vramscope is %s %s, not %s %s" % (name, *got, *VSIX_ARCH[target]))
-    for must in ("extension/package.json", "extension/out/extension.js", "extension/media/flame.js"):
+    for must in ("extension/package.json", "extension/out/extension.js", "extension/media/flamegraph.js"):
         if must not in names:
             fail("%s lacks %s" % (name, must))
     return {"file": name, "bytes": os.path.getsize(path), "target": target}

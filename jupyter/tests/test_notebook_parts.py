@@ -19,10 +19,19 @@ WEB = os.path.join(ROOT, "profiler", "flame", "web")
 STATIC = os.path.join(PKG_PARENT, "vramscope", "static")
 
 
-@pytest.mark.parametrize("name", ["flame.js", "flame.css"])
+def _core_files():
+    with open(os.path.join(WEB, "files.json"), encoding="utf-8") as f:
+        core = json.load(f)
+    # The page around the graph (part "page": page.css) is the CLI page's and the webview's only.
+    return ["files.json"] + [s["file"] for s in core["scripts"] + core["styles"] if s["part"] != "page"]
+
+
+@pytest.mark.parametrize("name", _core_files())
 def test_bundled_renderer_is_the_shared_one(name):
-    """The widget ships profiler/flame/web's renderer itself (no second renderer):
-    static/flame.js and flame.css are symlinks into it, which the wheel resolves."""
+    """The widget ships profiler/flame/web's core itself (no second renderer):
+    static/ holds each file of files.json it loads (and the list) as a symlink into it,
+    which the wheel resolves."""
+    assert os.path.exists(os.path.join(STATIC, name)), "jupyter/vramscope/static/%s is missing: ln -s ../../../profiler/flame/web/%s" % (name, name)
     with open(os.path.join(WEB, name), "rb") as a, open(os.path.join(STATIC, name), "rb") as b:
         assert a.read() == b.read(), "jupyter/vramscope/static/%s is not profiler/flame/web/%s" % (name, name)
 

@@ -16,17 +16,12 @@ _cache = {}
 
 
 def asset(name):
-    """A file of vramscope/static (flame.js and flame.css are byte copies of profiler/flame/web)."""
+    """A file of vramscope/static (the core's, named in static/files.json, are symlinks to profiler/flame/web)."""
     s = _cache.get(name)
     if s is None:
         with open(os.path.join(STATIC, name), encoding="utf-8") as f:
             s = _cache[name] = f.read()
     return s
-
-
-def has_asset(name):
-    """Whether vramscope/static holds name (allocmap.js comes with the allocator map)."""
-    return os.path.exists(os.path.join(STATIC, name))
 
 
 def _e(s):

@@ -24,6 +24,7 @@ copy of the widget in place (what an export shows is the last state).
 Needs anywidget (pip install 'vramscope[notebook]'); without it report()
 returns a Static object that displays the static copy only.
 """
+import json
 import linecache
 import logging
 import threading
@@ -37,11 +38,11 @@ _lock = threading.Lock()
 _last = []  # the last report displayed (for notebook.last())
 
 
-# The shared front-end scripts (symlinks to profiler/flame/web) and the
-# constant each one's exports land in. allocmap.js is optional.
-_SHARED = (("flame.js", "VramscopeFlame"), ("timeline.js", "VramscopeTimeline"), ("moments.js", "VramscopeMoments"),
-           ("report.js", "VramscopeReport"),
-           ("allocmap.js", "VramAllocMap"))
+def _core():
+    """static/files.json: the shared front-end core's scripts and styles in load
+    order (a symlink to profiler/flame/web/files.json, the list every host reads;
+    the files it names are symlinks there too, which the wheel resolves)."""
+    return json.loads(_html.asset("files.json"))
 
 
 def _wrapped(asset, const):
@@ -52,19 +53,19 @@ def _wrapped(asset, const):
 
 def esm(name):
     """A front-end module: the shared scripts (classic UMD scripts, kept
-    byte-identical to profiler/flame/web: flame.js, timeline.js, moments.js, report.js and,
-    where present, allocmap.js) each wrapped so that its exports land in a local
-    constant (`VramscopeFlame`, ...), then static/dom.js (helpers both modules
-    use), then static/NAME, which uses them and exports the anywidget entry points."""
-    shared = [_wrapped(a, c) for a, c in _SHARED if a != "allocmap.js" or _html.has_asset(a)]
+    byte-identical to profiler/flame/web, in files.json's order) each wrapped so
+    that its exports land in a local constant (its global's name:
+    `VramscopeFlame`, ...), then static/dom.js (helpers both modules use), then
+    static/NAME, which uses them and exports the anywidget entry points."""
+    shared = [_wrapped(s["file"], s["global"]) for s in _core()["scripts"]]
     return "".join(shared) + _html.asset("dom.js") + _html.asset(name)
 
 
 def css():
-    """The widget's styles: the shared ones (flame, timeline, report, allocator
-    map where present) and its own."""
-    names = ("flame.css", "timeline.css", "report.css", "allocmap.css", "widget.css")
-    return "".join(_html.asset(n) for n in names if n != "allocmap.css" or _html.has_asset(n))
+    """The widget's styles: the core's (files.json's, but for the page around
+    the graph: the widget has none) and its own."""
+    names = [s["file"] for s in _core()["styles"] if s["part"] != "page"] + ["widget.css"]
+    return "".join(_html.asset(n) for n in names)
 
 
 def _bundle(out):

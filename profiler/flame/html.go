@@ -7,7 +7,6 @@ package flame
 
 import (
 	"bytes"
-	"embed"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,31 +15,22 @@ import (
 	"strconv"
 )
 
-//go:embed web/flame.js web/flame.css web/page.css web/page.html web/timeline.js web/timeline.css web/moments.js web/report.js web/report.css web/allocmap.js web/allocmap.css
-var webFS embed.FS
-
 var (
-	script     = mustRead("web/flame.js")
-	stylesheet = mustRead("web/flame.css")
-	pageCSS    = mustRead("web/page.css")
-	// The linked report: the timeline, the moments and the composition of every view.
-	reportScript = mustRead("web/timeline.js") + "\n" + mustRead("web/moments.js") + "\n" + mustRead("web/report.js") + "\n" + mustRead("web/allocmap.js")
-	reportCSS    = mustRead("web/timeline.css") + "\n" + mustRead("web/report.css") + "\n" + mustRead("web/allocmap.css")
+	// The flame graph alone, the page around it, and the linked report (the
+	// timeline, the moments and the composition of every view): web/files.json's parts.
+	script       = joinPart(webFiles.Scripts, "flame")
+	stylesheet   = joinPart(webFiles.Styles, "flame")
+	pageCSS      = joinPart(webFiles.Styles, "page")
+	reportScript = joinPart(webFiles.Scripts, "report")
+	reportCSS    = joinPart(webFiles.Styles, "report")
 	pageTmpl     = template.Must(template.New("page.html").ParseFS(webFS, "web/page.html"))
 )
 
-func mustRead(name string) string {
-	b, err := webFS.ReadFile(name)
-	if err != nil {
-		panic(err) // embedded at build time: cannot fail
-	}
-	return string(b)
-}
-
-// Script returns flame.js, which defines globalThis.VramscopeFlame.
+// Script returns the flame graph's scripts (web/files.json's part "flame"),
+// which define globalThis.VramscopeFlame.
 func Script() string { return script }
 
-// Stylesheet returns flame.css.
+// Stylesheet returns the flame graph's styles (part "flame": flame.css).
 func Stylesheet() string { return stylesheet }
 
 type pageData struct {
@@ -90,12 +80,12 @@ func newPageData(t *Tree, data []byte) pageData {
 	}
 }
 
-// ReportScript returns timeline.js, moments.js, report.js and allocmap.js, which define
-// globalThis.VramscopeTimeline, globalThis.VramscopeReport and
-// globalThis.VramAllocMap.
+// ReportScript returns the linked report's scripts (part "report": timeline.js,
+// moments.js, report.js, allocmap.js), which define globalThis.VramscopeTimeline,
+// VramscopeMoments, VramscopeReport and VramAllocMap.
 func ReportScript() string { return reportScript }
 
-// ReportStylesheet returns timeline.css, report.css and allocmap.css.
+// ReportStylesheet returns the linked report's styles (part "report").
 func ReportStylesheet() string { return reportCSS }
 
 // WriteReport writes the linked report: the timeline, the flame graph of t,

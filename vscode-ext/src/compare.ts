@@ -7,6 +7,7 @@ import * as vscode from "vscode";
 import { type Ctx, errorMessage, ServerRequest } from "./ctx";
 import { openFrame } from "./flamegraph";
 import { basename, escapeHtml, formatBytes, formatDelta, nonce } from "./format";
+import { scriptTags, type WebFile, webFiles } from "./webfiles";
 
 /** analyze.Diff as JSON. */
 export interface Diff {
@@ -69,7 +70,7 @@ export async function showDiff(ctx: Ctx, d: Diff, files?: { a: string; b: string
   );
   const sites = (d.sites || []).filter((s) => s.status !== "same").slice(0, MAX_ROWS);
   const w = panel.webview;
-  const assets = { cspSource: w.cspSource, uri: (f: string) => w.asWebviewUri(vscode.Uri.joinPath(media, f)).toString() };
+  const assets = { cspSource: w.cspSource, uri: (f: string) => w.asWebviewUri(vscode.Uri.joinPath(media, f)).toString(), scripts: webFiles(media).scripts };
   panel.webview.html = diffHtml(d, sites, report && report.device && report.before?.device ? report : null, assets);
   panel.webview.onDidReceiveMessage((m: { type: string; i: number }) => {
     const s = m && m.type === "open" ? sites[m.i] : undefined;
@@ -106,10 +107,13 @@ ${categoryRows(r)}
 <script type="application/json" id="vs-diff-report">${data}</script>`;
 }
 
-/** timelineScripts draw the timelines once the whole page (the tables too) is parsed. */
-function timelineScripts(n: string, uri: (f: string) => string): string {
-  return `<script nonce="${n}" src="${escapeHtml(uri("timeline.js"))}"></script>
-<script nonce="${n}">
+/**
+ * timelineScripts draw the timelines once the whole page (the tables too) is
+ * parsed. The core's scripts load in files.json's order: timeline.js needs
+ * the ones before it.
+ */
+function timelineScripts(n: string, uri: (f: string) => string, scripts: WebFile[]): string {
+  return `${scriptTags(scripts, n, uri)}<script nonce="${n}">
 (function () {
   const d = JSON.parse(document.getElementById("vs-diff-report").textContent);
   window.vramscopeTimeline = VramscopeTimeline.render(document.getElementById("vs-timeline"), d.after, d.report, { overlay: d.before, overlayLabel: d.label });
@@ -117,7 +121,7 @@ function timelineScripts(n: string, uri: (f: string) => string): string {
 </script>`;
 }
 
-function diffHtml(d: Diff, sites: SiteDelta[], report: DiffReport | null, assets: { cspSource: string; uri: (f: string) => string }): string {
+function diffHtml(d: Diff, sites: SiteDelta[], report: DiffReport | null, assets: { cspSource: string; uri: (f: string) => string; scripts: WebFile[] }): string {
   const n = nonce();
   const csp = `default-src 'none'; style-src 'nonce-${n}' ${assets.cspSource}; script-src 'nonce-${n}'`;
   const rows = sites
@@ -161,7 +165,7 @@ ${report ? timelineHtml(report) : ""}
 ${rows || '<tr><td colspan="6">no site changed</td></tr>'}
 </tbody>
 </table>
-${report ? timelineScripts(n, assets.uri) : ""}
+${report ? timelineScripts(n, assets.uri, assets.scripts) : ""}
 <script nonce="${n}">
 const vscode = acquireVsCodeApi();
 document.addEventListener("click", (e) => {

@@ -5,12 +5,14 @@
 // --vscode-* variables. The tree comes from the server (vramscope.flameGraph,
 // file paths already local); clicking a frame opens its file at its line.
 // Beside the whole graph the webview draws the linked report (report.js,
-// timeline.js, moments.js: the same files as the CLI's page) from vramscope/report: the
-// timeline, a moment's live set on click, top lines and findings.
+// timeline.js, moments.js, allocmap.js: the files of media/files.json, the same
+// as the CLI's page) from vramscope/report: the timeline, a moment's live set
+// on click, top lines and findings.
 import * as fs from "node:fs";
 import * as vscode from "vscode";
 import { type Ctx, errorMessage, Server, ServerRequest } from "./ctx";
 import { basename, escapeHtml, nonce } from "./format";
+import { scriptTags, styleTags, webFiles } from "./webfiles";
 
 /** The arguments of vramscope.flameGraph (a code lens passes file and function). */
 export interface FlameArgs {
@@ -100,8 +102,7 @@ export class FlameGraphPanel implements vscode.Disposable {
     const w = this.panel.webview;
     const n = nonce();
     const uri = (f: string) => w.asWebviewUri(vscode.Uri.joinPath(media, f)).toString();
-    // The allocator map's files ship only where the build had them.
-    const optional = (f: string, tag: (u: string) => string) => (fs.existsSync(vscode.Uri.joinPath(media, f).fsPath) ? tag(uri(f)) : "");
+    const core = webFiles(media);
     const csp = [
       "default-src 'none'",
       `style-src ${w.cspSource}`,
@@ -115,21 +116,13 @@ export class FlameGraphPanel implements vscode.Disposable {
 <meta charset="utf-8">
 <meta http-equiv="Content-Security-Policy" content="${escapeHtml(csp)}">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<link rel="stylesheet" href="${escapeHtml(uri("flame.css"))}">
-<link rel="stylesheet" href="${escapeHtml(uri("page.css"))}">
-<link rel="stylesheet" href="${escapeHtml(uri("timeline.css"))}">
-<link rel="stylesheet" href="${escapeHtml(uri("report.css"))}">${optional("allocmap.css", (u) => `\n<link rel="stylesheet" href="${escapeHtml(u)}">`)}
-<link rel="stylesheet" href="${escapeHtml(uri("flamegraph.css"))}">
+${styleTags(core.styles, uri)}<link rel="stylesheet" href="${escapeHtml(uri("flamegraph.css"))}">
 <title>vramscope flame graph</title>
 </head>
 <body class="vramscope-page">
 <header class="vs-header"><h1 id="vs-title">GPU memory</h1><span class="vs-facts" id="vs-facts">loading…</span></header>
 <main id="vramscope-flame" class="vs-main"></main>
-<script nonce="${n}" src="${escapeHtml(uri("flame.js"))}"></script>
-<script nonce="${n}" src="${escapeHtml(uri("timeline.js"))}"></script>
-<script nonce="${n}" src="${escapeHtml(uri("moments.js"))}"></script>
-<script nonce="${n}" src="${escapeHtml(uri("report.js"))}"></script>${optional("allocmap.js", (u) => `\n<script nonce="${n}" src="${escapeHtml(u)}"></script>`)}
-<script nonce="${n}" src="${escapeHtml(uri("flamegraph.js"))}"></script>
+${scriptTags(core.scripts, n, uri)}<script nonce="${n}" src="${escapeHtml(uri("flamegraph.js"))}"></script>
 </body>
 </html>`;
   }

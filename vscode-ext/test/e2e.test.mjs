@@ -75,9 +75,12 @@ test("the .vsix: manifest, bundled server, and media identical to profiler/flame
   t.diagnostic(`packaged ${path.relative(repoRoot, vsix)} in ${((Date.now() - started) / 1000).toFixed(1)} s`);
   const manifest = JSON.parse(readFileSync(path.join(ext, "package.json"), "utf8"));
 
-  await t.test("flame.js and flame.css are the CLI's, byte for byte (on disk and in the .vsix)", () => {
+  await t.test("the core's files (profiler/flame/web/files.json) are the CLI's, byte for byte (on disk and in the .vsix)", () => {
     const entries = zipEntries(vsix);
-    for (const f of ["flame.js", "flame.css", "page.css", "timeline.js", "timeline.css", "moments.js", "report.js", "report.css", "allocmap.js", "allocmap.css"]) {
+    const core = JSON.parse(readFileSync(path.join(repoRoot, "profiler/flame/web/files.json"), "utf8"));
+    const files = ["files.json", ...core.scripts.map((s) => s.file), ...core.styles.map((s) => s.file)];
+    assert.ok(files.includes("flame.js") && files.includes("flame.css"), "files.json lists the flame graph");
+    for (const f of files) {
       const original = sha256(path.join(repoRoot, "profiler/flame/web", f));
       assert.equal(sha256(path.join(ext, "media", f)), original, `vscode-ext/media/${f} differs from profiler/flame/web/${f}: npm run assets -w vscode-ext`);
       assert.equal(entries[`extension/media/${f}`]?.sha256, original, `the .vsix's media/${f} differs from profiler/flame/web/${f}`);
