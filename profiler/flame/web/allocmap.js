@@ -9,32 +9,25 @@
  * largest free block. Hover a block for its size, state and user line.
  *
  * Shared by the CLI's page, the VS Code webview and the Jupyter widget, and
- * loads like flame.js: classic script (globalThis.VramAllocMap), require(),
- * or import. No network. Inlined into an HTML script element, so it never
+ * loads like flame.js: classic script (globalThis.VramAllocMap) after
+ * common.js, require(), or import. No network. Inlined into an HTML script element, so it never
  * contains the sequences that close one.
  */
 (function (root, factory) {
   "use strict";
-  const api = factory();
+  const common = (root && root.VramscopeCommon) || (typeof require === "function" ? require("./common.js") : null);
+  if (!common) throw new Error("vramscope allocmap.js: load common.js first (profiler/flame/web/files.json)");
+  const api = factory(common);
   if (typeof module === "object" && module !== null && module.exports) module.exports = api;
   if (root) root.VramAllocMap = api;
-})(typeof globalThis !== "undefined" ? globalThis : this, function () {
+})(typeof globalThis !== "undefined" ? globalThis : this, function (common) {
   "use strict";
 
+  // Formatting, colours and the DOM helpers every view shares (common.js).
+  const { formatBytes, parseColor, isDark, el, Listeners } = common;
+
   // ---------------------------------------------------------------------------
-  // Words and numbers (pure)
-
-  const UNITS = ["B", "KiB", "MiB", "GiB", "TiB"];
-
-  function formatBytes(n) {
-    let v = Math.abs(Number(n) || 0);
-    let u = 0;
-    while (v >= 1024 && u < UNITS.length - 1) {
-      v /= 1024;
-      u++;
-    }
-    return (n < 0 ? "-" : "") + (u === 0 ? Math.round(v) + " B" : v.toFixed(2) + " " + UNITS[u]);
-  }
+  // Words (pure)
 
   const STATE_WORDS = {
     allocated: "allocated",
@@ -186,23 +179,8 @@
     dark: { allocated: "#4c8ee6", rounding: "#2a4f80", pending_free: "#c98a2a", inactive_split: "#d0453e", free: "#3a3f45", mixed: "#7b6bb8", edge: "#9aa4ae", pool: "#b58cf0", expandable: "#3fb950", request: "#f85149" },
   };
 
-  function isDarkColor(css) {
-    const m = String(css || "").match(/\d+(\.\d+)?/g);
-    if (!m || m.length < 3) return false;
-    const [r, g, b] = m.slice(0, 3).map(Number);
-    return (0.2126 * r + 0.7152 * g + 0.0722 * b) / 255 < 0.4;
-  }
-
   // ---------------------------------------------------------------------------
   // DOM
-
-  function el(tag, cls, parent, text) {
-    const e = document.createElement(tag);
-    if (cls) e.className = cls;
-    if (text !== undefined) e.textContent = text;
-    if (parent) parent.appendChild(e);
-    return e;
-  }
 
   class AllocMapView {
     constructor(container, devices, options) {
@@ -217,7 +195,7 @@
       this.legend = el("div", "vm-legend", this.root);
       this.tip = el("div", "vm-tooltip", this.root);
       this.tip.hidden = true;
-      this.listeners = [];
+      this.listeners = new Listeners();
       if (!this.devices.length) {
         el("div", "vm-empty", this.head, "No allocator state in this snapshot.");
         return;
@@ -227,10 +205,7 @@
       this.buildToolbar();
       this.on(this.canvas, "mousemove", (e) => this.hover(e));
       this.on(this.canvas, "mouseleave", () => this.setHover(null));
-      if (typeof ResizeObserver !== "undefined") {
-        this.resizer = new ResizeObserver(() => this.draw());
-        this.resizer.observe(this.root);
-      }
+      this.listeners.onResize(this.root, () => this.draw());
       this.watchTheme();
       this.show(this.map.at);
     }
@@ -240,12 +215,7 @@
     watchTheme() {
       const redraw = () => this.redraw();
       if (typeof matchMedia === "function") this.on(matchMedia("(prefers-color-scheme: dark)"), "change", redraw);
-      if (typeof MutationObserver !== "undefined" && document.body) {
-        this.themeWatch = new MutationObserver(redraw);
-        const opts = { attributes: true, attributeFilter: ["class", "style", "data-theme"] };
-        this.themeWatch.observe(document.body, opts);
-        this.themeWatch.observe(document.documentElement, opts);
-      }
+      this.listeners.onTheme(redraw);
     }
 
     redraw() {
@@ -255,8 +225,7 @@
     }
 
     on(target, type, fn) {
-      target.addEventListener(type, fn);
-      this.listeners.push([target, type, fn]);
+      this.listeners.on(target, type, fn);
     }
 
     buildToolbar() {
@@ -323,7 +292,7 @@
 
     colors() {
       const bg = getComputedStyle(this.root).backgroundColor;
-      return isDarkColor(bg) ? COLORS.dark : COLORS.light;
+      return isDark(parseColor(bg)) ? COLORS.dark : COLORS.light;
     }
 
     draw() {
@@ -389,9 +358,7 @@
     }
 
     destroy() {
-      for (const [t, type, fn] of this.listeners) t.removeEventListener(type, fn);
-      if (this.resizer) this.resizer.disconnect();
-      if (this.themeWatch) this.themeWatch.disconnect();
+      this.listeners.clear();
       this.root.remove();
     }
   }

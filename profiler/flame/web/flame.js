@@ -5,9 +5,10 @@
  * as an icicle on a <canvas>: root on top, children below, width proportional
  * to bytes.
  *
- * It loads three ways: as a classic script (defines globalThis.VramscopeFlame),
- * through require(), and through import from an ES module (Node hands the
- * CommonJS exports over as the default export). It needs no network.
+ * It loads three ways: as a classic script (defines globalThis.VramscopeFlame)
+ * after common.js, through require(), and through import from an ES module
+ * (Node hands the CommonJS exports over as the default export). It needs no
+ * network.
  *
  * The CLI inlines this file into an HTML script element, so it must never
  * contain the character sequences that close a script element or open an
@@ -19,48 +20,16 @@
  */
 (function (root, factory) {
   "use strict";
-  const api = factory();
+  const common = (root && root.VramscopeCommon) || (typeof require === "function" ? require("./common.js") : null);
+  if (!common) throw new Error("vramscope flame.js: load common.js first (profiler/flame/web/files.json)");
+  const api = factory(common);
   if (typeof module === "object" && module !== null && module.exports) module.exports = api;
   if (root) root.VramscopeFlame = api;
-})(typeof globalThis !== "undefined" ? globalThis : this, function () {
+})(typeof globalThis !== "undefined" ? globalThis : this, function (common) {
   "use strict";
 
-  // ---------------------------------------------------------------------------
-  // Formatting (pure)
-
-  const UNITS = ["B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
-
-  /** formatBytes gives binary units with two decimals: 1536 -> "1.50 KiB". */
-  function formatBytes(n) {
-    n = Number(n) || 0;
-    const sign = n < 0 ? "-" : "";
-    let v = Math.abs(n);
-    let u = 0;
-    while (v >= 1024 && u < UNITS.length - 1) {
-      v /= 1024;
-      u++;
-    }
-    if (u === 0) return sign + Math.round(v) + " B";
-    // 1023.999 KiB would print as "1024.00 KiB"; show it as the next unit.
-    if (v.toFixed(2) === "1024.00" && u < UNITS.length - 1) {
-      v = 1;
-      u++;
-    }
-    return sign + v.toFixed(2) + " " + UNITS[u];
-  }
-
-  /** formatPercent gives part/whole as "12.34%"; tiny non-zero shares read "<0.01%". */
-  function formatPercent(part, whole) {
-    if (!(whole > 0)) return "0.00%";
-    const p = (part / whole) * 100;
-    if (p > 0 && p < 0.005) return "<0.01%";
-    return p.toFixed(2) + "%";
-  }
-
-  /** formatCount groups thousands with commas, independent of the viewer's locale. */
-  function formatCount(n) {
-    return String(Math.round(Number(n) || 0)).replace(/\B(?=(\d{3})+(?!\d))/g, ",");
-  }
+  // Formatting, colours and the DOM helpers every view shares (common.js).
+  const { formatBytes, formatPercent, formatCount, parseColor, isDark, el, mark, measure, Listeners, Redraw } = common;
 
   // ---------------------------------------------------------------------------
   // Frame classification (pure)
@@ -366,37 +335,6 @@
     return k >= 2 ? text.slice(0, k) + "\u2026" : "";
   }
 
-  /** parseColor reads #rgb, #rrggbb(aa) and rgb()/rgba() into [r, g, b, a], or null. */
-  function parseColor(s) {
-    s = String(s || "").trim().toLowerCase();
-    let m = /^#([0-9a-f]{3,8})$/.exec(s);
-    if (m) {
-      let h = m[1];
-      if (h.length === 3 || h.length === 4) h = h.replace(/./g, (c) => c + c);
-      if (h.length !== 6 && h.length !== 8) return null;
-      const a = h.length === 8 ? parseInt(h.slice(6, 8), 16) / 255 : 1;
-      return [parseInt(h.slice(0, 2), 16), parseInt(h.slice(2, 4), 16), parseInt(h.slice(4, 6), 16), a];
-    }
-    m = /^rgba?\(([^)]*)\)$/.exec(s);
-    if (!m) return null;
-    const parts = m[1].split(/[\s,/]+/).filter(Boolean);
-    if (parts.length < 3) return null;
-    const ch = (p) => (p.endsWith("%") ? (parseFloat(p) * 255) / 100 : parseFloat(p));
-    const a = parts.length > 3 ? (parts[3].endsWith("%") ? parseFloat(parts[3]) / 100 : parseFloat(parts[3])) : 1;
-    const rgba = [ch(parts[0]), ch(parts[1]), ch(parts[2]), a];
-    return rgba.every((x) => Number.isFinite(x)) ? rgba : null;
-  }
-
-  /** isDark says whether a background color is dark (relative luminance < 0.4). */
-  function isDark(rgba) {
-    if (!rgba || rgba[3] === 0) return false;
-    const lin = (c) => {
-      c /= 255;
-      return c <= 0.03928 ? c / 12.92 : Math.pow((c + 0.055) / 1.055, 2.4);
-    };
-    return 0.2126 * lin(rgba[0]) + 0.7152 * lin(rgba[1]) + 0.0722 * lin(rgba[2]) < 0.4;
-  }
-
   function rgbToHsl(rgba) {
     const r = rgba[0] / 255, g = rgba[1] / 255, b = rgba[2] / 255;
     const max = Math.max(r, g, b), min = Math.min(r, g, b);
@@ -472,25 +410,8 @@
   const NKEYS = KEY_HIGHLIGHT + 1;
   const KEY_HIDDEN = 255;
 
-  function el(tag, cls, parent) {
-    const e = document.createElement(tag);
-    if (cls) e.className = cls;
-    if (parent) parent.appendChild(e);
-    return e;
-  }
-
   function cssVar(style, name) {
     return style.getPropertyValue(name).trim();
-  }
-
-  function mark(name) {
-    if (typeof performance !== "undefined" && performance.mark) performance.mark(name);
-  }
-
-  function measure(name, start, end) {
-    if (typeof performance === "undefined" || !performance.measure) return 0;
-    const m = performance.measure(name, start, end);
-    return m && m.duration !== undefined ? m.duration : 0;
   }
 
   /** FlameView owns the DOM of one rendered graph. */
@@ -512,9 +433,9 @@
       this.textWidths = new Map();
       this.kindCache = new Map();
       this.shadeCache = new Map();
-      this.frameReq = 0;
+      this.nextDraw = new Redraw(() => this.draw());
       this.searchTimer = 0;
-      this.listeners = [];
+      this.listeners = new Listeners();
       this.buildDom();
       this.readTheme();
       this.attach();
@@ -590,8 +511,7 @@
     }
 
     on(target, type, fn, opts) {
-      target.addEventListener(type, fn, opts);
-      this.listeners.push([target, type, fn, opts]);
+      this.listeners.on(target, type, fn, opts);
     }
 
     attach() {
@@ -606,19 +526,10 @@
         const depth = e.target && e.target.dataset ? e.target.dataset.depth : undefined;
         if (depth !== undefined) this.setZoom(this.zoomPath.slice(0, Number(depth) + 1));
       });
-      if (typeof ResizeObserver !== "undefined") {
-        this.resizer = new ResizeObserver(() => this.schedule());
-        this.resizer.observe(this.viewport);
-      }
+      this.listeners.onResize(this.viewport, () => this.schedule());
       this.on(window, "resize", () => this.schedule());
       this.watchPixelRatio();
-      // VS Code swaps theme variables and body classes when the theme changes.
-      if (typeof MutationObserver !== "undefined" && document.body) {
-        this.themeWatch = new MutationObserver(() => this.retheme());
-        const opts = { attributes: true, attributeFilter: ["class", "style", "data-theme"] };
-        this.themeWatch.observe(document.body, opts);
-        this.themeWatch.observe(document.documentElement, opts);
-      }
+      this.listeners.onTheme(() => this.retheme());
       this.updateCrumbs();
     }
 
@@ -643,11 +554,7 @@
     }
 
     schedule() {
-      if (this.frameReq || this.destroyed) return;
-      this.frameReq = requestAnimationFrame(() => {
-        this.frameReq = 0;
-        this.draw();
-      });
+      if (!this.destroyed) this.nextDraw.schedule();
     }
 
     /** draw lays out if zoom or width changed, sizes the canvas and paints the visible rows. */
@@ -960,10 +867,7 @@
     // settle paints now when a paint is pending: a new tree or zoom is laid
     // out at the next paint, and the keys and frameAt act on what it shows.
     settle() {
-      if (!this.frameReq) return;
-      cancelAnimationFrame(this.frameReq);
-      this.frameReq = 0;
-      this.draw();
+      this.nextDraw.settle();
     }
 
     onSearchInput() {
@@ -1093,12 +997,9 @@
     destroy() {
       if (this.destroyed) return;
       this.destroyed = true;
-      if (this.frameReq) cancelAnimationFrame(this.frameReq);
+      this.nextDraw.cancel();
       clearTimeout(this.searchTimer);
-      for (const [t, type, fn, opts] of this.listeners) t.removeEventListener(type, fn, opts);
-      this.listeners = [];
-      if (this.resizer) this.resizer.disconnect();
-      if (this.themeWatch) this.themeWatch.disconnect();
+      this.listeners.clear();
       if (this.ratioWatch) this.ratioWatch[0].removeEventListener("change", this.ratioWatch[1]);
       if (this.el.parentNode) this.el.parentNode.removeChild(this.el);
     }

@@ -13,39 +13,26 @@
  * Data: the flame tree (profiler/flame's JSON) and the report object of
  * analyze's Result.Report ({device: {timeline, peak, ...}, sites, categories,
  * findings, ooms, steps, moments, allocator_maps?}). Loads like flame.js
- * (globalThis.VramscopeReport); needs VramscopeFlame, VramscopeTimeline and
- * VramscopeMoments loaded first (or passed in options.flame, options.timeline,
- * options.moments).
+ * (globalThis.VramscopeReport); needs common.js loaded first, and
+ * VramscopeFlame, VramscopeTimeline and VramscopeMoments (or passed in
+ * options.flame, options.timeline, options.moments).
  */
 (function (root, factory) {
   "use strict";
-  const api = factory(root);
+  const common = (root && root.VramscopeCommon) || (typeof require === "function" ? require("./common.js") : null);
+  if (!common) throw new Error("vramscope report.js: load common.js first (profiler/flame/web/files.json)");
+  const api = factory(root, common);
   if (typeof module === "object" && module !== null && module.exports) module.exports = api;
   if (root) root.VramscopeReport = api;
-})(typeof globalThis !== "undefined" ? globalThis : this, function (root) {
+})(typeof globalThis !== "undefined" ? globalThis : this, function (root, common) {
   "use strict";
 
-  function el(tag, cls, parent, text) {
-    const e = document.createElement(tag);
-    if (cls) e.className = cls;
-    if (text !== undefined) e.textContent = text;
-    if (parent) parent.appendChild(e);
-    return e;
-  }
+  // Formatting and the DOM helpers every view shares (common.js).
+  const { formatBytes, formatPercent, el, mark, measure } = common;
 
   function base(file) {
     const s = String(file || "");
     return s.slice(s.lastIndexOf("/") + 1);
-  }
-
-  function mark(name) {
-    if (typeof performance !== "undefined" && performance.mark) performance.mark(name);
-  }
-
-  function measure(name, a, b) {
-    if (typeof performance === "undefined" || !performance.measure) return 0;
-    const m = performance.measure(name, a, b);
-    return m && m.duration !== undefined ? m.duration : 0;
   }
 
   /** findingRange is a finding's time range on the timeline, or null. */
@@ -155,7 +142,7 @@
       const tree = this.Moments.treeOf(this.moments, answer.live, "live at " + at);
       this.flame.setTree(tree);
       this.fillLines(answer.lines.map((l) => ({ file: l.file, line: l.line, function: l.name, peak_bytes: l.bytes })), "at " + at);
-      this.showing.textContent = "Live at " + at + ": " + this.Flame.formatBytes(tree.root.v);
+      this.showing.textContent = "Live at " + at + ": " + formatBytes(tree.root.v);
       this.peakBtn.hidden = false;
       if (this.timeline) this.timeline.pick(t, true);
       mark("vramscope-moment-end");
@@ -186,12 +173,11 @@
       box.textContent = "";
       el("div", "vr-note", box, "Source lines holding the most memory " + when);
       const list = el("ol", "vr-list", box);
-      const fmt = this.Flame.formatBytes;
       for (const s of sites.slice(0, 10)) {
         const li = el("li", "vr-item", list);
         const b = el("button", "vr-link", li);
         b.type = "button";
-        el("span", "vr-bytes", b, fmt(s.peak_bytes));
+        el("span", "vr-bytes", b, formatBytes(s.peak_bytes));
         el("span", "vr-where", b, s.file ? base(s.file) + ":" + s.line : String(s.function || ""));
         if (s.function && s.file) el("span", "vr-func", b, s.function);
         b.title = (s.file || "") + (s.line ? ":" + s.line : "");
@@ -217,7 +203,7 @@
         const sw = el("span", "vt-swatch", row);
         sw.style.background = (this.options.categoryColors || {})[c.name] || this.Timeline.categoryColor(c.name);
         el("span", "vr-cat-name", row, c.name.replace(/_/g, " "));
-        el("span", "vr-bytes", row, this.Flame.formatBytes(c.bytes) + " \u00b7 " + this.Flame.formatPercent(c.bytes, total));
+        el("span", "vr-bytes", row, formatBytes(c.bytes) + " \u00b7 " + formatPercent(c.bytes, total));
       }
     }
 
@@ -228,9 +214,8 @@
       if (!d) return;
       const box = this.changeBox;
       box.parentNode.hidden = false;
-      const fmt = this.Flame.formatBytes;
-      const delta = (n) => (n > 0 ? "+" : "") + fmt(n);
-      el("div", "vr-note", box, "Peak " + fmt(d.peak_before) + " \u2192 " + fmt(d.peak_after) + " (" + delta(d.peak_delta) + "), from " + base(d.before));
+      const delta = (n) => (n > 0 ? "+" : "") + formatBytes(n);
+      el("div", "vr-note", box, "Peak " + formatBytes(d.peak_before) + " \u2192 " + formatBytes(d.peak_after) + " (" + delta(d.peak_delta) + "), from " + base(d.before));
       const before = new Map(((this.report.before || {}).categories || []).map((c) => [c.name, c.bytes]));
       const after = new Map((this.report.categories || []).map((c) => [c.name, c.bytes]));
       for (const name of new Set([...before.keys(), ...after.keys()])) {
@@ -240,7 +225,7 @@
         const row = el("div", "vr-cat vr-cat-delta", box);
         el("span", "vt-swatch", row).style.background = this.Timeline.categoryColor(name);
         el("span", "vr-cat-name", row, name.replace(/_/g, " "));
-        el("span", "vr-bytes", row, fmt(a) + " \u2192 " + fmt(b) + " (" + delta(b - a) + ")");
+        el("span", "vr-bytes", row, formatBytes(a) + " \u2192 " + formatBytes(b) + " (" + delta(b - a) + ")");
       }
       const list = el("ol", "vr-list", box);
       for (const s of (d.sites || []).filter((x) => x.status !== "same").slice(0, 10)) {

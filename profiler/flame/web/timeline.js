@@ -8,34 +8,27 @@
  * hover for a tooltip, click to pick a moment. A diff overlays the other
  * snapshot's allocated memory as a line, both aligned at their first event.
  *
- * Loads like flame.js: classic script (globalThis.VramscopeTimeline),
- * require(), or import. No network. Inlined into an HTML script element, so it
+ * Loads like flame.js: classic script (globalThis.VramscopeTimeline) after
+ * common.js, require(), or import. No network. Inlined into an HTML script element, so it
  * never contains the sequences that close one.
  */
 (function (root, factory) {
   "use strict";
-  const api = factory();
+  const common = (root && root.VramscopeCommon) || (typeof require === "function" ? require("./common.js") : null);
+  if (!common) throw new Error("vramscope timeline.js: load common.js first (profiler/flame/web/files.json)");
+  const api = factory(common);
   if (typeof module === "object" && module !== null && module.exports) module.exports = api;
   if (root) root.VramscopeTimeline = api;
-})(typeof globalThis !== "undefined" ? globalThis : this, function () {
+})(typeof globalThis !== "undefined" ? globalThis : this, function (common) {
   "use strict";
 
+  // Formatting and the DOM helpers every view shares (common.js).
+  const { formatBytes, el, Listeners, Redraw } = common;
+
   // ---------------------------------------------------------------------------
-  // Formatting and scales (pure)
+  // Scales (pure)
 
   const UNITS = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
-
-  function formatBytes(n) {
-    n = Number(n) || 0;
-    const sign = n < 0 ? "-" : "";
-    let v = Math.abs(n);
-    let u = 0;
-    while (v >= 1024 && u < UNITS.length - 1) {
-      v /= 1024;
-      u++;
-    }
-    return u === 0 ? sign + Math.round(v) + " B" : sign + v.toFixed(2) + " " + UNITS[u];
-  }
 
   /** axisBytes is a short axis label: three significant digits ("954 MiB", "1.40 GiB"). */
   function axisBytes(n) {
@@ -254,13 +247,6 @@
   const AXIS_W = 70;
   const AXIS_H = 18;
 
-  function el(tag, cls, parent) {
-    const e = document.createElement(tag);
-    if (cls) e.className = cls;
-    if (parent) parent.appendChild(e);
-    return e;
-  }
-
   class TimelineView {
     constructor(container, device, report, options) {
       this.options = options || {};
@@ -282,7 +268,8 @@
       this.moment = null; // the picked time
       this.band = null; // [t0, t1] highlighted (a finding's time range)
       this.drag = null;
-      this.listeners = [];
+      this.listeners = new Listeners();
+      this.nextDraw = new Redraw(() => this.draw());
       this.momentLines = null; // {key, lines}: what the hovered moment holds, once asked
       if (typeof this.options.describe === "function") {
         this.lane = hoverRequests(
@@ -357,8 +344,7 @@
     }
 
     on(target, type, fn, opts) {
-      target.addEventListener(type, fn, opts);
-      this.listeners.push([target, type, fn, opts]);
+      this.listeners.on(target, type, fn, opts);
     }
 
     attach() {
@@ -369,27 +355,15 @@
       this.on(this.canvas, "dblclick", () => this.reset());
       this.on(this.resetBtn, "click", () => this.reset());
       this.on(this.el, "keydown", (e) => this.onKey(e));
-      if (typeof ResizeObserver !== "undefined") {
-        this.resizer = new ResizeObserver(() => this.schedule());
-        this.resizer.observe(this.el);
-      }
-      if (typeof MutationObserver !== "undefined" && document.body) {
-        this.themeWatch = new MutationObserver(() => {
-          this.readTheme();
-          this.schedule();
-        });
-        const opts = { attributes: true, attributeFilter: ["class", "style", "data-theme"] };
-        this.themeWatch.observe(document.body, opts);
-        this.themeWatch.observe(document.documentElement, opts);
-      }
+      this.listeners.onResize(this.el, () => this.schedule());
+      this.listeners.onTheme(() => {
+        this.readTheme();
+        this.schedule();
+      });
     }
 
     schedule() {
-      if (this.frameReq || this.destroyed) return;
-      this.frameReq = requestAnimationFrame(() => {
-        this.frameReq = 0;
-        this.draw();
-      });
+      if (!this.destroyed) this.nextDraw.schedule();
     }
 
     plotWidth() {
@@ -843,10 +817,8 @@
       if (this.destroyed) return;
       this.destroyed = true;
       if (this.lane) this.lane.leave();
-      if (this.frameReq) cancelAnimationFrame(this.frameReq);
-      for (const [t, type, fn, opts] of this.listeners) t.removeEventListener(type, fn, opts);
-      if (this.resizer) this.resizer.disconnect();
-      if (this.themeWatch) this.themeWatch.disconnect();
+      this.nextDraw.cancel();
+      this.listeners.clear();
       if (this.el.parentNode) this.el.parentNode.removeChild(this.el);
     }
   }
