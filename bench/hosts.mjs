@@ -22,6 +22,7 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { openPage, rendererRSS, snapshot } from "./page.mjs";
+import { waitFor } from "../vscode-ext/test/harness.mjs"; // the e2e tests' poll, whose errors name what they waited for
 
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const bin = path.join(repo, "bin", "vramscope");
@@ -34,21 +35,6 @@ const only = arg("--only");
 const NAMES = (process.env.BENCH_HOSTS_NAMES || "gpt2_long_1000k,gpt2_long_5000k").split(",");
 const MiB = 1024 * 1024;
 const BROWSER_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--enable-precise-memory-info"];
-
-async function waitFor(what, fn, timeoutMs = 60_000, everyMs = 100) {
-  const end = Date.now() + timeoutMs;
-  let last;
-  while (Date.now() < end) {
-    try {
-      const v = await fn();
-      if (v) return v;
-    } catch (err) {
-      last = err;
-    }
-    await new Promise((r) => setTimeout(r, everyMs));
-  }
-  throw new Error(`timed out waiting for ${what}${last ? ": " + last.message : ""}`);
-}
 
 // reportEnd is the epoch time (ms) of the first vramscope-report-end mark in
 // frame, or null: timeOrigin + startTime compares documents (the webview's
