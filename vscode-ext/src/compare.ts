@@ -7,7 +7,7 @@ import * as vscode from "vscode";
 import { type Ctx, errorMessage, ServerRequest } from "./ctx";
 import { openFrame } from "./flamegraph";
 import { basename, escapeHtml, formatBytes, formatDelta, nonce } from "./format";
-import { scriptTags, type WebFile, webFiles } from "./webfiles";
+import { scriptTags, styleTags, type WebFile, type WebFiles, webFiles } from "./webfiles";
 
 /** analyze.Diff as JSON. */
 export interface Diff {
@@ -70,7 +70,7 @@ export async function showDiff(ctx: Ctx, d: Diff, files?: { a: string; b: string
   );
   const sites = (d.sites || []).filter((s) => s.status !== "same").slice(0, MAX_ROWS);
   const w = panel.webview;
-  const assets = { cspSource: w.cspSource, uri: (f: string) => w.asWebviewUri(vscode.Uri.joinPath(media, f)).toString(), scripts: webFiles(media).scripts };
+  const assets = { cspSource: w.cspSource, uri: (f: string) => w.asWebviewUri(vscode.Uri.joinPath(media, f)).toString(), ...viewFiles(webFiles(media)) };
   panel.webview.html = diffHtml(d, sites, report && report.device && report.before?.device ? report : null, assets);
   panel.webview.onDidReceiveMessage((m: { type: string; i: number }) => {
     const s = m && m.type === "open" ? sites[m.i] : undefined;
@@ -94,6 +94,11 @@ function categoryRows(r: DiffReport): string {
       return a || b ? `<tr><td>${escapeHtml(name.replace(/_/g, " "))}</td><td class="n">${formatBytes(a)}</td><td class="n">${formatBytes(b)}</td><td class="n d">${formatDelta(b - a)}</td></tr>` : "";
     })
     .join("\n");
+}
+
+/** viewFiles are the core's scripts and styles but the page's (page.css: this view has a page of its own). */
+function viewFiles(core: WebFiles): { scripts: WebFile[]; styles: WebFile[] } {
+  return { scripts: core.scripts, styles: core.styles.filter((s) => s.part !== "page") };
 }
 
 /** timelineHtml is the overlaid timelines' element, the categories' table and the data (timelineScripts draws them). */
@@ -121,7 +126,7 @@ function timelineScripts(n: string, uri: (f: string) => string, scripts: WebFile
 </script>`;
 }
 
-function diffHtml(d: Diff, sites: SiteDelta[], report: DiffReport | null, assets: { cspSource: string; uri: (f: string) => string; scripts: WebFile[] }): string {
+function diffHtml(d: Diff, sites: SiteDelta[], report: DiffReport | null, assets: { cspSource: string; uri: (f: string) => string; scripts: WebFile[]; styles: WebFile[] }): string {
   const n = nonce();
   const csp = `default-src 'none'; style-src 'nonce-${n}' ${assets.cspSource}; script-src 'nonce-${n}'`;
   const rows = sites
@@ -137,9 +142,7 @@ function diffHtml(d: Diff, sites: SiteDelta[], report: DiffReport | null, assets
 <meta charset="utf-8">
 <meta http-equiv="Content-Security-Policy" content="${csp}">
 <title>vramscope compare</title>
-<link rel="stylesheet" href="${escapeHtml(assets.uri("flame.css"))}">
-<link rel="stylesheet" href="${escapeHtml(assets.uri("timeline.css"))}">
-<style nonce="${n}">
+${styleTags(assets.styles, assets.uri)}<style nonce="${n}">
 .vs-timeline { height: 220px; margin-bottom: 10px; }
 table.cats { width: auto; min-width: 50%; margin-bottom: 14px; }
 body { font-family: var(--vscode-font-family); font-size: var(--vscode-font-size); color: var(--vscode-foreground); background: var(--vscode-editor-background); padding: 8px 14px; }

@@ -186,7 +186,7 @@
     constructor(container, devices, options) {
       this.options = options || {};
       this.devices = (devices || []).filter((d) => d && Array.isArray(d.maps) && d.maps.length);
-      this.root = el("div", "vm-root", container);
+      this.root = el("div", "vm-root vc-view", container);
       this.root.tabIndex = 0;
       this.bar = el("div", "vm-toolbar", this.root);
       this.head = el("div", "vm-summary", this.root);
@@ -231,11 +231,11 @@
     buildToolbar() {
       this.buttons = {};
       for (const d of this.devices.length > 1 ? this.devices : []) {
-        const b = el("button", "vm-btn vm-device", this.bar, "GPU " + d.device);
+        const b = el("button", "vm-btn vc-button vm-device", this.bar, "GPU " + d.device);
         this.on(b, "click", () => this.show(this.map.at, d.device));
       }
       for (const m of this.device.maps) {
-        const b = el("button", "vm-btn", this.bar, MOMENT_WORDS[m.at] || m.at);
+        const b = el("button", "vm-btn vc-button", this.bar, MOMENT_WORDS[m.at] || m.at);
         b.dataset.at = m.at;
         this.buttons[m.at] = b;
         this.on(b, "click", () => this.show(m.at));

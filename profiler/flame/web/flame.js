@@ -446,7 +446,7 @@
     }
 
     buildDom() {
-      const root = el("div", "vf-root");
+      const root = el("div", "vf-root vc-view");
       root.tabIndex = 0;
       const bar = el("div", "vf-toolbar", root);
       this.resetBtn = el("button", "vf-reset", bar);
@@ -466,7 +466,7 @@
       this.canvas.setAttribute("role", "img");
       this.canvas.setAttribute("aria-label", "Flame graph of GPU memory by call stack");
       this.spacer = el("div", "vf-spacer", this.viewport);
-      this.tooltip = el("div", "vf-tooltip", root);
+      this.tooltip = el("div", "vf-tooltip vc-tooltip", root);
       this.tooltip.hidden = true;
       this.el = root;
       // An auto-height host (a notebook output cell) would let the canvas size

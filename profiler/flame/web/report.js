@@ -69,7 +69,7 @@
     }
 
     build(container) {
-      const r = el("div", "vr-root");
+      const r = el("div", "vr-root vc-view");
       this.el = r;
       this.tlBox = el("section", "vr-timeline", r);
       this.tlBox.setAttribute("aria-label", "Memory over time");
@@ -79,7 +79,7 @@
       // The tree given is the peak's unless the host says otherwise (another weight).
       this.baseLabel = this.options.baseLabel || "At the peak";
       this.showing = el("span", "vr-showing", head, this.baseLabel);
-      this.peakBtn = el("button", "vr-peak", head, "Back to " + (this.options.baseName || "the peak"));
+      this.peakBtn = el("button", "vr-peak vc-button", head, "Back to " + (this.options.baseName || "the peak"));
       this.peakBtn.type = "button";
       this.peakBtn.hidden = true;
       this.flameBox = el("div", "vr-flame-graph", main);

@@ -284,7 +284,7 @@
     }
 
     build(container) {
-      const root = el("div", "vt-root");
+      const root = el("div", "vt-root vc-view");
       root.tabIndex = 0;
       // Hosts with keyboard shortcuts of their own (JupyterLab's "0 0") leave
       // the timeline's keys to it.
@@ -293,7 +293,7 @@
       root.setAttribute("role", "group");
       root.setAttribute("aria-label", "Memory over time: drag to zoom, + and - zoom, arrows pan, 0 resets, click picks a moment");
       const bar = el("div", "vt-toolbar", root);
-      this.resetBtn = el("button", "vt-reset", bar);
+      this.resetBtn = el("button", "vt-reset vc-button", bar);
       this.resetBtn.type = "button";
       this.resetBtn.textContent = "Reset zoom";
       this.resetBtn.title = "Show the whole timeline (0)";
@@ -303,7 +303,7 @@
       this.canvas = el("canvas", "vt-canvas", root);
       this.canvas.setAttribute("role", "img");
       this.canvas.setAttribute("aria-label", "Allocated and reserved GPU memory over time");
-      this.tooltip = el("div", "vt-tooltip", root);
+      this.tooltip = el("div", "vt-tooltip vc-tooltip", root);
       this.tooltip.hidden = true;
       this.el = root;
       container.appendChild(root);
