@@ -6,7 +6,7 @@
  * to bytes.
  *
  * It loads three ways: as a classic script (defines globalThis.VramscopeFlame)
- * after common.js, through require(), and through import from an ES module
+ * after common.js and palette.js, through require(), and through import from an ES module
  * (Node hands the CommonJS exports over as the default export). It needs no
  * network.
  *
@@ -21,15 +21,18 @@
 (function (root, factory) {
   "use strict";
   const common = (root && root.VramscopeCommon) || (typeof require === "function" ? require("./common.js") : null);
-  if (!common) throw new Error("vramscope flame.js: load common.js first (profiler/flame/web/files.json)");
-  const api = factory(common);
+  const palette = (root && root.VramscopePalette) || (typeof require === "function" ? require("./palette.js") : null);
+  if (!common || !palette) throw new Error("vramscope flame.js: load common.js and palette.js first (profiler/flame/web/files.json)");
+  const api = factory(common, palette);
   if (typeof module === "object" && module !== null && module.exports) module.exports = api;
   if (root) root.VramscopeFlame = api;
-})(typeof globalThis !== "undefined" ? globalThis : this, function (common) {
+})(typeof globalThis !== "undefined" ? globalThis : this, function (common, palette) {
   "use strict";
 
-  // Formatting, colours and the DOM helpers every view shares (common.js).
+  // Formatting, colours and the DOM helpers every view shares (common.js);
+  // the frames' fills (palette.js).
   const { formatBytes, formatPercent, formatCount, parseColor, isDark, el, mark, measure, Listeners, Redraw } = common;
+  const { SHADES, shadePalette, buildPalette } = palette;
 
   // ---------------------------------------------------------------------------
   // Frame classification (pure)
@@ -80,8 +83,6 @@
   // descendants are narrower still). The first paint of a 100k-frame tree so
   // touches only the ~10k frames that are visible; building an index of every
   // frame first would cost more than the paint itself.
-
-  const SHADES = 12;
 
   /** valueOf is a node's total bytes; bad values draw as nothing. */
   function valueOf(node) {
@@ -320,7 +321,7 @@
   }
 
   // ---------------------------------------------------------------------------
-  // Labels and colors (pure)
+  // Labels (pure)
 
   /**
    * fitLabel truncates text so it fits avail pixels, given its full width and
@@ -333,71 +334,6 @@
     const per = textWidth / text.length;
     const k = Math.floor((avail - ellipsisWidth) / per);
     return k >= 2 ? text.slice(0, k) + "\u2026" : "";
-  }
-
-  function rgbToHsl(rgba) {
-    const r = rgba[0] / 255, g = rgba[1] / 255, b = rgba[2] / 255;
-    const max = Math.max(r, g, b), min = Math.min(r, g, b);
-    const l = (max + min) / 2;
-    if (max === min) return [0, 0, l * 100];
-    const d = max - min;
-    const s = l > 0.5 ? d / (2 - max - min) : d / (max + min);
-    let h;
-    if (max === r) h = (g - b) / d + (g < b ? 6 : 0);
-    else if (max === g) h = (b - r) / d + 2;
-    else h = (r - g) / d + 4;
-    return [h * 60, s * 100, l * 100];
-  }
-
-  // Theme defaults as [hue, saturation, lightness]: the user's code in a
-  // strong warm tone, libraries in a muted blue-grey and synthetic frames in
-  // grey, so the user's own lines stand out at a glance in either theme.
-  // Dark themes get deeper tones under light text, light themes paler ones
-  // under dark text.
-  const BASES = {
-    light: { user: [28, 92, 62], library: [212, 16, 84], synthetic: [0, 0, 91], highlight: "#e35ad8", text: "#1b1b1b", highlightText: "#111111" },
-    dark: { user: [18, 78, 30], library: [212, 14, 27], synthetic: [0, 0, 19], highlight: "#b23aa8", text: "#f3f3f3", highlightText: "#ffffff" },
-  };
-
-  /**
-   * shadePalette spreads SHADES fills around a base [h, s, l]; neighbouring
-   * shades differ in hue and lightness so adjacent frames stay distinct.
-   */
-  function shadePalette(hsl, n) {
-    const out = [];
-    const hueSpread = hsl[1] > 5 ? 26 : 0;
-    for (let j = 0; j < n; j++) {
-      const t = n > 1 ? j / (n - 1) - 0.5 : 0;
-      const u = n > 1 ? ((j * 5) % n) / (n - 1) - 0.5 : 0; // a second, scrambled axis
-      const h = (hsl[0] + t * hueSpread + 360) % 360;
-      const l = Math.max(8, Math.min(92, hsl[2] + u * 10));
-      out.push("hsl(" + h.toFixed(1) + ", " + hsl[1].toFixed(1) + "%, " + l.toFixed(1) + "%)");
-    }
-    return out;
-  }
-
-  /**
-   * buildPalette resolves the colors: explicit overrides (options.colors or
-   * --vf-* CSS variables, already merged by the caller) over theme defaults.
-   */
-  function buildPalette(dark, over) {
-    over = over || {};
-    const base = dark ? BASES.dark : BASES.light;
-    const hslOf = (css, fallback) => {
-      const c = parseColor(css);
-      return c ? rgbToHsl(c) : fallback;
-    };
-    return {
-      dark: dark,
-      fills: [
-        shadePalette(hslOf(over.user, base.user), SHADES),
-        shadePalette(hslOf(over.library, base.library), SHADES),
-        shadePalette(hslOf(over.synthetic, base.synthetic), SHADES),
-      ],
-      highlight: over.highlight || base.highlight,
-      text: over.text || base.text,
-      highlightText: over.highlightText || base.highlightText,
-    };
   }
 
   // ---------------------------------------------------------------------------
