@@ -80,9 +80,8 @@ func newPageData(t *Tree, data []byte) pageData {
 	}
 }
 
-// ReportScript returns the linked report's scripts (part "report": timeline.js,
-// moments.js, report.js, allocmap.js), which define globalThis.VramscopeTimeline,
-// VramscopeMoments, VramscopeReport and VramAllocMap.
+// ReportScript returns the linked report's scripts (web/files.json's part
+// "report"), which define globalThis.VramscopeReport and the views it composes.
 func ReportScript() string { return reportScript }
 
 // ReportStylesheet returns the linked report's styles (part "report").
