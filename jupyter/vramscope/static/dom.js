@@ -1,7 +1,7 @@
 // DOM helper shared by the widget modules (esm() puts it before widget.js
 // and live.js): an element of tag and class, appended to parent, with text
-// (common.js's, which every view of the core uses).
-const h = VramscopeCommon.el;
+// (view.js's, which every view of the core uses).
+const h = VramscopeView.el;
 
 
 // The widget's static copy (vramscope._html.page: a display output of its own,

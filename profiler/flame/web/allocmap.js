@@ -10,21 +10,21 @@
  *
  * Shared by the CLI's page, the VS Code webview and the Jupyter widget, and
  * loads like flame.js: classic script (globalThis.VramAllocMap) after
- * common.js, require(), or import. No network. Inlined into an HTML script element, so it never
+ * view.js, require(), or import. No network. Inlined into an HTML script element, so it never
  * contains the sequences that close one.
  */
 (function (root, factory) {
   "use strict";
-  const common = (root && root.VramscopeCommon) || (typeof require === "function" ? require("./common.js") : null);
-  if (!common) throw new Error("vramscope allocmap.js: load common.js first (profiler/flame/web/files.json)");
-  const api = factory(common);
+  const viewBase = (root && root.VramscopeView) || (typeof require === "function" ? require("./view.js") : null);
+  if (!viewBase) throw new Error("vramscope allocmap.js: load view.js first (profiler/flame/web/files.json)");
+  const api = factory(viewBase);
   if (typeof module === "object" && module !== null && module.exports) module.exports = api;
   if (root) root.VramAllocMap = api;
-})(typeof globalThis !== "undefined" ? globalThis : this, function (common) {
+})(typeof globalThis !== "undefined" ? globalThis : this, function (viewBase) {
   "use strict";
 
-  // Formatting, colours and the DOM helpers every view shares (common.js).
-  const { formatBytes, parseColor, isDark, el, Listeners } = common;
+  // Formatting, colours and the DOM helpers every view shares (view.js).
+  const { formatBytes, parseColor, isDark, el, Listeners } = viewBase;
 
   // ---------------------------------------------------------------------------
   // Words (pure)

@@ -6,7 +6,7 @@
  * to bytes.
  *
  * It loads three ways: as a classic script (defines globalThis.VramscopeFlame)
- * after common.js and palette.js, through require(), and through import from an ES module
+ * after view.js and palette.js, through require(), and through import from an ES module
  * (Node hands the CommonJS exports over as the default export). It needs no
  * network.
  *
@@ -20,18 +20,18 @@
  */
 (function (root, factory) {
   "use strict";
-  const common = (root && root.VramscopeCommon) || (typeof require === "function" ? require("./common.js") : null);
+  const viewBase = (root && root.VramscopeView) || (typeof require === "function" ? require("./view.js") : null);
   const palette = (root && root.VramscopePalette) || (typeof require === "function" ? require("./palette.js") : null);
-  if (!common || !palette) throw new Error("vramscope flame.js: load common.js and palette.js first (profiler/flame/web/files.json)");
-  const api = factory(common, palette);
+  if (!viewBase || !palette) throw new Error("vramscope flame.js: load view.js and palette.js first (profiler/flame/web/files.json)");
+  const api = factory(viewBase, palette);
   if (typeof module === "object" && module !== null && module.exports) module.exports = api;
   if (root) root.VramscopeFlame = api;
-})(typeof globalThis !== "undefined" ? globalThis : this, function (common, palette) {
+})(typeof globalThis !== "undefined" ? globalThis : this, function (viewBase, palette) {
   "use strict";
 
-  // Formatting, colours and the DOM helpers every view shares (common.js);
+  // Formatting, colours and the DOM helpers every view shares (view.js);
   // the frames' fills (palette.js).
-  const { formatBytes, formatPercent, formatCount, parseColor, isDark, el, mark, measure, Listeners, Redraw } = common;
+  const { formatBytes, formatPercent, formatCount, parseColor, isDark, el, mark, measure, Listeners, Redraw } = viewBase;
   const { SHADES, shadePalette, buildPalette } = palette;
 
   // ---------------------------------------------------------------------------

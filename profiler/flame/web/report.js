@@ -13,22 +13,22 @@
  * Data: the flame tree (profiler/flame's JSON) and the report object of
  * analyze's Result.Report ({device: {timeline, peak, ...}, sites, categories,
  * findings, ooms, steps, moments, allocator_maps?}). Loads like flame.js
- * (globalThis.VramscopeReport); needs common.js loaded first, and
+ * (globalThis.VramscopeReport); needs view.js loaded first, and
  * VramscopeFlame, VramscopeTimeline and VramscopeMoments (or passed in
  * options.flame, options.timeline, options.moments).
  */
 (function (root, factory) {
   "use strict";
-  const common = (root && root.VramscopeCommon) || (typeof require === "function" ? require("./common.js") : null);
-  if (!common) throw new Error("vramscope report.js: load common.js first (profiler/flame/web/files.json)");
-  const api = factory(root, common);
+  const viewBase = (root && root.VramscopeView) || (typeof require === "function" ? require("./view.js") : null);
+  if (!viewBase) throw new Error("vramscope report.js: load view.js first (profiler/flame/web/files.json)");
+  const api = factory(root, viewBase);
   if (typeof module === "object" && module !== null && module.exports) module.exports = api;
   if (root) root.VramscopeReport = api;
-})(typeof globalThis !== "undefined" ? globalThis : this, function (root, common) {
+})(typeof globalThis !== "undefined" ? globalThis : this, function (root, viewBase) {
   "use strict";
 
-  // Formatting and the DOM helpers every view shares (common.js).
-  const { formatBytes, formatPercent, el, mark, measure } = common;
+  // Formatting and the DOM helpers every view shares (view.js).
+  const { formatBytes, formatPercent, el, mark, measure } = viewBase;
 
   function base(file) {
     const s = String(file || "");

@@ -6,20 +6,20 @@
  * node tests run them without a browser.
  *
  * Loads like flame.js: classic script (globalThis.VramscopeSeries) after
- * common.js, require(), or import. No network. Inlined into an HTML script
+ * view.js, require(), or import. No network. Inlined into an HTML script
  * element, so it never contains the sequences that close one.
  */
 (function (root, factory) {
   "use strict";
-  const common = (root && root.VramscopeCommon) || (typeof require === "function" ? require("./common.js") : null);
-  if (!common) throw new Error("vramscope series.js: load common.js first (profiler/flame/web/files.json)");
-  const api = factory(common);
+  const viewBase = (root && root.VramscopeView) || (typeof require === "function" ? require("./view.js") : null);
+  if (!viewBase) throw new Error("vramscope series.js: load view.js first (profiler/flame/web/files.json)");
+  const api = factory(viewBase);
   if (typeof module === "object" && module !== null && module.exports) module.exports = api;
   if (root) root.VramscopeSeries = api;
-})(typeof globalThis !== "undefined" ? globalThis : this, function (common) {
+})(typeof globalThis !== "undefined" ? globalThis : this, function (viewBase) {
   "use strict";
 
-  const { formatBytes } = common;
+  const { formatBytes } = viewBase;
 
   // ---------------------------------------------------------------------------
   // Scales (pure)

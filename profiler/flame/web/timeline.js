@@ -9,23 +9,23 @@
  * snapshot's allocated memory as a line, both aligned at their first event.
  *
  * Loads like flame.js: classic script (globalThis.VramscopeTimeline) after
- * common.js and series.js (its pure parts), require(), or import. No network. Inlined into an HTML script element, so it
+ * view.js and series.js (its pure parts), require(), or import. No network. Inlined into an HTML script element, so it
  * never contains the sequences that close one.
  */
 (function (root, factory) {
   "use strict";
-  const common = (root && root.VramscopeCommon) || (typeof require === "function" ? require("./common.js") : null);
+  const viewBase = (root && root.VramscopeView) || (typeof require === "function" ? require("./view.js") : null);
   const series = (root && root.VramscopeSeries) || (typeof require === "function" ? require("./series.js") : null);
-  if (!common || !series) throw new Error("vramscope timeline.js: load common.js and series.js first (profiler/flame/web/files.json)");
-  const api = factory(common, series);
+  if (!viewBase || !series) throw new Error("vramscope timeline.js: load view.js and series.js first (profiler/flame/web/files.json)");
+  const api = factory(viewBase, series);
   if (typeof module === "object" && module !== null && module.exports) module.exports = api;
   if (root) root.VramscopeTimeline = api;
-})(typeof globalThis !== "undefined" ? globalThis : this, function (common, series) {
+})(typeof globalThis !== "undefined" ? globalThis : this, function (viewBase, series) {
   "use strict";
 
-  // Formatting and the DOM helpers every view shares (common.js); the
+  // Formatting and the DOM helpers every view shares (view.js); the
   // timeline's scales, series, markers and hover requests (series.js).
-  const { formatBytes, el, Listeners, Redraw } = common;
+  const { formatBytes, el, Listeners, Redraw } = viewBase;
   const { formatTime, axisBytes, niceStep, seriesOf, indexAt, columns, markersOf, hoverRequests } = series;
 
   // ---------------------------------------------------------------------------

@@ -1,12 +1,12 @@
 /*
- * vramscope views' common ground: what the flame graph, the timeline, the
- * report and the allocator map all need, written once. Bytes, shares and
+ * view.js: what every view of the core shares — the flame graph, the timeline, the
+ * report and the allocator map all need it, written once. Bytes, shares and
  * counts as the views print them; theme colours read as light or dark; DOM
  * elements; performance marks; a view's listeners and its batched redraws.
  * Every host loads it first (profiler/flame/web/files.json lists the core in
  * load order).
  *
- * Loads like flame.js: classic script (globalThis.VramscopeCommon), require(),
+ * Loads like flame.js: classic script (globalThis.VramscopeView), require(),
  * or import. No network. Inlined into an HTML script element, so it never
  * contains the sequences that close one.
  */
@@ -14,7 +14,7 @@
   "use strict";
   const api = factory();
   if (typeof module === "object" && module !== null && module.exports) module.exports = api;
-  if (root) root.VramscopeCommon = api;
+  if (root) root.VramscopeView = api;
 })(typeof globalThis !== "undefined" ? globalThis : this, function () {
   "use strict";
 
