@@ -254,6 +254,14 @@ func TestFlameFormats(t *testing.T) {
 	if d := mustRun(t, "flame", snap); d.stdout != html {
 		t.Error("flame FILE (defaults) differs from --format html -o")
 	}
+	// -o - is standard output too, not a file named "-".
+	if d := mustRun(t, "flame", snap, "-o", "-"); d.stdout != html {
+		t.Error("flame -o - differs from the page on standard output")
+	}
+	if _, err := os.Stat("-"); err == nil {
+		os.Remove("-")
+		t.Error(`flame -o - wrote a file named "-"`)
+	}
 
 	mustRun(t, "flame", snap, "--format", "json", "-o", out("f.json"))
 	var tr flame.Tree

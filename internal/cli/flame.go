@@ -23,7 +23,7 @@ func runFlame(args []string, stdout, stderr io.Writer) int {
 	var c flameCmd
 	fs := flag.NewFlagSet("flame", flag.ContinueOnError)
 	c.register(fs)
-	fs.StringVar(&c.out, "o", "", "output file (default: standard output)")
+	fs.StringVar(&c.out, "o", "", "output file (default, or -: standard output)")
 	fs.StringVar(&c.weight, "weight", "peak", "peak (live at the peak), alloc (all allocated) or current (alive at snapshot)")
 	fs.StringVar(&c.format, "format", "html", "html, json, collapsed or pprof")
 	fs.BoolVar(&c.keepWrappers, "keep-wrappers", false, "keep nn.Module call wrappers and decorator frames")
@@ -48,7 +48,7 @@ func runFlame(args []string, stdout, stderr io.Writer) int {
 	}
 	out := stdout
 	var f *os.File
-	if c.out != "" {
+	if c.out != "" && c.out != "-" {
 		if f, err = os.Create(c.out); err != nil {
 			return fail(stderr, err)
 		}

@@ -12,6 +12,7 @@ import * as fs from "node:fs";
 import * as vscode from "vscode";
 import { type Ctx, errorMessage, Server, ServerRequest } from "./ctx";
 import { basename, escapeHtml, nonce } from "./format";
+import { sameTree } from "./treeid";
 import { scriptTags, styleTags, webFiles } from "./webfiles";
 
 /** The arguments of vramscope.flameGraph (a code lens passes file and function). */
@@ -51,12 +52,13 @@ export class FlameGraphPanel implements vscode.Disposable {
     p.setTree(tree, report);
   }
 
-  /** refresh reloads the open panel's tree (a new snapshot is shown). */
+  /** refresh reloads the open panel's tree when the server shows another snapshot. */
   static async refresh(ctx: Ctx): Promise<void> {
     const p = FlameGraphPanel.current;
     if (!p) return;
     try {
       const tree = await ctx.exec<unknown>(Server.flameGraph, { ...p.args, weight: p.args.weight || ctx.config.weight });
+      if (sameTree(p.tree, tree)) return; // the snapshot it draws already: keep the user's zoom and moment
       p.setTree(tree, await reportFor(ctx, p.args));
     } catch (err) {
       ctx.output.appendLine(`flame graph refresh: ${errorMessage(err)}`);
