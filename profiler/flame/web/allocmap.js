@@ -193,7 +193,7 @@
       this.oomBox = el("div", "vm-oom", this.root);
       this.canvas = el("canvas", "vm-canvas", this.root);
       this.legend = el("div", "vm-legend", this.root);
-      this.tip = el("div", "vm-tooltip", this.root);
+      this.tip = el("div", "vc-tooltip vm-tooltip", this.root);
       this.tip.hidden = true;
       this.listeners = new Listeners();
       if (!this.devices.length) {
