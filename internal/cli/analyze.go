@@ -51,7 +51,7 @@ func runAnalyze(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "vramscope analyze: unknown --bundle weight %q (peak, alloc or current)\n", c.bundle)
 		return exitInput
 	}
-	res, err := c.loadWith(pos[0], stderr)
+	res, err := c.run(pos[0], stderr, int64(c.device)) // source.load with the device's memory, which only analyze takes
 	if err != nil {
 		return fail(stderr, err)
 	}
@@ -80,11 +80,6 @@ func runAnalyze(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "\nreport: %s\n", c.html)
 	}
 	return exitOK
-}
-
-// loadWith is source.load with the analysis options only analyze has.
-func (c *analyzeCmd) loadWith(path string, stderr io.Writer) (*analyze.Result, error) {
-	return c.run(path, stderr, int64(c.device))
 }
 
 // printBundle prints {result, tree, report} in one JSON object: what
