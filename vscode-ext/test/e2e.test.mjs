@@ -48,7 +48,7 @@ import assert from "node:assert/strict";
 import { execFileSync, spawn } from "node:child_process";
 import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { ext, fixtures, openCodeServer, packageVsix, repoRoot, sha256, skip, waitFor } from "./harness.mjs";
+import { ext, fixtures, frameRuns, openCodeServer, packageVsix, repoRoot, sha256, skip, waitFor } from "./harness.mjs";
 
 const snapshot = path.join(fixtures, "snapshots/gpt2_train.pickle");
 const trainer = path.join(fixtures, "trainer/train_gpt2.py");
@@ -297,31 +297,13 @@ test("the extension in code-server (VS Code 1.100.3)", { skip, timeout: 300_000 
   await step("clicking a frame of train_gpt2.py opens the editor at its line", async () => {
     // Find, through the renderer's own hit-testing, a frame of train_gpt2.py
     // on screen (train_step at line 22 when drawn), and where it is.
-    const hit = await frame.evaluate(() => {
-      const c = document.querySelector("canvas.vf-canvas");
-      const r = c.getBoundingClientRect();
-      const rowH = window.vramscope.state().rowHeight;
-      // train_step at line 22 (the hinted line) first, then any train_step, then the widest.
-      const rank = (f) => (f.name === "train_step" ? (f.line === 22 ? 2 : 1) : 0);
-      let best = null;
-      for (let row = 0; (row + 0.5) * rowH < r.height; row++) {
-        let runStart = -1;
-        let prev = null;
-        for (let x = 0; x <= r.width; x += 4) {
-          const f = x < r.width ? window.vramscope.frameAt(r.left + x, r.top + (row + 0.5) * rowH) : null;
-          const same = f && prev && f.name === prev.name && f.file === prev.file && f.line === prev.line;
-          if (!same) {
-            if (prev && /trainer\/train_gpt2\.py$/.test(prev.file) && prev.line > 0) {
-              const cand = { ...prev, x: (runStart + x) / 2, y: (row + 0.5) * rowH, w: x - runStart };
-              if (!best || rank(cand) > rank(best) || (rank(cand) === rank(best) && cand.w > best.w)) best = cand;
-            }
-            runStart = x;
-          }
-          prev = f;
-        }
-      }
-      return best;
-    });
+    // train_step at line 22 (the hinted line) first, then any train_step, then the widest.
+    const rank = (f) => (f.name === "train_step" ? (f.line === 22 ? 2 : 1) : 0);
+    let hit = null;
+    for (const cand of await frameRuns(frame, 4)) {
+      if (!/trainer\/train_gpt2\.py$/.test(cand.file) || !(cand.line > 0)) continue;
+      if (!hit || rank(cand) > rank(hit) || (rank(cand) === rank(hit) && cand.w > hit.w)) hit = cand;
+    }
     assert.ok(hit, "no frame of trainer/train_gpt2.py in the flame graph");
     t.diagnostic(`clicking ${hit.name} ${path.basename(hit.file)}:${hit.line} (${hit.w}px wide)`);
     assert.equal(hit.file, trainer, "flame-graph paths are local (mapped from /workspace/trainer)");

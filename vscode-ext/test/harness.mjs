@@ -370,3 +370,32 @@ function workbenchHelpers(h) {
   };
   return { step, attempt, press, quickInput, quickInputOpen, closeQuickInput, focusEditor, quickPick, palette, goToLine, openFile, editSetting, flameFrame, assertClean };
 }
+
+/**
+ * frameRuns scans the flame graph in frame (a webview's document) row by row
+ * through the renderer's own hit-testing (window.vramscope.frameAt), every
+ * stepPx pixels, and lists each run of one frame: {name, file, line, x, y, w},
+ * x and y its middle in canvas coordinates, w its width.
+ */
+export function frameRuns(frame, stepPx) {
+  return frame.evaluate((stepPx) => {
+    const c = document.querySelector("canvas.vf-canvas");
+    const r = c.getBoundingClientRect();
+    const rowH = window.vramscope.state().rowHeight;
+    const runs = [];
+    for (let row = 0; (row + 0.5) * rowH < r.height; row++) {
+      let runStart = -1;
+      let prev = null;
+      for (let x = 0; x <= r.width; x += stepPx) {
+        const f = x < r.width ? window.vramscope.frameAt(r.left + x, r.top + (row + 0.5) * rowH) : null;
+        const same = f && prev && f.name === prev.name && f.file === prev.file && f.line === prev.line;
+        if (!same) {
+          if (prev) runs.push({ ...prev, x: (runStart + x) / 2, y: (row + 0.5) * rowH, w: x - runStart });
+          runStart = x;
+        }
+        prev = f;
+      }
+    }
+    return runs;
+  }, stepPx);
+}

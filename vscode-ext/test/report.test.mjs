@@ -25,7 +25,7 @@ import { execFileSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
-import { fixtures, openCodeServer, repoRoot, skip, waitFor } from "./harness.mjs";
+import { fixtures, frameRuns, openCodeServer, repoRoot, skip, waitFor } from "./harness.mjs";
 
 const require = createRequire(import.meta.url);
 const Flame = require("../../profiler/flame/web/flame.js");
@@ -37,32 +37,14 @@ function engine(...args) {
   return JSON.parse(execFileSync(path.join(repoRoot, "bin/vramscope"), [...args, snapshot], { encoding: "utf8", maxBuffer: 256 << 20 }));
 }
 
-// findFrame scans the flame graph's rows through the renderer's own
-// hit-testing (frameAt) and returns the widest run of frames that match want
-// ({name, line} or {noFile: true}: data, since the webview's CSP allows no
-// eval), with where its middle is (canvas coordinates).
-function findFrame(frame, want) {
-  return frame.evaluate((want) => {
-    const match = (f) => (want.noFile ? !f.file && f.name !== "all" : f.name === want.name && f.line === want.line);
-    const c = document.querySelector("canvas.vf-canvas");
-    const r = c.getBoundingClientRect();
-    const rowH = window.vramscope.state().rowHeight;
-    let best = null;
-    for (let row = 0; (row + 0.5) * rowH < r.height; row++) {
-      let runStart = -1;
-      let prev = null;
-      for (let x = 0; x <= r.width; x += 2) {
-        const f = x < r.width ? window.vramscope.frameAt(r.left + x, r.top + (row + 0.5) * rowH) : null;
-        const same = f && prev && f.name === prev.name && f.file === prev.file && f.line === prev.line;
-        if (!same) {
-          if (prev && match(prev) && (!best || x - runStart > best.w)) best = { ...prev, x: (runStart + x) / 2, y: (row + 0.5) * rowH, w: x - runStart };
-          runStart = x;
-        }
-        prev = f;
-      }
-    }
-    return best;
-  }, want);
+// findFrame is the widest run of frames in the flame graph that match want
+// ({name, line} or {noFile: true}), with where its middle is (canvas
+// coordinates): frameRuns, through the renderer's own hit-testing.
+async function findFrame(frame, want) {
+  const match = (f) => (want.noFile ? !f.file && f.name !== "all" : f.name === want.name && f.line === want.line);
+  let best = null;
+  for (const run of await frameRuns(frame, 2)) if (match(run) && (!best || run.w > best.w)) best = run;
+  return best;
 }
 
 // colours reads, in the webview, the computed background and text colours of
