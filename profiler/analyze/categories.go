@@ -40,8 +40,8 @@ type lifetimes struct {
 	order     []string         // the categories reported (categoryOrder, and unknown with named tensors)
 	pre       map[string]int64 // with named tensors: pre-trace memory alive at the end, by category
 	named     map[int64]string // with named tensors: the category of each block (by seq) alive at the end that the agent named
-	frameless []int64          // times of allocations with no frames at all: the backward pass
-	userAlloc []int64          // times of allocations whose stack reaches user code
+	frameless *allocTimes      // allocations with no frames at all: the backward pass
+	userAlloc *allocTimes      // allocations whose stack reaches user code
 	opt       []window
 	ends      []int64 // step ends
 	optCode   map[profiler.StackID]bool
@@ -54,14 +54,10 @@ func newLifetimes(a *analysis, lv levels, opt []window, steps []Step, pre map[st
 	if a.names != nil {
 		lt.order = namedCategoryOrder
 	}
-	for i := 0; i < lv.log.len(); i++ {
-		switch e := lv.log.at(i); {
-		case e.stack == 1:
-			lt.frameless = append(lt.frameless, lv.time(i))
-		case e.stack > 1 && a.origins.hasUser(profiler.StackID(e.stack-1)):
-			lt.userAlloc = append(lt.userAlloc, lv.time(i))
-		}
-	}
+	lt.frameless = newAllocTimes(lv, func(e logEntry) bool { return e.stack == 1 })
+	lt.userAlloc = newAllocTimes(lv, func(e logEntry) bool {
+		return e.stack > 1 && a.origins.hasUser(profiler.StackID(e.stack-1))
+	})
 	for _, s := range steps {
 		lt.ends = append(lt.ends, s.EndUS)
 	}
@@ -173,7 +169,7 @@ func (lt *lifetimes) classify(b block, h int64, future bool) string {
 				next, ok = lt.opt[i].start, true
 			}
 		} else {
-			next, ok = after(lt.userAlloc, b.t, limit)
+			next, ok = lt.userAlloc.after(b.t, limit)
 		}
 		if (ok && ft > next) || (!ok && alive) {
 			return CatGradient
@@ -183,7 +179,7 @@ func (lt *lifetimes) classify(b block, h int64, future bool) string {
 	if alive && lt.isBuild(stack) {
 		return CatParameter
 	}
-	if bw, ok := after(lt.frameless, b.t, limit); ok {
+	if bw, ok := lt.frameless.after(b.t, limit); ok {
 		if ft > bw {
 			return CatActivation
 		}
@@ -199,7 +195,7 @@ func (lt *lifetimes) classify(b block, h int64, future bool) string {
 	if _, ok := after(lt.ends, b.t, limit); ok {
 		return CatOther
 	}
-	if len(lt.frameless) > 0 && lt.frameless[0] < b.t {
+	if lt.frameless.any() && lt.frameless.first < b.t {
 		return CatActivation
 	}
 	return CatOther
@@ -282,11 +278,12 @@ func catBytes(cats []Category, name string) int64 {
 }
 
 // categoryTimeline splits every timeline point by category: the level log
-// is replayed once, each allocation classified by its whole lifetime (as at
-// the peak), and a point takes the levels of the moment its allocated
-// maximum was reached, so its categories add up to its allocated bytes.
-// preLive is the pre-trace memory alive to the end (parameters); pre-trace
-// blocks freed during the trace are "other" until freed.
+// is replayed once backwards, to classify each allocation by its whole
+// lifetime (as at the peak), and once forwards, where a point takes the
+// levels of the moment its allocated maximum was reached, so its categories
+// add up to its allocated bytes. preLive is the pre-trace memory alive to
+// the end (parameters); pre-trace blocks freed during the trace are "other"
+// until freed.
 func (lt *lifetimes) categoryTimeline(tl *Timeline, t *tracker, preLive int64) {
 	n, pts := t.log.len(), tl.Points
 	if n == 0 || len(pts) == 0 {
@@ -296,14 +293,13 @@ func (lt *lifetimes) categoryTimeline(tl *Timeline, t *tracker, preLive int64) {
 	for i, c := range lt.order {
 		catIdx[c] = i
 	}
+	cats := lt.classifyLog(t, catIdx)
 	level := make([]int64, len(lt.order))
 	for c, n := range lt.untracked(preLive) {
 		level[catIdx[c]] += n
 	}
 	level[catIdx[CatOther]] += t.preFreed
-	// The category of every allocation, by its index (1 byte an entry), and
-	// the sizes of the rare allocations that also ended an older block.
-	cats := make([]uint8, n)
+	// The sizes of the rare allocations that also ended an older block.
 	sizes := map[int]int64{}
 	best := make([]int64, len(pts))
 	// A point starts at the level its bucket opened with (the timeline
@@ -322,7 +318,7 @@ func (lt *lifetimes) categoryTimeline(tl *Timeline, t *tracker, preLive int64) {
 	}
 	for i := 0; i < n; i++ {
 		e := t.log.at(i)
-		at := t.firstT + int64(e.t)
+		at := t.firstT + e.t
 		for k+1 < len(pts) && at >= pts[k+1].TimeUS {
 			k++
 			pts[k].Categories = append([]int64(nil), level...)
@@ -330,24 +326,18 @@ func (lt *lifetimes) categoryTimeline(tl *Timeline, t *tracker, preLive int64) {
 		}
 		delta := e.cur - prev
 		prev = e.cur
-		link := t.log.endOf(i)
-		if e.stack != 0 {
+		switch {
+		case e.stack != 0:
 			if old, ok := t.replaced[int32(i)]; ok {
 				was := sizeOf(int(old))
 				level[cats[old]] -= was
 				delta += was
 				sizes[i] = delta
 			}
-			b := block{size: delta, seq: int64(i), t: at, origin: int32(e.stack - 1), li: int32(i)}
-			if link > 0 {
-				b.ft = max(t.firstT+int64(t.log.at(int(link)-1).t), 1)
-			}
-			c := catIdx[lt.classify(b, at, true)]
-			cats[i] = uint8(c)
-			level[c] += delta
-		} else if link > 0 {
-			level[cats[link-1]] += delta
-		} else {
+			level[cats[i]] += delta
+		case e.back > 0:
+			level[cats[e.back-1]] += delta
+		default:
 			level[catIdx[CatOther]] += delta // a block from before the trace
 		}
 		if e.cur >= best[k] {
@@ -361,4 +351,31 @@ func (lt *lifetimes) categoryTimeline(tl *Timeline, t *tracker, preLive int64) {
 		pts[k].Categories = append([]int64(nil), level...)
 	}
 	tl.CategoryNames = lt.order
+}
+
+// classifyLog gives every allocation of the log its category (by index, 1
+// byte an entry; frees keep 0). It walks the log backwards, so each
+// allocation's free has been met by the time the allocation is; only the
+// blocks live at that moment wait in the map.
+func (lt *lifetimes) classifyLog(t *tracker, catIdx map[string]int) []uint8 {
+	n := t.log.len()
+	cats := make([]uint8, n)
+	freedAt := map[int]int64{} // allocation index -> when it was freed
+	for i := n - 1; i >= 0; i-- {
+		e := t.log.at(i)
+		at := t.firstT + e.t
+		if e.stack == 0 {
+			if e.back > 0 {
+				freedAt[e.back-1] = max(at, 1)
+			}
+			continue
+		}
+		if old, ok := t.replaced[int32(i)]; ok {
+			freedAt[int(old)] = max(at, 1) // ended by this allocation over its address
+		}
+		b := block{seq: int64(i), t: at, origin: int32(e.stack - 1), li: int32(i), ft: freedAt[i]}
+		delete(freedAt, i)
+		cats[i] = uint8(catIdx[lt.classify(b, at, true)])
+	}
+	return cats
 }

@@ -88,8 +88,8 @@ type Device struct {
 	Steps         []Step     `json:"steps"`
 	StepSource    string     `json:"step_source"`
 	Categories    []Category `json:"categories"` // at this device's peak
-	// StepsIncomplete: the trace is longer than the level log (maxLog
-	// allocations and frees); steps cover its beginning only.
+	// StepsIncomplete: the trace has more allocations and frees than the
+	// level log can index (2^31); steps cover its beginning only.
 	StepsIncomplete bool `json:"steps_incomplete,omitempty"`
 
 	preCats map[string]int64 // with named tensors: pre-trace memory alive at the end, by category

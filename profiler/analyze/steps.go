@@ -78,7 +78,10 @@ func (l levels) time(i int) int64 { return l.t0 + int64(l.log.at(i).t) }
 
 // idx is the index of the last entry at or before t; -1 if none.
 func (l levels) idx(t int64) int {
-	return sort.Search(l.log.len(), func(i int) bool { return l.time(i) > t }) - 1
+	if t < l.t0 {
+		return -1 // before the trace (and no overflow for math.MinInt64)
+	}
+	return l.log.search(t - l.t0)
 }
 
 // at is the allocated bytes at time t.

@@ -61,10 +61,10 @@ type tracker struct {
 	ooms           []oomEvent
 	events         int64
 	firstT, lastT  int64
-	// log is the allocated level after every alloc and free (the first
-	// maxLog of them): steps, their levels and lifetimes are read from it.
+	// log is the allocated level after every alloc and free: steps, their
+	// levels and lifetimes are read from it.
 	log       levelLog
-	truncated bool // the log stopped at maxLog entries
+	truncated bool // the log stopped at math.MaxInt32 entries (block.li's range)
 	// replaced maps an allocation logged over a live address (its free fell
 	// outside the ring) to the allocation it ended.
 	replaced map[int32]int32
@@ -72,33 +72,6 @@ type tracker struct {
 	// changes undo the segments back to the peak or the first OOM (allocmap.go).
 	changes changeLog
 }
-
-// logEntry is one allocation or free in the level log. T is microseconds
-// since the trace's first event (never stepping back), stack the recorded
-// stack + 1 for an allocation (so 1 means no frames) and 0 for a free, cur
-// the allocated level after it; an allocation's size is its cur minus the
-// previous entry's.
-type logEntry struct {
-	t     uint32
-	stack uint32
-	cur   int64
-}
-
-// packedEntry is a logEntry as stored: 12 bytes, the level in 512-byte
-// units (every block is a multiple of 512 bytes; ±1 TiB).
-type packedEntry struct {
-	t, stack uint32
-	q        int32
-	// end links an allocation and its free: for an allocation, 1 + the index
-	// of the entry that freed it, for a free 1 + the index of the allocation
-	// it freed; 0: not in the log.
-	end uint32
-}
-
-// maxLog bounds the level log: 16 MiB of entries, every alloc and free of
-// a million-entry trace. Longer traces (or ones spanning more than 71
-// minutes) are read for steps up to there.
-const maxLog = 1 << 20
 
 type oomEvent struct {
 	timeUS, requested int64
@@ -188,12 +161,11 @@ func (t *tracker) alloc(e *profiler.Event, user bool) {
 	t.cur += size
 	t.moments.add(e.TimeUS, keyOf(&b), size)
 	li := t.log.len()
-	t.logLevel(e.TimeUS, uint32(e.Stack)+1)
+	t.logLevel(e.TimeUS, uint32(e.Stack)+1, 0)
 	b.li = -1
 	if t.log.len() > li {
 		b.li = int32(li)
 		if old, ok := t.live[e.Addr]; ok && old.li >= 0 {
-			t.log.setEnd(old.li, li)
 			if t.replaced == nil {
 				t.replaced = map[int32]int32{}
 			}
@@ -253,63 +225,23 @@ func (t *tracker) free(e *profiler.Event) {
 		b.ft = e.TimeUS
 		t.freedSincePeak = append(t.freedSincePeak, b)
 	}
-	j := t.log.len()
-	t.logLevel(e.TimeUS, 0)
-	if t.log.len() > j && b.li >= 0 {
-		t.log.setEnd(b.li, j)
-		t.log.setEnd(int32(j), int(b.li))
-	}
+	t.logLevel(e.TimeUS, 0, int(b.li)+1)
 }
 
-func (t *tracker) logLevel(at int64, stack uint32) {
+func (t *tracker) logLevel(at int64, stack uint32, back int) {
 	t.afterOOM++
 	if t.truncated {
 		return
 	}
 	rel := at - t.firstT
-	if n := t.log.len(); n > 0 && rel < int64(t.log.at(n-1).t) {
-		rel = int64(t.log.at(n - 1).t) // clocks of different threads can step back a little
+	if n := t.log.len(); n > 0 {
+		rel = max(rel, t.log.last.t) // clocks of different threads can step back a little
 	}
-	if t.log.len() >= maxLog || rel > math.MaxUint32 || t.cur/512 > math.MaxInt32 || t.cur/512 < math.MinInt32 {
+	if t.log.len() >= math.MaxInt32 { // block.li is an int32
 		t.truncated = true
 		return
 	}
-	t.log.add(packedEntry{t: uint32(rel), stack: stack, q: int32(t.cur / 512)})
-}
-
-// levelLog holds the entries in chunks, so it grows without copying (and
-// without the garbage of a slice that doubles).
-type levelLog struct {
-	chunks [][]packedEntry
-	n      int
-}
-
-const logChunk = 1 << 14
-
-func (l *levelLog) len() int { return l.n }
-
-func (l *levelLog) at(i int) logEntry {
-	p := l.chunks[i/logChunk][i%logChunk]
-	return logEntry{t: p.t, stack: p.stack, cur: int64(p.q) * 512}
-}
-
-// endOf is entry i's link (see packedEntry.end).
-func (l *levelLog) endOf(i int) uint32 { return l.chunks[i/logChunk][i%logChunk].end }
-
-// setEnd links entry i to entry j (i < 0: not logged, nothing to link).
-func (l *levelLog) setEnd(i int32, j int) {
-	if i >= 0 {
-		l.chunks[i/logChunk][i%logChunk].end = uint32(j) + 1
-	}
-}
-
-func (l *levelLog) add(e packedEntry) {
-	if l.n%logChunk == 0 {
-		l.chunks = append(l.chunks, make([]packedEntry, 0, logChunk))
-	}
-	c := &l.chunks[len(l.chunks)-1]
-	*c = append(*c, e)
-	l.n++
+	t.log.add(logEntry{t: rel, stack: stack, cur: t.cur, back: back})
 }
 
 // finish closes the replay; the snapshot's segments say what was alive at the end.

@@ -550,7 +550,7 @@
           if (s.cats[j][i] > 0) line("vf-tt-rel", n.replace(/_/g, " ") + ": " + formatBytes(s.cats[j][i]));
         });
       } else if (s.hasCats) {
-        line("vf-tt-rel", "categories: not classified here (the engine classifies the first 1,048,576 allocations and frees)");
+        line("vf-tt-rel", "categories: not classified here (the trace has more allocations and frees than the engine can index, 2^31)");
       }
       const near = this.markers.filter((m) => m.kind !== "step" && Math.abs(this.xOf(m.t) - this.xOf(t)) < 4);
       for (const m of near) line("vf-tt-self", m.label);
