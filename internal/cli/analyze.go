@@ -100,8 +100,9 @@ func printBundle(stdout, stderr io.Writer, res *analyze.Result, w flame.Weight) 
 // writeDiagnosis prints the steps, the memory at the peak by category, and
 // the evidence behind each finding (the summary lists their titles and fixes).
 func writeDiagnosis(w io.Writer, r *analyze.Result) {
+	writeUncovered(w, r)
 	if len(r.Steps) > 0 {
-		fmt.Fprintf(w, "\nSteps (%d, from %s); allocated at each step's end:\n ", len(r.Steps), r.StepSource)
+		fmt.Fprintf(w, "\nSteps (%d, from %s%s); allocated at each step's end:\n ", len(r.Steps), r.StepSource, stepsBefore(r.StepsBeforeTrace, "; "))
 		for i, s := range r.Steps {
 			if i == 12 && len(r.Steps) > 13 {
 				fmt.Fprintf(w, " ... %s", profiler.FormatBytes(r.Steps[len(r.Steps)-1].LiveBytesAtEnd))
@@ -146,6 +147,29 @@ func writeDiagnosis(w io.Writer, r *analyze.Result) {
 				where = fmt.Sprintf("%s:%d", filepath.Base(l.File), l.Line)
 			}
 			fmt.Fprintf(w, "      %10s  %s  %s\n", profiler.FormatBytes(l.Bytes), where, l.Note)
+		}
+	}
+}
+
+// stepsBefore says how many annotated steps ended before the trace began.
+func stepsBefore(n int, sep string) string {
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%s%d more ended before the trace's first event, not counted: their memory was not recorded", sep, n)
+}
+
+// writeUncovered says what of the trace the analysis could not cover: steps
+// annotated before it began, and the end of a trace longer than the level
+// log indexes (2^31 allocations and frees).
+func writeUncovered(w io.Writer, r *analyze.Result) {
+	if len(r.Steps) == 0 && r.StepsBeforeTrace > 0 {
+		fmt.Fprintf(w, "\nSteps: none inside the trace (%s)\n", stepsBefore(r.StepsBeforeTrace, ""))
+	}
+	for _, d := range r.Devices {
+		if d.StepsIncomplete {
+			fmt.Fprintf(w, "\nDevice %d: the trace has more allocations and frees than the engine indexes (2^31); "+
+				"steps and the timeline's categories stop there\n", d.Device)
 		}
 	}
 }

@@ -55,6 +55,10 @@ type Options struct {
 	// MaxAnnotatedReps bounds the repetitions whose annotations are written
 	// (the last ones); 0 means 100.
 	MaxAnnotatedReps int
+	// AnnotationsBeforeTrace keeps the annotations of repetition 0 that fall
+	// before its cut, as PyTorch's annotation ring does when it reaches further
+	// back than the trace's (the 5M-entry fixture has 31 such steps).
+	AnnotationsBeforeTrace bool
 }
 
 // Result describes what was written.
@@ -698,7 +702,7 @@ func (g *gen) annotations() {
 		shift := int64(k-(p.reps-1)) * p.timeStride
 		for _, a := range anns {
 			t := a.TimeUS + shift
-			if k == 0 && t < firstT {
+			if k == 0 && t < firstT && !g.opt.AnnotationsBeforeTrace {
 				continue
 			}
 			w.BeginDictOf(4)

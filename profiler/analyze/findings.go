@@ -137,7 +137,7 @@ func (a *analysis) diagnose(d *Device, t *tracker, snap *torchsnap.Snapshot, oom
 		dg.optName, _, _ = strings.Cut(name, ".")
 	}
 	lv := levels{log: &t.log, base: d.PreTraceBytes, t0: t.firstT}
-	d.Steps, d.StepSource = findSteps(lv, dg.opt, t.truncated)
+	d.Steps, d.StepSource, d.StepsBeforeTrace = findSteps(lv, dg.opt, t.truncated)
 	d.StepsIncomplete = t.truncated
 	dg.lt = newLifetimes(a, lv, dg.opt, d.Steps, d.preCats)
 	dg.lt.named = a.namedLive(d.Device, t)

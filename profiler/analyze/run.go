@@ -51,13 +51,17 @@ type Result struct {
 	OOMs      []OOM     `json:"ooms"`
 	Findings  []Finding `json:"findings"`
 	// Steps and Categories are those of the device with the highest peak.
-	Steps        []Step            `json:"steps"`
-	StepSource   string            `json:"step_source"` // "annotations", "periodicity" or "" (none found)
-	Categories   []Category        `json:"categories"`  // memory live at the peak by category
-	DeviceMemory int64             `json:"device_memory,omitempty"`
-	Settings     profiler.Settings `json:"allocator_settings"`
-	Annotations  int               `json:"annotations"`
-	Legacy       bool              `json:"legacy_layout,omitempty"`
+	Steps      []Step `json:"steps"`
+	StepSource string `json:"step_source"` // "annotations", "periodicity" or "" (none found)
+	// StepsBeforeTrace counts the optimizer steps annotated before the
+	// trace's first event (the annotations' ring reaches further back than
+	// the trace's): their memory was not recorded, so they are not in Steps.
+	StepsBeforeTrace int               `json:"steps_before_trace,omitempty"`
+	Categories       []Category        `json:"categories"` // memory live at the peak by category
+	DeviceMemory     int64             `json:"device_memory,omitempty"`
+	Settings         profiler.Settings `json:"allocator_settings"`
+	Annotations      int               `json:"annotations"`
+	Legacy           bool              `json:"legacy_layout,omitempty"`
 	// Tensors is what the agent named among the blocks alive at snapshot
 	// time; absent when the snapshot carries no names.
 	Tensors *Tensors `json:"named_tensors,omitempty"`
@@ -82,12 +86,14 @@ type Device struct {
 	Timeline  Timeline  `json:"timeline"`
 	// PreTraceBytes were allocated before the trace's first event (the ring
 	// buffer had wrapped, or recording started late).
-	PreTraceBytes int64      `json:"pre_trace_bytes"`
-	StartUS       int64      `json:"start_us"`
-	EndUS         int64      `json:"end_us"`
-	Steps         []Step     `json:"steps"`
-	StepSource    string     `json:"step_source"`
-	Categories    []Category `json:"categories"` // at this device's peak
+	PreTraceBytes int64  `json:"pre_trace_bytes"`
+	StartUS       int64  `json:"start_us"`
+	EndUS         int64  `json:"end_us"`
+	Steps         []Step `json:"steps"`
+	StepSource    string `json:"step_source"`
+	// StepsBeforeTrace: see Result.StepsBeforeTrace.
+	StepsBeforeTrace int        `json:"steps_before_trace,omitempty"`
+	Categories       []Category `json:"categories"` // at this device's peak
 	// StepsIncomplete: the trace has more allocations and frees than the
 	// level log can index (2^31); steps cover its beginning only.
 	StepsIncomplete bool `json:"steps_incomplete,omitempty"`
@@ -187,7 +193,8 @@ func (a *analysis) finish(snap *torchsnap.Snapshot, opt Options) *Result {
 	}
 	r.DeviceMemory = opt.DeviceMemory
 	if len(r.Devices) > 0 {
-		r.Steps, r.StepSource, r.Categories = r.Devices[peakDev].Steps, r.Devices[peakDev].StepSource, r.Devices[peakDev].Categories
+		pd := r.Devices[peakDev]
+		r.Steps, r.StepSource, r.Categories, r.StepsBeforeTrace = pd.Steps, pd.StepSource, pd.Categories, pd.StepsBeforeTrace
 	} else {
 		r.Steps, r.Categories = []Step{}, []Category{}
 	}

@@ -101,20 +101,26 @@ func (l levels) peakIn(from, to int64) int64 {
 	return best
 }
 
-// stepsFrom turns step end times into steps.
-func (l levels) stepsFrom(ends []int64) []Step {
-	var out []Step
+// stepsFrom turns step end times into steps. Steps that ended before the
+// trace's first event are left out and counted (their levels were never
+// recorded); the first step inside the trace starts no earlier than the trace.
+func (l levels) stepsFrom(ends []int64) (out []Step, before int) {
 	start := l.t0
-	for i, end := range ends {
-		out = append(out, Step{Index: i, StartUS: start, EndUS: end, LiveBytesAtStart: l.at(start),
+	for _, end := range ends {
+		if end < l.t0 {
+			before++
+			continue
+		}
+		out = append(out, Step{Index: len(out), StartUS: start, EndUS: end, LiveBytesAtStart: l.at(start),
 			LiveBytesAtEnd: l.at(end), PeakBytes: l.peakIn(start, end)})
 		start = end
 	}
-	return out
+	return out, before
 }
 
-// findSteps returns the steps of one device and where they came from.
-func findSteps(lv levels, opt []window, truncated bool) ([]Step, string) {
+// findSteps returns the steps of one device, where they came from, and how
+// many annotated steps ended before the trace began.
+func findSteps(lv levels, opt []window, truncated bool) ([]Step, string, int) {
 	if len(opt) > 0 {
 		var ends []int64
 		for _, w := range opt {
@@ -124,14 +130,19 @@ func findSteps(lv levels, opt []window, truncated bool) ([]Step, string) {
 			}
 			ends = append(ends, w.end)
 		}
-		return lv.stepsFrom(ends), StepsFromAnnotations
+		steps, before := lv.stepsFrom(ends)
+		if len(steps) == 0 {
+			return []Step{}, "", before
+		}
+		return steps, StepsFromAnnotations, before
 	}
 	if idx := periodicSteps(lv.log); len(idx) >= 2 {
 		ends := make([]int64, len(idx))
 		for i, j := range idx {
 			ends[i] = lv.time(j)
 		}
-		return lv.stepsFrom(ends), StepsFromPeriodicity
+		steps, _ := lv.stepsFrom(ends)
+		return steps, StepsFromPeriodicity, 0
 	}
-	return []Step{}, ""
+	return []Step{}, "", 0
 }
