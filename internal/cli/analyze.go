@@ -120,6 +120,10 @@ func writeDiagnosis(w io.Writer, r *analyze.Result) {
 	}
 	if len(cats) > 0 {
 		fmt.Fprintf(w, "\nMemory at the peak by category: %s\n", strings.Join(cats, ", "))
+		if r.Tensors == nil && catBytes(r.Categories, analyze.CatUnknown) > 0 {
+			fmt.Fprintln(w, "  unknown: blocks made before recording began, with no frames, while no live block shows the optimizer making its "+
+				"state: parameters and optimizer state; record from the start, or attach the agent, which names tensors")
+		}
 	}
 	if len(r.Findings) == 0 {
 		return
@@ -149,6 +153,15 @@ func writeDiagnosis(w io.Writer, r *analyze.Result) {
 			fmt.Fprintf(w, "      %10s  %s  %s\n", profiler.FormatBytes(l.Bytes), where, l.Note)
 		}
 	}
+}
+
+func catBytes(cats []analyze.Category, name string) int64 {
+	for _, c := range cats {
+		if c.Name == name {
+			return c.Bytes
+		}
+	}
+	return 0
 }
 
 // stepsBefore says how many annotated steps ended before the trace began.

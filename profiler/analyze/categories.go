@@ -38,7 +38,7 @@ type Category struct {
 type lifetimes struct {
 	a         *analysis
 	order     []string         // the categories reported (categoryOrder, and unknown with named tensors)
-	pre       map[string]int64 // with named tensors: pre-trace memory alive at the end, by category
+	pre       preTraceSplit    // pre-trace memory alive at the end, by category (pretrace.go)
 	named     map[int64]string // with named tensors: the category of each block (by seq) alive at the end that the agent named
 	frameless *allocTimes      // allocations with no frames at all: the backward pass
 	userAlloc *allocTimes      // allocations whose stack reaches user code
@@ -48,10 +48,10 @@ type lifetimes struct {
 	build     map[profiler.StackID]bool
 }
 
-func newLifetimes(a *analysis, lv levels, opt []window, steps []Step, pre map[string]int64) *lifetimes {
+func newLifetimes(a *analysis, lv levels, opt []window, steps []Step, pre preTraceSplit) *lifetimes {
 	lt := &lifetimes{a: a, opt: opt, optCode: map[profiler.StackID]bool{}, build: map[profiler.StackID]bool{},
 		order: categoryOrder, pre: pre}
-	if a.names != nil {
+	if a.names != nil || pre.bytes[CatUnknown] > 0 {
 		lt.order = namedCategoryOrder
 	}
 	lt.frameless = newAllocTimes(lv, func(e logEntry) bool { return e.stack == 1 })
@@ -209,16 +209,18 @@ type catBlock struct {
 
 // untracked splits bytes allocated before the trace (known only from the
 // end state) by category: as the agent named them, the rest unknown; without
-// names, all parameters (the model is usually built before recording).
+// names, by the stacks that allocated them (preCategory: optimizer state or
+// parameters, as the model is usually built before recording).
 func (lt *lifetimes) untracked(n int64) map[string]int64 {
 	if n <= 0 {
 		return nil
 	}
+	rest := CatUnknown
 	if lt.a.names == nil {
-		return map[string]int64{CatParameter: n}
+		rest = CatParameter
 	}
 	var named int64
-	for _, v := range lt.pre {
+	for _, v := range lt.pre.bytes {
 		named += v
 	}
 	out := map[string]int64{}
@@ -227,11 +229,11 @@ func (lt *lifetimes) untracked(n int64) map[string]int64 {
 		scale = float64(n) / float64(named)
 	}
 	var got int64
-	for c, v := range lt.pre {
+	for c, v := range lt.pre.bytes {
 		out[c] = int64(float64(v) * scale)
 		got += out[c]
 	}
-	out[CatUnknown] += n - got
+	out[rest] += n - got
 	return out
 }
 
@@ -255,6 +257,7 @@ func (lt *lifetimes) tally(blocks []block, untracked int64, h int64, future bool
 	}
 	for c, n := range lt.untracked(untracked) {
 		sum[c].Bytes += n
+		sum[c].Blocks += lt.pre.blocksAt(c, n)
 		total += n
 	}
 	cats := make([]Category, 0, len(lt.order))

@@ -125,7 +125,7 @@ func (a *analysis) diagnose(d *Device, t *tracker, snap *torchsnap.Snapshot, oom
 	d.Steps, d.Categories = []Step{}, []Category{}
 	if t == nil {
 		if a.names != nil { // no trace, only the allocator's state: the names still say what it holds
-			lt := &lifetimes{a: a, order: namedCategoryOrder, pre: d.preCats}
+			lt := &lifetimes{a: a, order: namedCategoryOrder, pre: d.pre}
 			d.Categories, _ = lt.tally(nil, d.PreTraceBytes, 0, false)
 		}
 		return dg
@@ -139,7 +139,7 @@ func (a *analysis) diagnose(d *Device, t *tracker, snap *torchsnap.Snapshot, oom
 	lv := levels{log: &t.log, base: d.PreTraceBytes, t0: t.firstT}
 	d.Steps, d.StepSource, d.StepsBeforeTrace = findSteps(lv, dg.opt, t.truncated)
 	d.StepsIncomplete = t.truncated
-	dg.lt = newLifetimes(a, lv, dg.opt, d.Steps, d.preCats)
+	dg.lt = newLifetimes(a, lv, dg.opt, d.Steps, d.pre)
 	dg.lt.named = a.namedLive(d.Device, t)
 	var blocks []block
 	for _, b := range t.live {
@@ -152,11 +152,7 @@ func (a *analysis) diagnose(d *Device, t *tracker, snap *torchsnap.Snapshot, oom
 	d.Categories, dg.peak = dg.lt.tally(blocks, d.PreTraceBytes-t.preFreed, d.Peak.TimeUS, true)
 	dg.lt.categoryTimeline(&d.Timeline, t, d.PreTraceBytes-t.preFreed)
 	for _, cb := range dg.peak {
-		o := a.origins.at(cb.resolved())
-		if o.cats == nil {
-			o.cats = map[string]int64{}
-		}
-		o.cats[cb.cat] += cb.size
+		a.origins.at(cb.resolved()).addCat(cb.cat, cb.size)
 	}
 	for i, e := range t.ooms {
 		od := oomDiag{o: ooms[i], atEnd: i == len(t.ooms)-1 && t.afterOOM == 0}

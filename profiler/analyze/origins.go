@@ -104,6 +104,14 @@ func (o *origins) gapOrigin(g *gap, stack profiler.StackID) int32 {
 	return id
 }
 
+// addCat counts bytes live at the peak in a memory category.
+func (o *origin) addCat(cat string, size int64) {
+	if o.cats == nil {
+		o.cats = map[string]int64{}
+	}
+	o.cats[cat] += size
+}
+
 // preTrace is the origin of a block allocated before recording began.
 func (o *origins) preTrace(stack profiler.StackID) int32 {
 	if stack != 0 {

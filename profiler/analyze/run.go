@@ -98,7 +98,7 @@ type Device struct {
 	// level log can index (2^31); steps cover its beginning only.
 	StepsIncomplete bool `json:"steps_incomplete,omitempty"`
 
-	preCats map[string]int64 // with named tensors: pre-trace memory alive at the end, by category
+	pre     preTraceSplit // pre-trace memory alive at the end, by category (pretrace.go)
 	moments *momentSource
 }
 
@@ -249,6 +249,7 @@ func (a *analysis) device(dev int, t *tracker, snap *torchsnap.Snapshot) Device 
 	d.moments = &momentSource{device: dev, grid: t.moments, base: map[int32]int64{}}
 	// Blocks alive at the end that the trace never allocated were there all along.
 	var preLive int64
+	stateUnseen := a.optimizerStateUnseen(segs, t, len(stepWindows(snap.Annotations, dev)) > 0)
 	for _, s := range segs {
 		for _, b := range s.Blocks {
 			if b.State == profiler.BlockInactive {
@@ -268,16 +269,9 @@ func (a *analysis) device(dev int, t *tracker, snap *torchsnap.Snapshot) Device 
 				preLive += int64(b.Size)
 				d.moments.base[o] += int64(b.Size)
 				a.addPeak(o, int64(b.Size))
-				if a.names != nil {
-					if d.preCats == nil {
-						d.preCats = map[string]int64{}
-					}
-					c := CatUnknown
-					if name != nil {
-						c = tensorCategory(name.Kind)
-					}
-					d.preCats[c] += int64(b.Size)
-				}
+				c := a.preCategory(b.Stack, name, stateUnseen)
+				d.pre.add(c, int64(b.Size))
+				a.origins.at(o).addCat(c, int64(b.Size))
 			}
 			if a.names != nil {
 				a.countNamed(name, o, int64(b.Size))

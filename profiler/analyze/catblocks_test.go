@@ -1,0 +1,77 @@
+package analyze_test
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/vramscope/vramscope/internal/reftool"
+	"github.com/vramscope/vramscope/profiler/analyze"
+)
+
+func category(cats []analyze.Category, name string) analyze.Category {
+	for _, c := range cats {
+		if c.Name == name {
+			return c
+		}
+	}
+	return analyze.Category{Name: name}
+}
+
+// Every category at the peak that holds bytes counts the blocks that hold
+// them, pre-trace blocks included (the snapshot's segments list them).
+func TestCategoriesCountBlocks(t *testing.T) {
+	for _, in := range inputs(t) {
+		t.Run(in.name, func(t *testing.T) {
+			for _, d := range result(t, in.name).Devices {
+				for _, c := range d.Categories {
+					if (c.Bytes > 0) != (c.Blocks > 0) {
+						t.Errorf("device %d: %s holds %d bytes in %d blocks", d.Device, c.Name, c.Bytes, c.Blocks)
+					}
+				}
+			}
+		})
+	}
+}
+
+// The state opt.step() made is optimizer state, whether the trace saw it made
+// (gpt2_train's first step) or it predates the trace but not recording
+// (gpt2_long_1000k: the frames of the blocks at the snapshot say
+// train_gpt2.py:24 through torch/optim); when it predates recording, blocks
+// without frames are not claimed as parameters (gpt2_12l_python_stacks).
+func TestOptimizerStateFromFrames(t *testing.T) {
+	line24 := func(r *analyze.Result) (int64, analyze.CategoryBytes) {
+		for _, s := range r.Sites {
+			if filepath.Base(s.File) == "train_gpt2.py" && s.Line == 24 {
+				return s.PeakBytes, s.Categories
+			}
+		}
+		return 0, analyze.CategoryBytes{}
+	}
+	r := result(t, "gpt2_train")
+	if held, cats := line24(r); held == 0 || cats.OptimizerState != held {
+		t.Errorf("gpt2_train: opt.step() holds %d at the peak, categories %v", held, cats)
+	}
+	var big expectation
+	for _, e := range expectations(t) {
+		if e.Name == "gpt2_long_1000k" {
+			big = e
+		}
+	}
+	if long, why := analyseLabelled(t, big); long == nil {
+		reftool.Missing(t, "gpt2_long_1000k: %s", why)
+	} else {
+		held, cats := line24(long)
+		st := category(long.Categories, analyze.CatOptimizerState)
+		if held == 0 || cats.OptimizerState != held || st.Bytes < held || st.Blocks == 0 {
+			t.Errorf("gpt2_long_1000k: opt.step() holds %d at the peak (%v); optimizer_state %+v", held, cats, st)
+		}
+	}
+	r = result(t, "gpt2_12l_python_stacks")
+	d := r.Devices[0]
+	if p := category(r.Categories, analyze.CatParameter); p.Bytes != 0 {
+		t.Errorf("gpt2_12l_python_stacks: frameless pre-trace blocks claimed as parameters: %+v", p)
+	}
+	if u := category(r.Categories, analyze.CatUnknown); u.Bytes != d.PreTraceBytes || u.Blocks == 0 {
+		t.Errorf("gpt2_12l_python_stacks: unknown %+v, pre-trace bytes %d", u, d.PreTraceBytes)
+	}
+}
