@@ -119,7 +119,7 @@ func rankOf(path string) (analyze.RankSnapshot, error) {
 func writeRanks(w io.Writer, rv *analyze.Ranks) {
 	fmt.Fprintf(w, "%d ranks; median rank %d (peak %s); imbalance %.2f (max/median peak, rank %d)\n\n",
 		len(rv.Ranks), rv.MedianRank, fb(rv.MedianPeak), rv.Imbalance, rv.MaxRank)
-	fmt.Fprintf(w, "%5s %4s %11s %11s %11s %7s  %s\n", "RANK", "GPU", "PEAK", "RESERVED", "NON-TORCH", "×MED", "TOP LINE")
+	fmt.Fprintf(w, "%5s %4s %11s %11s %11s %7s %4s  %s\n", "RANK", "GPU", "PEAK", "RESERVED", "NON-TORCH", "×MED", "OOM", "TOP LINE")
 	cuda := false
 	for _, r := range rv.Ranks {
 		gpu, nonTorch, mark := fmt.Sprintf("%d", r.Device), "-", ""
@@ -136,18 +136,40 @@ func writeRanks(w io.Writer, rv *analyze.Ranks) {
 		if len(r.Top) > 0 {
 			top = fmt.Sprintf("%s %s", fb(r.Top[0].PeakBytes), where(r.Top[0].File, r.Top[0].Line, r.Top[0].Function))
 		}
-		fmt.Fprintf(w, "%5d %4s %11s %11s %11s %6.2f%1s  %s\n", r.Rank, gpu, fb(r.Peak), fb(r.Reserved), nonTorch, r.VsMedian, mark, top)
+		oom := "-"
+		if r.OOMs > 0 {
+			oom = "OOM"
+		}
+		fmt.Fprintf(w, "%5d %4s %11s %11s %11s %6.2f%1s %4s  %s\n", r.Rank, gpu, fb(r.Peak), fb(r.Reserved), nonTorch, r.VsMedian, mark, oom, top)
 	}
 	fmt.Fprintf(w, "* outlier: peak more than %.0f%% from the median rank's\n", 100*rv.Tolerance)
 	if cuda {
 		fmt.Fprintln(w, "cN: CUDA's device N in the process (NVML's index not known: no NVML, or no device UUID from the agent)")
 	}
+	writeRankOOMs(w, rv)
 	writeRankCategories(w, rv)
 	for _, o := range rv.Outliers {
 		fmt.Fprintf(w, "\nrank %d against the median rank %d: peak %s\n", o.Rank, rv.MedianRank, signed(o.PeakDelta))
 		fmt.Fprintf(w, "  %11s %11s %11s  %s\n", "peak Δ", fmt.Sprintf("rank %d", rv.MedianRank), fmt.Sprintf("rank %d", o.Rank), "line")
 		for _, l := range o.Lines {
 			fmt.Fprintf(w, "  %11s %11s %11s  %s\n", signed(l.PeakDelta), fb(l.PeakBefore), fb(l.PeakAfter), where(l.File, l.Line, l.Function))
+		}
+	}
+}
+
+// writeRankOOMs says which ranks ran out of memory, asking for what, where.
+func writeRankOOMs(w io.Writer, rv *analyze.Ranks) {
+	for _, r := range rv.Ranks {
+		if o := r.OOM; o != nil {
+			more := ""
+			if r.OOMs > 1 {
+				more = fmt.Sprintf(" (first of %d)", r.OOMs)
+			}
+			if o.CapAtMost > 0 {
+				more += fmt.Sprintf(" under a per-process cap of at most %s (the device had %s free)", fb(o.CapAtMost), fb(int64(o.DeviceFree)))
+			}
+			fmt.Fprintf(w, "rank %d ran out of memory%s: asked for %s with %s allocated, %s reserved, at %s\n",
+				r.Rank, more, fb(o.Requested), fb(o.Allocated), fb(o.Reserved), where(o.File, o.Line, o.Function))
 		}
 	}
 }

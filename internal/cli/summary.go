@@ -44,6 +44,10 @@ func writeSummary(w io.Writer, r *analyze.Result, top int) {
 	for _, o := range r.OOMs {
 		fmt.Fprintf(w, "\nOut of memory on device %d: %s requested at %s:%d (%s) with %s allocated, %s reserved\n",
 			o.Device, fb(o.Requested), o.File, o.Line, o.Function, fb(o.Allocated), fb(o.Reserved))
+		if o.CapAtMost > 0 {
+			fmt.Fprintf(w, "  the device had %s free: the process ran into its own cap, at most %s "+
+				"(torch.cuda.set_per_process_memory_fraction), not the device's capacity\n", fb(int64(o.DeviceFree)), fb(o.CapAtMost))
+		}
 	}
 	writeTensors(w, r.Tensors, top)
 	fmt.Fprintf(w, "\nFindings:\n")

@@ -1,9 +1,11 @@
 package cli_test
 
 import (
+	"encoding/json"
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/vramscope/vramscope/internal/synth"
@@ -35,4 +37,33 @@ func atoi(t *testing.T, s string) int {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// The rank view shows which rank ran out of memory (the README's case: an OOM
+// on one rank captures the others): an OOM column, a line saying what it
+// asked for where, and the JSON's oom_ranks and per-rank oom.
+func TestRanksShowOOM(t *testing.T) {
+	dir := filepath.Join("..", "..", "examples", "ranks", "out", "snapshots")
+	files := []string{need(t, filepath.Join(dir, "rank0_oom.pickle")), need(t, filepath.Join(dir, "rank1_oom.pickle"))}
+	o := mustRun(t, append([]string{"ranks"}, files...)...)
+	if !regexp.MustCompile(`(?m)^\s+1 .* OOM  `).MatchString(o.stdout) || !strings.Contains(o.stdout, "rank 1 ran out of memory under a per-process cap of at most") {
+		t.Errorf("ranks text:\n%s", o.stdout)
+	}
+	var rv struct {
+		OOMRanks []int `json:"oom_ranks"`
+		Ranks    []struct {
+			Rank int `json:"rank"`
+			OOMs int `json:"ooms"`
+			OOM  *struct {
+				Requested int64 `json:"requested"`
+			} `json:"oom"`
+		} `json:"ranks"`
+	}
+	if err := json.Unmarshal([]byte(mustRun(t, append([]string{"ranks", "--json"}, files...)...).stdout), &rv); err != nil {
+		t.Fatal(err)
+	}
+	if len(rv.OOMRanks) != 1 || rv.OOMRanks[0] != 1 || rv.Ranks[0].OOM != nil || rv.Ranks[1].OOMs == 0 ||
+		rv.Ranks[1].OOM == nil || rv.Ranks[1].OOM.Requested <= 0 {
+		t.Errorf("ranks --json: %+v", rv)
+	}
 }

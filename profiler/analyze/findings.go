@@ -50,6 +50,11 @@ type OOM struct {
 	Line       int              `json:"line"`
 	Function   string           `json:"function"`
 	Frames     []profiler.Frame `json:"frames"` // root first
+	// CapAtMost is set when the device had room for the request (DeviceFree
+	// at least Requested) yet the allocator refused it: a per-process cap
+	// (torch.cuda.set_per_process_memory_fraction) did, and it is at most the
+	// reserved bytes plus the request. 0: the device itself was full.
+	CapAtMost int64 `json:"process_cap_at_most,omitempty"`
 }
 
 func (a *analysis) ooms(t *tracker, d Device) []OOM {
@@ -60,6 +65,9 @@ func (a *analysis) ooms(t *tracker, d Device) []OOM {
 			Frames: a.origins.stackPath(e.stack)}
 		if f, ok := a.origins.userFrame(e.stack); ok {
 			o.File, o.Line, o.Function = f.File, f.Line, f.Func
+		}
+		if o.DeviceFree >= uint64(o.Requested) && o.Requested > 0 {
+			o.CapAtMost = o.Reserved + o.Requested
 		}
 		out = append(out, o)
 	}

@@ -61,6 +61,10 @@ type RankRow struct {
 	// VsMedian is this rank's peak over the median rank's.
 	VsMedian float64 `json:"peak_vs_median"`
 	Outlier  bool    `json:"outlier"`
+	// OOMs counts the out-of-memory events in the rank's trace; OOM is the
+	// first of them (absent when the rank never ran out).
+	OOMs int  `json:"ooms"`
+	OOM  *OOM `json:"oom,omitempty"`
 }
 
 // RankOutlier is a rank whose peak strays from the median rank's, and the
@@ -81,6 +85,9 @@ type Ranks struct {
 	Imbalance float64       `json:"imbalance"`
 	Tolerance float64       `json:"outlier_tolerance"`
 	Outliers  []RankOutlier `json:"outliers"`
+	// OOMRanks are the ranks that ran out of memory (often one, whose OOM
+	// made the others' snapshots).
+	OOMRanks []int `json:"oom_ranks"`
 }
 
 // CompareRanks builds the rank view. The median rank is the lower middle of
@@ -99,11 +106,14 @@ func CompareRanks(snaps []RankSnapshot) (*Ranks, error) {
 	}
 	median, max := medianAndMax(byRank)
 	out := &Ranks{MedianRank: median.Rank, MedianPeak: median.Result.Peak.Bytes, MaxRank: max.Rank,
-		Tolerance: OutlierTolerance, Outliers: []RankOutlier{}}
+		Tolerance: OutlierTolerance, Outliers: []RankOutlier{}, OOMRanks: []int{}}
 	out.Imbalance = ratio(max.Result.Peak.Bytes, out.MedianPeak)
 	for _, s := range byRank {
 		row := rankRow(s, out.MedianPeak)
 		out.Ranks = append(out.Ranks, row)
+		if row.OOMs > 0 {
+			out.OOMRanks = append(out.OOMRanks, row.Rank)
+		}
 		if row.Outlier {
 			out.Outliers = append(out.Outliers, outlier(median.Result, s))
 		}
@@ -139,6 +149,9 @@ func rankRow(s RankSnapshot, medianPeak int64) RankRow {
 	}
 	row.Top = append([]Site{}, r.Sites[:min(RankTopLines, len(r.Sites))]...)
 	row.Outlier = row.VsMedian > 1+OutlierTolerance || row.VsMedian < 1-OutlierTolerance
+	if row.OOMs = len(r.OOMs); row.OOMs > 0 {
+		row.OOM = &r.OOMs[0]
+	}
 	return row
 }
 
