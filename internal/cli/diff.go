@@ -52,6 +52,8 @@ func runDiff(args []string, stdout, stderr io.Writer) int {
 		return printJSON(stdout, stderr, d)
 	}
 	fmt.Fprintf(stdout, "peak %s -> %s (%s)\n", fb(d.PeakA), fb(d.PeakB), signed(d.PeakDelta))
+	writeDiffOOM(stdout, "before", d.OOMBefore)
+	writeDiffOOM(stdout, "after", d.OOMAfter)
 	fmt.Fprintf(stdout, "%d new sites, %d gone\n\n", d.New, d.Gone)
 	fmt.Fprintf(stdout, "  %11s %11s %11s  %-26s %s\n", "peak Δ", "before", "after", "changed", "line")
 	for i, s := range d.Sites {
@@ -92,6 +94,20 @@ func (c *diffCmd) writeReport(a, b *analyze.Result, stdout, stderr io.Writer) in
 		return fail(stderr, err)
 	}
 	return exitOK
+}
+
+// writeDiffOOM says that one side ran out of memory, and what it needed: the
+// peak of a failed run misses the request that failed.
+func writeDiffOOM(w io.Writer, side string, o *analyze.OOM) {
+	if o == nil {
+		return
+	}
+	cap := ""
+	if o.CapAtMost > 0 {
+		cap = fmt.Sprintf(", under a per-process cap of at most %s", fb(o.CapAtMost))
+	}
+	fmt.Fprintf(w, "%s ran out of memory: asked for %s with %s allocated (it needed at least %s)%s, at %s\n",
+		side, fb(o.Requested), fb(o.Allocated), fb(o.Allocated+o.Requested), cap, where(o.File, o.Line, o.Function))
 }
 
 func signed(n int64) string {

@@ -67,3 +67,23 @@ func TestRanksShowOOM(t *testing.T) {
 		t.Errorf("ranks --json: %+v", rv)
 	}
 }
+
+// diff of a healthy run and a run that ran out of memory says so, with what
+// the failed run needed (its peak alone misses the request that failed).
+func TestDiffShowsOOM(t *testing.T) {
+	o := mustRun(t, "diff", fixture(t, "gpt2_train"), fixture(t, "oom_batch"))
+	m := regexp.MustCompile(`(?m)^after ran out of memory: asked for 1\.53 GiB with 5\.14 GiB allocated \(it needed at least 6\.67 GiB\), under a per-process cap of at most [0-9.]+ GiB, at .*train_gpt2\.py:22`).FindString(o.stdout)
+	if m == "" || strings.Contains(o.stdout, "before ran out") {
+		t.Errorf("diff text:\n%s", o.stdout)
+	}
+	var d struct {
+		Before *struct{ Requested int64 } `json:"oom_before"`
+		After  *struct{ Requested int64 } `json:"oom_after"`
+	}
+	if err := json.Unmarshal([]byte(mustRun(t, "diff", "--json", fixture(t, "oom_batch"), fixture(t, "gpt2_train")).stdout), &d); err != nil {
+		t.Fatal(err)
+	}
+	if d.Before == nil || d.Before.Requested <= 0 || d.After != nil {
+		t.Errorf("diff --json: oom_before %+v, oom_after %+v", d.Before, d.After)
+	}
+}

@@ -33,11 +33,22 @@ type Diff struct {
 	Sites     []SiteDelta `json:"sites"`
 	New       int         `json:"new_sites"`
 	Gone      int         `json:"gone_sites"`
+	// OOMBefore and OOMAfter are each side's first out-of-memory event: a
+	// run that failed never allocated what it asked for, so its peak alone
+	// understates what it needed.
+	OOMBefore *OOM `json:"oom_before,omitempty"`
+	OOMAfter  *OOM `json:"oom_after,omitempty"`
 }
 
 // Compare reports per-site deltas from a to b, largest change in peak first.
 func Compare(a, b *Result) *Diff {
 	d := &Diff{Before: a.File, After: b.File, PeakA: a.Peak.Bytes, PeakB: b.Peak.Bytes, PeakDelta: b.Peak.Bytes - a.Peak.Bytes}
+	if len(a.OOMs) > 0 {
+		d.OOMBefore = &a.OOMs[0]
+	}
+	if len(b.OOMs) > 0 {
+		d.OOMAfter = &b.OOMs[0]
+	}
 	key := func(s Site) siteKey { return siteKey{file: s.File, fn: phaseKey(s), line: s.Line, kind: s.Kind} }
 	before := map[siteKey]Site{}
 	for _, s := range a.Sites {

@@ -58,7 +58,7 @@ func DiffReport(a, b *Result) ([]byte, error) {
 	if err := json.Unmarshal(rb, &out); err != nil {
 		return nil, fmt.Errorf("report: %w", err)
 	}
-	before := map[string]any{"file": a.File, "peak": a.Peak, "categories": a.Categories}
+	before := map[string]any{"file": a.File, "peak": a.Peak, "categories": a.Categories, "ooms": a.OOMs, "steps": a.Steps}
 	if d := a.peakDevice(); d != nil {
 		before["device"] = map[string]any{"device": d.Device, "peak": d.Peak, "timeline": d.Timeline,
 			"start_us": d.StartUS, "end_us": d.EndUS}

@@ -221,6 +221,9 @@ test("linked report page in a real browser", { skip, timeout: 120_000 }, async (
     assert.ok((await page.evaluate(timelineColors)) > 5, "the timeline is painted");
     assert.ok(st0.flame.nodes > 10 && st0.timeline.points > 100, JSON.stringify(st0));
     assert.ok(st0.lines.length > 0, "top lines listed");
+    // An OOM's report opens its flame graph at the failure, not at the earlier peak.
+    assert.ok(report.ooms.length > 0 && st0.moment && st0.moment.t === report.ooms[0].time_us, JSON.stringify(st0.moment));
+    assert.match(await page.textContent(".vr-showing"), /^At the OOM/);
     assert.equal(await page.locator(".vr-findings .vr-link").count(), report.findings.length);
     assert.ok((await page.locator(".vr-cat").count()) > 0, "categories listed");
     const ms = await page.evaluate(() => performance.getEntriesByName("vramscope-report-render", "measure")[0]?.duration);

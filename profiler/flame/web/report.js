@@ -113,6 +113,7 @@
           momentKey: this.moments ? (t) => this.Moments.bucketOf(this.moments, t) : undefined,
           colors: o.categoryColors,
           overlay: before || undefined,
+          overlaySteps: before ? this.report.before.steps || [] : undefined,
           overlayLabel: before ? "before: " + base(this.report.before.file) : undefined,
         });
       } else {
@@ -124,6 +125,12 @@
       this.fillChange();
       this.fillFindings();
       this.renderAllocMap();
+      // A report of an OOM opens at the failure, as the allocator map does,
+      // not at an earlier successful peak (the peak button goes back to it).
+      const oom = (this.report.ooms || [])[0];
+      if (oom && this.moments && !this.report.diff && this.showMoment(+oom.time_us)) {
+        this.showing.textContent = "At the OOM (" + formatBytes(oom.requested) + " requested): " + this.showing.textContent;
+      }
     }
 
     /** showMoment draws what was live at time t: the flame graph and the top lines. */
@@ -216,6 +223,13 @@
       box.parentNode.hidden = false;
       const delta = (n) => (n > 0 ? "+" : "") + formatBytes(n);
       el("div", "vr-note", box, "Peak " + formatBytes(d.peak_before) + " \u2192 " + formatBytes(d.peak_after) + " (" + delta(d.peak_delta) + "), from " + base(d.before));
+      // A run that ran out of memory never allocated what it asked for: say so beside its peak.
+      for (const [side, o] of [["before", d.oom_before], ["after", d.oom_after]]) {
+        if (!o) continue;
+        const cap = o.process_cap_at_most ? ", under a per-process cap of at most " + formatBytes(o.process_cap_at_most) : "";
+        el("div", "vr-note vr-oom", box, side + " ran out of memory: asked for " + formatBytes(o.requested) + " with " + formatBytes(o.allocated) +
+          " allocated (it needed at least " + formatBytes(o.allocated + o.requested) + ")" + cap + (o.file ? ", at " + base(o.file) + ":" + o.line : ""));
+      }
       const before = new Map(((this.report.before || {}).categories || []).map((c) => [c.name, c.bytes]));
       const after = new Map((this.report.categories || []).map((c) => [c.name, c.bytes]));
       for (const name of new Set([...before.keys(), ...after.keys()])) {

@@ -58,7 +58,7 @@
   // Series and per-pixel downsampling (pure)
 
   /** seriesOf turns a timeline's points into typed columns; categories may be absent. */
-  function seriesOf(timeline) {
+  function seriesOf(timeline, endUS) {
     const pts = (timeline && timeline.points) || [];
     const names = (timeline && timeline.category_names) || [];
     const n = pts.length;
@@ -81,14 +81,39 @@
       }
     }
     s.unclassified = s.unclassified && s.hasCats;
+    // end: the trace's last event; past it the series has no level (it is
+    // never drawn flat beyond its trace). Older reports carry no end.
+    s.end = +endUS > 0 ? +endUS : Infinity;
     return s;
+  }
+
+  /**
+   * stepWarp maps the time of one timeline (steps a) onto another's (steps b)
+   * so that their steps line up: step i of a onto step i of b, linearly
+   * inside a step; before the first and after the last common step, a shift.
+   * Without steps on both sides it aligns the first events (t0a onto t0b).
+   */
+  function stepWarp(a, b, t0a, t0b) {
+    const n = Math.min((a || []).length, (b || []).length);
+    if (!n) return { to: (t) => t - t0a + t0b, from: (t) => t - t0b + t0a };
+    const ka = [+a[0].start_us].concat(a.slice(0, n).map((x) => +x.end_us));
+    const kb = [+b[0].start_us].concat(b.slice(0, n).map((x) => +x.end_us));
+    const map = (xs, ys) => (t) => {
+      if (t <= xs[0]) return t - xs[0] + ys[0];
+      if (t >= xs[n]) return t - xs[n] + ys[n];
+      let i = 0;
+      while (xs[i + 1] < t) i++;
+      const w = xs[i + 1] - xs[i];
+      return w > 0 ? ys[i] + ((t - xs[i]) * (ys[i + 1] - ys[i])) / w : ys[i];
+    };
+    return { to: map(ka, kb), from: map(kb, ka) };
   }
 
   /** indexAt is the last point at or before time t (-1 before the first). */
   function indexAt(s, t) {
     let lo = 0;
     let hi = s.n - 1;
-    if (hi < 0 || t < s.t[0]) return -1;
+    if (hi < 0 || t < s.t[0] || t > s.end) return -1;
     while (lo < hi) {
       const mid = (lo + hi + 1) >> 1;
       if (s.t[mid] <= t) lo = mid;
@@ -104,14 +129,15 @@
    * are drawn). A column without a point
    * holds the level of the point before it, so steps stay flat.
    */
-  function columns(s, t0, t1, px) {
+  function columns(s, t0, t1, px, warp) {
     px = Math.max(1, Math.floor(px));
     const c = { px: px, max: new Float64Array(px), min: new Float64Array(px), reserved: new Float64Array(px), at: new Int32Array(px).fill(-1) };
     const span = Math.max(1e-9, t1 - t0);
-    let i = Math.max(0, indexAt(s, t0)); // the point in force at the column's start
+    const tOf = warp || ((t) => t); // drawn time -> the series' own time
+    let i = Math.max(0, Math.min(s.n - 1, indexAt(s, Math.min(tOf(t0), s.end)))); // the point in force at the column's start
     for (let x = 0; x < px; x++) {
-      const end = t0 + ((x + 1) * span) / px;
-      if (s.n === 0 || s.t[0] >= end) continue;
+      const end = tOf(t0 + ((x + 1) * span) / px);
+      if (s.n === 0 || s.t[0] >= end || tOf(t0 + (x * span) / px) > s.end) continue;
       let best = i;
       let lo = s.low[i];
       let res = s.reserved[i];
@@ -233,6 +259,7 @@
     axisBytes: axisBytes,
     niceStep: niceStep,
     seriesOf: seriesOf,
+    stepWarp: stepWarp,
     indexAt: indexAt,
     columns: columns,
     markersOf: markersOf,

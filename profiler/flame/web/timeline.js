@@ -26,7 +26,7 @@
   // Formatting and the DOM helpers every view shares (view.js); the
   // timeline's scales, series, markers and hover requests (series.js).
   const { formatBytes, el, Listeners, Redraw } = viewBase;
-  const { formatTime, axisBytes, niceStep, seriesOf, indexAt, columns, markersOf, hoverRequests } = series;
+  const { formatTime, axisBytes, niceStep, seriesOf, stepWarp, indexAt, columns, markersOf, hoverRequests } = series;
 
   // ---------------------------------------------------------------------------
   // The view (DOM)
@@ -47,17 +47,19 @@
     constructor(container, device, report, options) {
       this.options = options || {};
       this.device = device || {};
-      this.s = seriesOf(this.device.timeline);
+      this.s = seriesOf(this.device.timeline, this.device.end_us);
       this.markers = markersOf(this.device, report);
       const t0 = this.s.n ? this.s.t[0] : 0;
       const last = this.s.n ? this.s.t[this.s.n - 1] : 1;
       this.full = [t0, Math.max(last, +this.device.end_us || 0, t0 + 1)];
-      // The overlay (a diff's before side) starts where this timeline starts.
+      // The overlay (a diff's before side) is aligned step by step where both
+      // have steps (overlaySteps, report.steps), else at the first event; it
+      // is drawn up to its own trace's end only.
       const ov = this.options.overlay;
       if (ov && ov.timeline && ov.timeline.points && ov.timeline.points.length) {
-        this.o = seriesOf(ov.timeline);
-        this.shift = t0 - this.o.t[0];
-        this.full[1] = Math.max(this.full[1], this.o.t[this.o.n - 1] + this.shift);
+        this.o = seriesOf(ov.timeline, ov.end_us);
+        this.warp = stepWarp((report && report.steps) || [], this.options.overlaySteps || [], t0, this.o.t[0]);
+        this.full[1] = Math.max(this.full[1], this.warp.from(Math.min(this.o.end, this.o.t[this.o.n - 1] + 1)));
       }
       this.range = this.full.slice();
       this.hoverT = null;
@@ -191,7 +193,7 @@
       ctx.fillStyle = this.bg;
       ctx.fillRect(0, 0, cssW, cssH);
       this.cols = columns(this.s, this.range[0], this.range[1], this.plotWidth());
-      this.ocols = this.o ? columns(this.o, this.range[0] - this.shift, this.range[1] - this.shift, this.plotWidth()) : null;
+      this.ocols = this.o ? columns(this.o, this.range[0], this.range[1], this.plotWidth(), this.warp.to) : null;
       let top = 0;
       for (let x = 0; x < this.cols.px; x++) top = Math.max(top, this.cols.max[x], this.cols.reserved[x], this.ocols ? this.ocols.max[x] : 0);
       this.yMax = top > 0 ? top * 1.05 : 1;
@@ -542,7 +544,7 @@
       if (i < 0) return;
       line("vf-tt-bytes", "allocated " + formatBytes(s.alloc[i]) + " \u00b7 reserved " + formatBytes(s.reserved[i]));
       if (this.o) {
-        const j = indexAt(this.o, t - this.shift);
+        const j = indexAt(this.o, this.warp.to(t));
         if (j >= 0) line("vf-tt-rel", (this.options.overlayLabel || "before") + ": allocated " + formatBytes(this.o.alloc[j]) + " \u00b7 reserved " + formatBytes(this.o.reserved[j]));
       }
       if (s.hasCats && s.classified[i]) {
@@ -625,7 +627,9 @@
    * {setRange(a, b), reset(), pick(t), highlight(a, b), xAt(t), state(),
    * refreshTheme(), destroy()}. options: {onMoment(t), onRange([a, b]),
    * colors: {CATEGORY: css color, overlay}, overlay (another Device: a diff's
-   * before side, drawn as a line aligned at the first event), overlayLabel,
+   * before side, drawn as a line up to its own trace's end, step i onto step
+   * i where overlaySteps and report.steps both have steps, else aligned at
+   * the first event), overlaySteps, overlayLabel,
    * describe(t) (what the moment t holds, for the tooltip: [{bytes, label}]
    * or strings, or a promise of them; asked once the pointer rests there
    * hoverDelay ms, 150 by default: see hoverRequests), momentKey(t) (the

@@ -129,3 +129,34 @@ test("formatTime and niceStep", () => {
   assert.equal(tl.axisBytes(1.4 * 2 ** 30), "1.40 GiB");
   assert.equal(tl.axisBytes(0), "0 B");
 });
+
+// testdata/diff_oom.json: the diff page's data for a run whose trace ends at
+// 0.92 s by an OOM (before) against a 3.07 s run (after), the shared fixtures.
+const diff = JSON.parse(readFileSync(new URL("./testdata/diff_oom.json", import.meta.url), "utf8"));
+
+test("an overlay is not drawn past the end of its own trace", () => {
+  const o = tl.seriesOf(diff.before.device.timeline, diff.before.device.end_us);
+  const warp = tl.stepWarp(diff.steps, diff.before.steps, diff.device.timeline.points[0].time_us, o.t[0]);
+  const last = warp.from(diff.before.device.end_us); // the OOM run's end, on the other run's clock
+  const [t0, t1] = [diff.device.start_us, Math.max(diff.device.end_us, last + (last - diff.device.start_us) / 4)];
+  const c = tl.columns(o, t0, t1, 1000, warp.to);
+  for (let x = 0; x < c.px; x++) {
+    const start = t0 + (x * (t1 - t0)) / c.px;
+    if (start > last) assert.equal(c.at[x], -1, `column ${x} at ${start} is past the OOM run's end ${last}`);
+  }
+  assert.ok(c.at.some((i) => i >= 0) && c.at[c.px - 1] === -1);
+  assert.equal(tl.indexAt(o, diff.before.device.end_us + 1), -1);
+});
+
+test("diff timelines line up step by step", () => {
+  const [a, b] = [diff.steps, diff.before.steps];
+  assert.ok(a.length >= 2 && b.length >= 2);
+  const warp = tl.stepWarp(a, b, 0, 0);
+  for (let i = 0; i < Math.min(a.length, b.length); i++) {
+    assert.equal(warp.to(a[i].end_us), b[i].end_us, `step ${i}'s end`);
+    assert.equal(warp.from(b[i].start_us), a[i].start_us, `step ${i}'s start`);
+  }
+  // Without steps on one side: aligned at the first events.
+  const plain = tl.stepWarp([], b, 100, 5000);
+  assert.equal(plain.to(150), 5050);
+});
