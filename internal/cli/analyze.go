@@ -214,16 +214,21 @@ func (b *byteSize) Set(s string) error {
 	}{{"TiB", 1 << 40}, {"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10},
 		{"TB", 1e12}, {"GB", 1e9}, {"MB", 1e6}, {"KB", 1e3},
 		{"T", 1 << 40}, {"G", 1 << 30}, {"M", 1 << 20}, {"K", 1 << 10}, {"B", 1}}
-	mult := 1.0
+	mult, unit := 1.0, false
 	for _, u := range units {
 		if strings.HasSuffix(t, u.suffix) {
-			t, mult = strings.TrimSpace(strings.TrimSuffix(t, u.suffix)), u.mult
+			t, mult, unit = strings.TrimSpace(strings.TrimSuffix(t, u.suffix)), u.mult, true
 			break
 		}
 	}
 	v, err := strconv.ParseFloat(t, 64)
 	if err != nil || v < 0 {
 		return fmt.Errorf("want a size such as 80GiB, got %q", s)
+	}
+	// A bare number is bytes; one under 1 MiB is almost surely a size in
+	// GiB or MiB without its unit (--device-memory 80 was 80 bytes).
+	if !unit && v > 0 && v < 1<<20 {
+		return fmt.Errorf("%q has no unit and would be %s bytes: did you mean %sGiB or %sMiB? (a bare number is bytes; write 80GiB, 512MiB or 85899345920)", s, t, t, t)
 	}
 	*b = byteSize(v * mult)
 	return nil

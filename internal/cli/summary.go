@@ -86,6 +86,11 @@ func writeAllocator(w io.Writer, d analyze.Device) {
 	}
 	fmt.Fprintf(w, "\n  expandable segments: %v (setting %v); private-pool segments: %d; fragmentation %.0f%%\n",
 		a.ExpandableSegs, a.ExpandableSetting, a.PrivatePoolSegs, 100*a.Fragmentation)
+	if a.ExternalFree > 0 {
+		fmt.Fprintf(w, "  (fragmentation: the free memory inside segments, %s, is in pieces; the largest, %s, is the biggest request "+
+			"served without a new segment. It matters only near the device's or the cap's limit, when an OOM finds memory "+
+			"reserved but none of it in one piece; otherwise the allocator reserves more.)\n", fb(a.ExternalFree), fb(a.LargestFreeBlock))
+	}
 }
 
 // condense shows a stack as its user frames and the allocating frame.

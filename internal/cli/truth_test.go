@@ -87,3 +87,32 @@ func TestDiffShowsOOM(t *testing.T) {
 		t.Errorf("diff --json: oom_before %+v, oom_after %+v", d.Before, d.After)
 	}
 }
+
+// A size without a unit under 1 MiB is refused with what was probably meant
+// (--device-memory 80 was 80 bytes: "the peak reaches 7272922240% of the
+// device"); a unit, or a bare byte count, is taken.
+func TestSizeWithoutUnitRefused(t *testing.T) {
+	snap := fixture(t, "gpt2_train")
+	for _, args := range [][]string{{"analyze", "--device-memory", "80", snap}, {"whatif", "--device-memory", "80", snap}} {
+		o := run(args...)
+		if o.code != 2 || !strings.Contains(o.stderr, `"80" has no unit and would be 80 bytes: did you mean 80GiB or 80MiB?`) {
+			t.Errorf("vramscope %v: %v", args, o)
+		}
+	}
+	for _, size := range []string{"80GiB", "85899345920", "0.5MiB"} {
+		if o := run("analyze", "--device-memory", size, snap); o.code != 0 {
+			t.Errorf("--device-memory %s: %v", size, o)
+		}
+	}
+}
+
+// Where analyze prints the fragmentation figure it says what it measures and
+// when it matters (healthy runs print 77-88% beside "Findings: none").
+func TestFragmentationExplained(t *testing.T) {
+	o := mustRun(t, "analyze", fixture(t, "gpt2_12l_python_stacks"))
+	re := regexp.MustCompile(`fragmentation (\d+)%\n  \(fragmentation: the free memory inside segments, ([0-9.]+ [KMG]iB), is in pieces; the largest, ([0-9.]+ [KMG]iB), is the biggest request served without a new segment. It matters only near`)
+	m := re.FindStringSubmatch(o.stdout)
+	if m == nil || atoi(t, m[1]) < 50 || !strings.Contains(o.stdout, "Findings:\n  none") {
+		t.Errorf("no explained fragmentation beside no findings:\n%s", o.stdout)
+	}
+}

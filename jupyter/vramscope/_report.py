@@ -126,9 +126,14 @@ def facts(result, name=None):
     out.extend(named_tensors(result))
     al = dev.get("allocator") or {}
     if al.get("reserved"):
-        out.append("allocator: %s reserved in %s segments, %s allocated, fragmentation %d%%" % (
+        s = "allocator: %s reserved in %s segments, %s allocated, fragmentation %d%%" % (
             fmt_bytes(al["reserved"]), fmt_count(al.get("segments")), fmt_bytes(al.get("allocated")),
-            round(100 * float(al.get("fragmentation") or 0))))
+            round(100 * float(al.get("fragmentation") or 0)))
+        if al.get("external_free"):
+            # What the figure measures and when it matters, where it is printed.
+            s += (" (the largest free block, %s, is the biggest request served without a new segment; "
+                  "it matters only near the device's or the cap's limit)" % fmt_bytes(al.get("largest_free_block")))
+        out.append(s)
     return out
 
 
