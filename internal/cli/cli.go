@@ -32,7 +32,7 @@ var commands []command
 
 func init() {
 	commands = []command{
-		{"analyze", "analyze FILE [--map REMOTE=LOCAL] [--root DIR] [--names FILE.json] [--json] [--html OUT] [--report] [--bundle WEIGHT] [--top N] [--device-memory SIZE]  peak, top lines, stacks, allocator state, findings", runAnalyze},
+		{"analyze", "analyze FILE|ID [--map REMOTE=LOCAL] [--root DIR] [--names FILE.json] [--json] [--html OUT] [--report] [--bundle WEIGHT] [--top N] [--device-memory SIZE]  peak, top lines, stacks, allocator state, findings", runAnalyze},
 		{"flame", "flame FILE [-o OUT] [--weight peak|alloc|current] [--format html|json|collapsed|pprof] [--keep-wrappers]  flame graph", runFlame},
 		{"diff", "diff A B [--json] [--html OUT] [--report]  per-line change between two snapshots A and B", runDiff},
 		{"ranks", "ranks GROUP | FILE FILE... [--json]  the ranks of one job side by side: peak, reserved, categories, imbalance, the outlier ranks and their lines", runRanks},
@@ -45,7 +45,8 @@ func init() {
 		{"status", "status  the daemon's state", runStatus},
 		{"ps", "ps  processes with an agent, and GPU processes without one", runPS},
 		{"snap", "snap PID [--label L] [--job]  take a snapshot of process PID through its agent; --job: of every rank of its launch at once", runSnap},
-		{"snapshots", "snapshots  the stored snapshots", runSnapshots},
+		{"snapshots", "snapshots  the stored snapshots: ID, reason (OOM marked), size, process, file", runSnapshots},
+		{"import", "import FILE [--label L]  copy a snapshot file into the daemon's store (then analyze ID, ranks, the editor)", runImport},
 		{"counters", "counters [--interval 100ms] [--duration 5s] [--json]  sample the GPUs' NVML counters; counters FILE [--json] classifies a recording (vramscope JSON or nvidia-smi dmon) into phases", runCounters},
 		{"completion", "completion bash|zsh|fish  print the shell completion script", runCompletion},
 		{"help", "help [COMMAND]  this list, or COMMAND's arguments and every flag", nil},

@@ -183,14 +183,6 @@ func runSnapshots(args []string, stdout, stderr io.Writer) int {
 	if f.json {
 		return printJSON(stdout, stderr, res)
 	}
-	for _, s := range res.Snapshots {
-		pod := ""
-		if s.Pod != "" {
-			pod = fmt.Sprintf("  pod %s/%s (%s)", s.Namespace, s.Pod, s.Container)
-		} else if s.PodUID != "" {
-			pod = "  pod uid " + s.PodUID
-		}
-		fmt.Fprintf(stdout, "%s  %-7s %9s  pid %-7d rank %-4d %s%s\n", s.ID, s.Reason, profiler.FormatBytes(s.Bytes), s.PID, s.Rank, s.Source, pod)
-	}
+	writeSnapshots(stdout, res.Snapshots)
 	return exitOK
 }

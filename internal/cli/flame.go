@@ -23,7 +23,7 @@ func runFlame(args []string, stdout, stderr io.Writer) int {
 	var c flameCmd
 	fs := flag.NewFlagSet("flame", flag.ContinueOnError)
 	c.register(fs)
-	fs.StringVar(&c.out, "o", "", "output file (default, or -: standard output)")
+	fs.StringVar(&c.out, "o", "", "output file (default, or -: standard output; HTML and pprof are not written to a terminal unless -o -)")
 	fs.StringVar(&c.weight, "weight", "peak", "peak (live at the peak), alloc (all allocated) or current (alive at snapshot)")
 	fs.StringVar(&c.format, "format", "html", "html, json, collapsed or pprof")
 	fs.BoolVar(&c.keepWrappers, "keep-wrappers", false, "keep nn.Module call wrappers and decorator frames")
@@ -40,6 +40,12 @@ func runFlame(args []string, stdout, stderr io.Writer) int {
 	case "html", "json", "collapsed", "pprof":
 	default: // checked before anything is read or any output file is touched
 		fmt.Fprintf(stderr, "vramscope flame: unknown --format %q (html, json, collapsed or pprof)\n", c.format)
+		return exitInput
+	}
+	if f, ok := stdout.(*os.File); ok && c.out == "" && (c.format == "html" || c.format == "pprof") && isTerminal(f) {
+		fmt.Fprintf(stderr, "vramscope flame: not writing %s to a terminal: give -o FILE (-o flame.%s), pipe it, or -o - to write it here anyway\n",
+			map[string]string{"html": "an HTML page", "pprof": "a gzipped pprof profile"}[c.format],
+			map[string]string{"html": "html", "pprof": "pb.gz"}[c.format])
 		return exitInput
 	}
 	res, err := c.load(pos[0], stderr)

@@ -10,7 +10,7 @@ import (
 
 // runHelp prints the command list, or one command's help, to stdout.
 func runHelp(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
+	if len(args) == 0 || asksHelp(args[:1]) { // help --help: the help there is
 		usage(stdout)
 		return exitOK
 	}

@@ -73,6 +73,9 @@ func (s *source) run(path string, stderr io.Writer, deviceMemory int64) (*analyz
 	if err != nil {
 		return nil, err
 	}
+	if path, err = storedPath(path); err != nil {
+		return nil, err
+	}
 	prog, done := progress(stderr, "reading "+path)
 	opt.Progress, opt.DeviceMemory = prog, deviceMemory
 	res, err := analyze.Run(path, opt)

@@ -1,13 +1,18 @@
 package cli_test
 
 import (
+	"bytes"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/vramscope/vramscope/internal/cli"
+	"github.com/vramscope/vramscope/internal/daemontest"
 	"github.com/vramscope/vramscope/internal/synth"
 )
 
@@ -114,5 +119,77 @@ func TestFragmentationExplained(t *testing.T) {
 	m := re.FindStringSubmatch(o.stdout)
 	if m == nil || atoi(t, m[1]) < 50 || !strings.Contains(o.stdout, "Findings:\n  none") {
 		t.Errorf("no explained fragmentation beside no findings:\n%s", o.stdout)
+	}
+}
+
+// flame without -o refuses to write HTML or a gzipped profile to a terminal
+// (it names -o), and still writes them to a pipe or a file, or with -o -.
+func TestFlameNotToTerminal(t *testing.T) {
+	snap := fixture(t, "gpt2_train")
+	out, err := os.Create(filepath.Join(t.TempDir(), "tty"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	restore := cli.FakeTerminal(time.Now)
+	defer restore()
+	for _, format := range []string{"html", "pprof"} {
+		var e bytes.Buffer
+		if code := cli.Main([]string{"flame", "--format", format, snap}, out, &e); code != 2 || !strings.Contains(e.String(), "not writing") || !strings.Contains(e.String(), "-o FILE") {
+			t.Errorf("flame --format %s to a terminal: exit %d, %s", format, code, e.String())
+		}
+	}
+	if st, _ := out.Stat(); st.Size() != 0 {
+		t.Errorf("%d bytes written to the terminal", st.Size())
+	}
+	var e bytes.Buffer
+	if code := cli.Main([]string{"flame", "--format", "json", snap}, out, &e); code != 0 {
+		t.Errorf("flame --format json to a terminal: exit %d, %s", code, e.String())
+	}
+	if code := cli.Main([]string{"flame", "-o", "-", snap}, out, &e); code != 0 {
+		t.Errorf("flame -o - to a terminal: exit %d, %s", code, e.String())
+	}
+	restore()
+	var buf bytes.Buffer
+	if code := cli.Main([]string{"flame", snap}, &buf, &e); code != 0 || !strings.HasPrefix(buf.String(), "<!DOCTYPE html>") {
+		t.Errorf("flame to a pipe: exit %d, %.40q", code, buf.String())
+	}
+}
+
+// The store from the command line: an empty store says so; import stores a
+// file (snapshot.import) and names its ID; snapshots lists it under a header
+// with its file; analyze takes the ID as it takes the file.
+func TestStoredSnapshotsFromTheCLI(t *testing.T) {
+	t.Setenv("VRAMSCOPE_SOCKET", daemontest.Start(t).Socket)
+	if o := mustRun(t, "snapshots"); !strings.HasPrefix(o.stdout, "no stored snapshots: take one with `vramscope snap PID`") {
+		t.Errorf("empty store: %q", o.stdout)
+	}
+	snap := fixture(t, "oom_batch")
+	o := mustRun(t, "import", "--label", "from the test", snap)
+	m := regexp.MustCompile(`^snapshot (\S+): `).FindStringSubmatch(o.stdout)
+	if m == nil {
+		t.Fatalf("import: %q", o.stdout)
+	}
+	id := m[1]
+	list := mustRun(t, "snapshots").stdout
+	if !strings.HasPrefix(list, "ID ") || !strings.Contains(list, "REASON") || !regexp.MustCompile(regexp.QuoteMeta(id)+`\s+import\s+-\s`).MatchString(list) {
+		t.Errorf("snapshots:\n%s", list)
+	}
+	var path string
+	for _, l := range strings.Split(list, "\n") {
+		if f := strings.TrimSpace(l); strings.HasPrefix(f, "/") {
+			path = f
+		}
+	}
+	if st, err := os.Stat(path); err != nil || st.Size() == 0 {
+		t.Errorf("the listed file %q: %v", path, err)
+	}
+	byID, byFile := mustRun(t, "analyze", id).stdout, mustRun(t, "analyze", snap).stdout
+	first := func(s string) string { return s[strings.Index(s, "\n")+1:] } // the first line names the file
+	if first(byID) != first(byFile) {
+		t.Errorf("analyze %s differs from analyze of the file:\n%s", id, byID)
+	}
+	if o := run("analyze", "20991231T000000.000Z-0001"); o.code != 2 || !strings.Contains(o.stderr, "20991231T000000.000Z-0001") {
+		t.Errorf("analyze of an unknown ID: %v", o)
 	}
 }
