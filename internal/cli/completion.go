@@ -39,6 +39,16 @@ type completed struct {
 type completedFlag struct {
 	name, usage string
 	takesValue  bool
+	values      []string // the values it takes, where they are a fixed set (else files)
+}
+
+// flagValues are the fixed values of flags, by command and flag: a shell
+// offers these after the flag instead of file names.
+var flagValues = map[string][]string{
+	"flame --format":   {"html", "json", "collapsed", "pprof"},
+	"flame --weight":   {"peak", "alloc", "current"},
+	"analyze --bundle": {"peak", "alloc", "current"},
+	"lsp --daemon":     {"auto", "connect", "off"},
 }
 
 func completions() []completed {
@@ -58,7 +68,7 @@ func completions() []completed {
 			if fs := flagsOf(c); fs != nil {
 				fs.VisitAll(func(f *flag.Flag) {
 					b, isBool := f.Value.(interface{ IsBoolFlag() bool })
-					cc.flags = append(cc.flags, completedFlag{f.Name, f.Usage, !(isBool && b.IsBoolFlag())})
+					cc.flags = append(cc.flags, completedFlag{f.Name, f.Usage, !(isBool && b.IsBoolFlag()), flagValues[c.name+" --"+f.Name]})
 				})
 			}
 		}
@@ -74,7 +84,7 @@ func bashCompletion(w io.Writer, cs []completed) {
 		names = append(names, c.name)
 	}
 	fmt.Fprintf(w, "# bash completion for vramscope: source <(vramscope completion bash)\n_vramscope() {\n")
-	fmt.Fprintf(w, "  local cur=${COMP_WORDS[COMP_CWORD]} words=\"\"\n")
+	fmt.Fprintf(w, "  local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]} words=\"\" vals=\"\"\n")
 	fmt.Fprintf(w, "  if [ \"$COMP_CWORD\" -eq 1 ]; then\n    COMPREPLY=($(compgen -W '%s --help --version' -- \"$cur\"))\n    return\n  fi\n", strings.Join(names, " "))
 	fmt.Fprintf(w, "  case ${COMP_WORDS[1]} in\n")
 	for _, c := range cs {
@@ -83,9 +93,20 @@ func bashCompletion(w io.Writer, cs []completed) {
 			fl = append(fl, "--"+f.name)
 		}
 		fl = append(fl, "--help")
-		fmt.Fprintf(w, "    %s) words='%s'; flags='%s' ;;\n", c.name, strings.Join(c.words, " "), strings.Join(fl, " "))
+		var vals []string
+		for _, f := range c.flags {
+			if len(f.values) > 0 {
+				vals = append(vals, fmt.Sprintf("--%s|-%s) vals='%s' ;;", f.name, f.name, strings.Join(f.values, " ")))
+			}
+		}
+		valCase := ""
+		if len(vals) > 0 {
+			valCase = "; case $prev in " + strings.Join(vals, " ") + " esac"
+		}
+		fmt.Fprintf(w, "    %s) words='%s'; flags='%s'%s ;;\n", c.name, strings.Join(c.words, " "), strings.Join(fl, " "), valCase)
 	}
 	fmt.Fprintf(w, "  esac\n")
+	fmt.Fprintf(w, "  if [ -n \"$vals\" ]; then COMPREPLY=($(compgen -W \"$vals\" -- \"$cur\")); return; fi\n")
 	fmt.Fprintf(w, "  if [[ $cur == -* ]]; then COMPREPLY=($(compgen -W \"$flags\" -- \"$cur\"))\n")
 	fmt.Fprintf(w, "  elif [ -n \"$words\" ]; then COMPREPLY=($(compgen -W \"$words\" -- \"$cur\"))\n")
 	fmt.Fprintf(w, "  else COMPREPLY=($(compgen -f -- \"$cur\")); fi\n}\ncomplete -o filenames -F _vramscope vramscope\n")
@@ -102,7 +123,9 @@ func zshCompletion(w io.Writer, cs []completed) {
 		var specs []string
 		for _, f := range c.flags {
 			spec := "--" + f.name + "[" + zshDesc(f.usage) + "]"
-			if f.takesValue {
+			if len(f.values) > 0 {
+				spec += ":value:(" + strings.Join(f.values, " ") + ")"
+			} else if f.takesValue {
 				spec += ":value:_files"
 			}
 			specs = append(specs, zshQuote(spec))
@@ -125,7 +148,9 @@ func fishCompletion(w io.Writer, cs []completed) {
 		cond := "'__fish_seen_subcommand_from " + c.name + "'"
 		for _, f := range c.flags {
 			r := ""
-			if f.takesValue {
+			if len(f.values) > 0 {
+				r = " -x -a " + fishQuote(strings.Join(f.values, " ")) // exclusive: these values, no files
+			} else if f.takesValue {
 				r = " -r"
 			}
 			fmt.Fprintf(w, "complete -c vramscope -n %s -l %s%s -d %s\n", cond, f.name, r, fishQuote(f.usage))

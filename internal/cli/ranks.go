@@ -58,6 +58,10 @@ func runRanks(args []string, stdout, stderr io.Writer) int {
 // (the store's <id>.json, or NAME.meta.json beside it), else its name's.
 func (c *ranksCmd) fromFiles(paths []string, stderr io.Writer) (*analyze.Ranks, error) {
 	var snaps []analyze.RankSnapshot
+	paths, err := expandRankDirs(paths)
+	if err != nil {
+		return nil, inputError{err}
+	}
 	for _, p := range paths {
 		rs, err := rankOf(p)
 		if err != nil {
@@ -73,6 +77,38 @@ func (c *ranksCmd) fromFiles(paths []string, stderr io.Writer) (*analyze.Ranks, 
 		return nil, inputError{err}
 	}
 	return rv, nil
+}
+
+// expandRankDirs replaces each folder among paths by the rank files in it:
+// its snapshots whose name or meta file gives a rank (metas themselves and
+// other files are left out).
+func expandRankDirs(paths []string) ([]string, error) {
+	var out []string
+	for _, p := range paths {
+		st, err := os.Stat(p)
+		if err != nil || !st.IsDir() {
+			out = append(out, p)
+			continue
+		}
+		entries, err := os.ReadDir(p)
+		if err != nil {
+			return nil, err
+		}
+		n := len(out)
+		for _, e := range entries {
+			name := filepath.Join(p, e.Name())
+			if e.IsDir() || strings.HasSuffix(e.Name(), ".json") {
+				continue
+			}
+			if _, err := rankOf(name); err == nil {
+				out = append(out, name)
+			}
+		}
+		if len(out) == n {
+			return nil, fmt.Errorf("%s: no rank files in it (rank3.pickle, snapshot_3.pickle, or a vramscope meta file beside a snapshot)", p)
+		}
+	}
+	return out, nil
 }
 
 // fileMeta is what vramscope's meta files say about a rank's snapshot.

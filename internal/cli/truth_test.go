@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -191,5 +192,68 @@ func TestStoredSnapshotsFromTheCLI(t *testing.T) {
 	}
 	if o := run("analyze", "20991231T000000.000Z-0001"); o.code != 2 || !strings.Contains(o.stderr, "20991231T000000.000Z-0001") {
 		t.Errorf("analyze of an unknown ID: %v", o)
+	}
+}
+
+// ranks DIR reads the rank files in the folder (metas and other files left
+// out), as the files named one by one; a folder without any says so.
+func TestRanksOfAFolder(t *testing.T) {
+	src := filepath.Join("..", "..", "examples", "ranks", "out", "snapshots")
+	dir := t.TempDir()
+	var files []string
+	for _, n := range []string{"rank0_oom.pickle", "rank1_oom.pickle"} {
+		dst := filepath.Join(dir, n)
+		if err := os.Symlink(abs(t, need(t, filepath.Join(src, n))), dst); err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, dst)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("the job's notes"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	byDir, byFiles := mustRun(t, "ranks", dir).stdout, mustRun(t, append([]string{"ranks"}, files...)...).stdout
+	if byDir != byFiles || !strings.Contains(byDir, "2 ranks") {
+		t.Errorf("ranks DIR:\n%s\nranks FILES:\n%s", byDir, byFiles)
+	}
+	empty := t.TempDir()
+	if o := run("ranks", empty); o.code != 2 || !strings.Contains(o.stderr, empty+": no rank files in it") {
+		t.Errorf("ranks of an empty folder: %v", o)
+	}
+}
+
+// help --help is the help there is, not a usage error.
+func TestHelpHelp(t *testing.T) {
+	for _, args := range [][]string{{"help", "--help"}, {"help", "-h"}} {
+		if o := run(args...); o.code != 0 || !strings.Contains(o.stdout, "analyze") {
+			t.Errorf("vramscope %v: %v", args, o)
+		}
+	}
+}
+
+// After --format, --weight, --bundle and --daemon the shells offer the
+// flag's values, not file names.
+func TestCompletionOffersValues(t *testing.T) {
+	for sh, want := range map[string]string{"zsh": ":value:(html json collapsed pprof)", "fish": "-l format -x -a 'html json collapsed pprof'"} {
+		if o := run("completion", sh); !strings.Contains(o.stdout, want) {
+			t.Errorf("completion %s lacks %q", sh, want)
+		}
+	}
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("no bash")
+	}
+	script := run("completion", "bash").stdout
+	for _, c := range []struct{ words, want string }{
+		{"vramscope flame --format j", "json"},
+		{`vramscope flame snap.pickle --weight ""`, "peak alloc current"},
+		{"vramscope analyze --bundle a", "alloc"},
+		{"vramscope lsp --daemon c", "connect"},
+		{"vramscope flame --format json --ke", "--keep-wrappers"},
+	} {
+		cmd := exec.Command(bash, "-c", script+"\nCOMP_WORDS=("+c.words+"); COMP_CWORD=$((${#COMP_WORDS[@]}-1)); _vramscope; echo \"${COMPREPLY[*]}\"")
+		out, err := cmd.CombinedOutput()
+		if err != nil || strings.TrimSpace(string(out)) != c.want {
+			t.Errorf("bash completing %q: %q, %v; want %q", c.words, out, err, c.want)
+		}
 	}
 }
