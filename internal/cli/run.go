@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -71,6 +72,9 @@ func runAttach(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "vramscope attach: want one PID")
 		return exitInput
 	}
+	if err := hasAgent(*python); err != nil {
+		return fail(stderr, err)
+	}
 	if *socket == "" {
 		*socket, _ = daemon.DefaultSocket()
 	}
@@ -86,6 +90,23 @@ func runAttach(args []string, stdout, stderr io.Writer) int {
 		return fail(stderr, err)
 	}
 	return exitOK
+}
+
+// hasAgent checks that python can import the agent (the vramscope package)
+// before anything starts, and says what to install when it cannot.
+func hasAgent(python string) error {
+	out, err := exec.Command(python, "-c", "import importlib.util as u, sys; sys.exit(0 if u.find_spec('vramscope') else 3)").CombinedOutput()
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &ee) && ee.ExitCode() == 3:
+		return inputError{fmt.Errorf("%s has no vramscope package (the agent): install it into the Python the process runs: "+
+			"%s -m pip install ./jupyter from a vramscope checkout, or the wheel `make dist` writes; or name that Python with --python", python, python)}
+	case errors.As(err, &ee):
+		return inputError{fmt.Errorf("%s could not check for the vramscope package: %v: %s", python, err, strings.TrimSpace(string(out)))}
+	}
+	return inputError{fmt.Errorf("no Python at %q (%v): name the one the process runs with --python", python, err)}
 }
 
 // ensureDaemon starts `vramscope serve` in the background when no daemon answers.

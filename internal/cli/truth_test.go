@@ -257,3 +257,25 @@ func TestCompletionOffersValues(t *testing.T) {
 		}
 	}
 }
+
+// attach with a Python that lacks the agent says what to install, before
+// any daemon is started; a Python that is not there is named.
+func TestAttachWithoutAgent(t *testing.T) {
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("no python3")
+	}
+	bare := filepath.Join(t.TempDir(), "python")
+	// -S: no site-packages, so no vramscope whatever this machine installed.
+	if err := os.WriteFile(bare, []byte("#!/bin/sh\nexec "+py+" -S \"$@\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("VRAMSCOPE_SOCKET", filepath.Join(t.TempDir(), "none.sock"))
+	o := run("attach", "--python", bare, "1")
+	if o.code != 2 || !strings.Contains(o.stderr, "has no vramscope package (the agent): install it") || !strings.Contains(o.stderr, "-m pip install ./jupyter") {
+		t.Errorf("attach with a bare Python: %v", o)
+	}
+	if o := run("attach", "--python", filepath.Join(t.TempDir(), "nopython"), "1"); o.code != 2 || !strings.Contains(o.stderr, "no Python at") {
+		t.Errorf("attach with no Python: %v", o)
+	}
+}
