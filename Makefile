@@ -91,10 +91,11 @@ test-web:
 test-py: build
 	.venv/bin/python -m pytest -q jupyter/tests
 
-# make dist, then each wheel's tags and engine header, the x86_64 wheel
+# make dist, then: make dist's preflight on a fresh git clone (deploy/dist/fresh.py), and each wheel's tags and engine header, the x86_64 wheel
 # installed offline into a fresh venv without Go (vramscope analyze, %vramscope
 # open through nbclient), each .vsix's files and engine header (deploy/dist/check.py).
 test-dist: dist
+	python3 deploy/dist/fresh.py
 	PATH="$(CURDIR)/.venv/bin:$$PATH" python3 deploy/dist/check.py --dist dist
 
 # The shared fixture facts (peak within 1%, top user line, no false alarms).

@@ -13,7 +13,11 @@ work); the other targets are cross-compiled with CGO_ENABLED=0, which compiles N
 (daemon/counters/nvml_nocgo.go: the sampler says "built without cgo"). linux/amd64 is also built
 static, for a manylinux2014 wheel where the cgo one's glibc is too new. Stdlib only.
 
-    python3 deploy/dist/dist.py [--out dist] [--only linux-amd64] [--no-vsix] [--no-sdist]
+    python3 deploy/dist/dist.py [--out dist] [--only linux-amd64] [--no-vsix] [--no-sdist] [--check]
+
+On a fresh clone it first sets up what it needs (npm ci for the extension's build tools, the engine in
+bin/ that the extension's build copies), and stops with one line saying what to install when a tool
+is missing (Go; Node.js and npm for the .vsix); --check only says which.
 """
 import argparse
 import base64
@@ -30,7 +34,6 @@ import sys
 import tarfile
 import tempfile
 import time
-import tomllib
 import zipfile
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -54,6 +57,8 @@ def log(msg):
 
 
 def project():
+    import tomllib  # Python 3.11+: preflight says so first
+
     with open(os.path.join(PKG, "pyproject.toml"), "rb") as f:
         return tomllib.load(f)["project"]
 
@@ -211,13 +216,49 @@ def write_vsixes(engines, out):
     return paths
 
 
+class Missing(Exception):
+    """A tool make dist needs and cannot set up itself; the message says what to install."""
+
+
+def preflight(vsix):
+    """What make dist must set up before it builds (commands to run in the checkout, in order);
+    raises Missing, with one line saying what to install, for what it cannot set up."""
+    if sys.version_info < (3, 11):
+        raise Missing("Python %d.%d is too old: run make dist with Python 3.11 or newer (tomllib)" % sys.version_info[:2])
+    if not shutil.which("go"):
+        raise Missing("go not found: install Go (https://go.dev/dl, the version in go.mod), then run make dist again")
+    steps = []
+    if vsix:
+        if not shutil.which("npm") or not shutil.which("node"):
+            raise Missing("npm not found: install Node.js 20+ with npm for the VS Code extension, "
+                          "or run python3 deploy/dist/dist.py --no-vsix for the wheels and sdist alone")
+        bins = os.path.join(REPO, "node_modules", ".bin")
+        if not all(os.path.exists(os.path.join(bins, t)) for t in ("tsc", "vsce", "esbuild")):
+            steps.append(["npm", "ci", "--no-audit", "--no-fund"])
+        if not os.path.exists(os.path.join(REPO, "bin", "vramscope")):
+            steps.append(["go", "build", "-o", os.path.join("bin", "vramscope"), "./cmd/vramscope"])
+    return steps
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default=os.path.join(REPO, "dist"))
     ap.add_argument("--only", action="append", choices=sorted(TARGETS), help="build only these targets (repeatable)")
     ap.add_argument("--no-vsix", action="store_true")
     ap.add_argument("--no-sdist", action="store_true")
+    ap.add_argument("--check", action="store_true", help="only say what would be set up, or what is missing")
     args = ap.parse_args()
+    try:
+        steps = preflight(not args.no_vsix)
+    except Missing as e:
+        print("dist: " + str(e), file=sys.stderr)
+        return 2
+    if args.check:
+        print("dist: ready" if not steps else "dist: will run first: " + "; ".join(" ".join(c) for c in steps))
+        return 0
+    for cmd in steps:
+        log("setting up: " + " ".join(cmd))
+        subprocess.run(cmd, cwd=REPO, check=True)
     proj = project()
     os.makedirs(os.path.join(args.out, "engines"), exist_ok=True)
     engines, tags = {}, {}
