@@ -20,9 +20,18 @@ func category(cats []analyze.Category, name string) analyze.Category {
 // Every category at the peak that holds bytes counts the blocks that hold
 // them, pre-trace blocks included (the snapshot's segments list them).
 func TestCategoriesCountBlocks(t *testing.T) {
-	for _, in := range inputs(t) {
+	all := inputs(t)
+	for _, n := range []string{"rank0", "rank1", "rank0_oom", "rank1_oom"} { // a real two-rank job, named by the agent
+		all = append(all, input{n, filepath.Join(exampleDir, "..", "ranks", "out", "snapshots", n+".pickle")})
+	}
+	for _, in := range all {
 		t.Run(in.name, func(t *testing.T) {
-			for _, d := range result(t, in.name).Devices {
+			need(t, in.path)
+			r, err := analyze.Run(in.path, analyze.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, d := range r.Devices {
 				for _, c := range d.Categories {
 					if (c.Bytes > 0) != (c.Blocks > 0) {
 						t.Errorf("device %d: %s holds %d bytes in %d blocks", d.Device, c.Name, c.Bytes, c.Blocks)
