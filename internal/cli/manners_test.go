@@ -157,9 +157,7 @@ func TestCompletion(t *testing.T) {
 		{"vramscope completion f", "fish"},
 		{"vramscope help wh", "whatif"},
 	} {
-		cmd := exec.Command(bash, "-c", script+"\nCOMP_WORDS=("+c.words+"); COMP_CWORD=$((${#COMP_WORDS[@]}-1)); _vramscope; echo \"${COMPREPLY[*]}\"")
-		out, err := cmd.CombinedOutput()
-		if err != nil || strings.TrimSpace(string(out)) != c.want {
+		if out, err := bashComplete(bash, script, c.words); err != nil || out != c.want {
 			t.Errorf("bash completing %q: %q, %v; want %q", c.words, out, err, c.want)
 		}
 	}

@@ -250,12 +250,18 @@ func TestCompletionOffersValues(t *testing.T) {
 		{"vramscope lsp --daemon c", "connect"},
 		{"vramscope flame --format json --ke", "--keep-wrappers"},
 	} {
-		cmd := exec.Command(bash, "-c", script+"\nCOMP_WORDS=("+c.words+"); COMP_CWORD=$((${#COMP_WORDS[@]}-1)); _vramscope; echo \"${COMPREPLY[*]}\"")
-		out, err := cmd.CombinedOutput()
-		if err != nil || strings.TrimSpace(string(out)) != c.want {
+		if out, err := bashComplete(bash, script, c.words); err != nil || out != c.want {
 			t.Errorf("bash completing %q: %q, %v; want %q", c.words, out, err, c.want)
 		}
 	}
+}
+
+// bashComplete runs the bash completion script on the words typed so far
+// (the last one being completed) and returns what it offers.
+func bashComplete(bash, script, words string) (string, error) {
+	cmd := exec.Command(bash, "-c", script+"\nCOMP_WORDS=("+words+"); COMP_CWORD=$((${#COMP_WORDS[@]}-1)); _vramscope; echo \"${COMPREPLY[*]}\"")
+	out, err := cmd.CombinedOutput()
+	return strings.TrimSpace(string(out)), err
 }
 
 // attach with a Python that lacks the agent says what to install, before
