@@ -118,3 +118,26 @@ func TestStepsValidOnRecordings(t *testing.T) {
 		})
 	}
 }
+
+// A run recorded over 3 hours (the level log's uint32 microseconds once
+// stopped at 71 minutes): every step is found, with the peak the trace
+// reached in it, and every timeline point is split by category.
+func TestTraceOfHours(t *testing.T) {
+	r, f := synth(t, "hours")
+	checkDevicesAgainstReplay(t, r, f)
+	d := r.Devices[0]
+	if span := d.EndUS - d.StartUS; span < 3*3600e6-900e6 || len(d.Steps) != 12 || d.StepsIncomplete {
+		t.Fatalf("span %d µs, %d steps (incomplete %v)", span, len(d.Steps), d.StepsIncomplete)
+	}
+	for k, s := range d.Steps {
+		if want := int64(16+k+8) << 20; s.PeakBytes != want {
+			t.Errorf("step %d at %.0f min: peak %d, want %d", k, float64(s.EndUS-d.StartUS)/60e6, s.PeakBytes, want)
+		}
+	}
+	validSteps(t, d)
+	for i, p := range d.Timeline.Points {
+		if len(p.Categories) == 0 {
+			t.Fatalf("point %d (%.0f min) not split by category", i, float64(p.TimeUS-d.StartUS)/60e6)
+		}
+	}
+}

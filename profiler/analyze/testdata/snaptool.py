@@ -387,7 +387,30 @@ def synth_long():
             "external_annotations": []}
 
 
-SYNTH = {"two_devices": synth_two_devices, "address_reuse": synth_address_reuse, "long": synth_long}
+def synth_hours():
+    """A training run recorded over 3 hours (beyond the 71 minutes uint32 microseconds hold): 12
+    steps 15 minutes apart, each a forward activation, a frameless gradient, an optimizer step; the
+    activations grow by 1 MiB a step, so each step's peak is known."""
+    fw = frames((LIB, 134, "forward"), (USER, 20, "step"), (USER, 40, "main"))
+    opt = frames((USER, 22, "step"), (USER, 40, "main"))
+    M = 1 << 20
+    events, anns, t = [entry("segment_alloc", 0x10000000, 256 * M, 0, fw)], [], 0
+    for k in range(12):
+        t = k * 900_000_000 + 1000
+        act = (16 + k) * M
+        events += [entry("alloc", 0x10000000, act, t, fw),
+                   entry("alloc", 0x12000000, 8 * M, t + 10),  # backward, frameless
+                   entry("free_completed", 0x10000000, act, t + 20, fw),
+                   entry("free_completed", 0x12000000, 8 * M, t + 40, opt)]
+        anns += [{"name": "Optimizer.step#SGD.step", "stage": "START", "device": 0, "time_us": t + 30},
+                 {"name": "Optimizer.step#SGD.step", "stage": "END", "device": 0, "time_us": t + 50}]
+    segs = [segment(0, 0x10000000, 256 * M, [block(0x10000000, 256 * M, "inactive")])]
+    return {"segments": segs, "device_traces": [events], "allocator_settings": settings(),
+            "external_annotations": anns}
+
+
+SYNTH = {"two_devices": synth_two_devices, "address_reuse": synth_address_reuse, "long": synth_long,
+         "hours": synth_hours}
 
 
 def main(argv):
