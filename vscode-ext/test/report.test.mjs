@@ -111,6 +111,10 @@ test("the report's views in VS Code's webview (code-server 1.100.3)", { skip, ti
     const bars = await frame.evaluate(() => [...document.querySelectorAll(".vm-oom .vm-bar-row")].map((r) => ({ cls: r.className, bytes: Number(r.dataset.bytes), text: r.textContent })));
     assert.deepEqual(bars.map((b) => b.bytes), [oom.request, oom.largest_free_block], JSON.stringify(bars));
     assert.ok(oom.request > oom.largest_free_block, "the request is larger than the largest free block");
+    // The flame graph opens at the OOM too; its button goes back to the peak (the engine's peak tree, below).
+    assert.equal((await report()).moment?.t, analysis.ooms[0].time_us, "the flame graph opens at the OOM");
+    await frame.click("button.vr-peak");
+    await waitFor("the peak's flame graph", async () => (await report()).moment === null, 10_000);
     await shot(page, "01-report.png");
   });
 
