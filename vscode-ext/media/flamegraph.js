@@ -28,7 +28,7 @@
       vscode.postMessage({ type: "open", file: frame.file, line: frame.line, name: frame.name });
     };
     view = report && report.device && window.VramscopeReport
-      ? window.VramscopeReport.render(container, tree, report, { flameOptions: { onFrameClick: open }, onFrameClick: open })
+      ? window.VramscopeReport.render(container, tree, report, { flameOptions: { onFrameClick: open }, onFrameClick: open, openAtOOM: true })
       : F.render(container, tree, { onFrameClick: open });
     window.vramscope = view;
   }

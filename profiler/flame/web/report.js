@@ -126,9 +126,17 @@
       this.fillFindings();
       this.renderAllocMap();
       // A report of an OOM opens at the failure, as the allocator map does,
-      // not at an earlier successful peak (the peak button goes back to it).
+      // not at an earlier successful peak (the peak button goes back to it),
+      // where the host asks (openAtOOM: the page, the editor) and the tree
+      // it was given is the peak's (the notebook's weight buttons choose theirs).
       const oom = (this.report.ooms || [])[0];
-      if (oom && this.moments && !this.report.diff && this.showMoment(+oom.time_us)) {
+      const atPeak = !this.peakTree.weight || this.peakTree.weight === "peak";
+      if (oom && this.moments && !this.report.diff && o.openAtOOM && atPeak) this.showOOM(oom);
+    }
+
+    /** showOOM draws what was live at the OOM, saying so. */
+    showOOM(oom) {
+      if (this.showMoment(+oom.time_us)) {
         this.showing.textContent = "At the OOM (" + formatBytes(oom.requested) + " requested): " + this.showing.textContent;
       }
     }
@@ -337,8 +345,10 @@
    * showPeak(), selectFinding(i), reportState()}. options: {flameOptions
    * (flame.js's options: onFrameClick, colors, height), onFrameClick (for a
    * top line), categoryColors, baseLabel and baseName (what the tree given
-   * shows, when not the peak: "All allocations", "all allocations"), flame,
-   * timeline, moments, allocmap (the modules, when not globals)}. Measured as
+   * shows, when not the peak: "All allocations", "all allocations"),
+   * openAtOOM (a report with an OOM, given the peak's tree, first shows what
+   * was live at the OOM), flame, timeline, moments, allocmap (the modules,
+   * when not globals)}. Measured as
    * "vramscope-report-render".
    */
   function render(container, tree, report, options) {
