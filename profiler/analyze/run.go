@@ -6,6 +6,7 @@ package analyze
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"sort"
 
@@ -121,7 +122,7 @@ func RunStream(name string, r io.Reader, opt Options) (*Result, error) {
 
 // FromBytes analyses a snapshot held in memory.
 func FromBytes(name string, b []byte, opt Options) (*Result, error) {
-	return run(opt, func(frames *profiler.Frames, on torchsnap.EventFunc) (*torchsnap.Snapshot, error) {
+	return run(name, opt, func(frames *profiler.Frames, on torchsnap.EventFunc) (*torchsnap.Snapshot, error) {
 		snap, err := torchsnap.Decode(b, frames, on)
 		if err != nil {
 			return nil, err
@@ -131,16 +132,23 @@ func FromBytes(name string, b []byte, opt Options) (*Result, error) {
 	})
 }
 
-// run decodes with read, replaying its events on a second goroutine.
-func run(opt Options, read func(*profiler.Frames, torchsnap.EventFunc) (*torchsnap.Snapshot, error)) (*Result, error) {
+// run decodes with read, replaying its events on a second goroutine. A
+// panic on either goroutine is returned as a *PanicError naming the file
+// (name) instead of ending the process.
+func run(name string, opt Options, read func(*profiler.Frames, torchsnap.EventFunc) (*torchsnap.Snapshot, error)) (_ *Result, err error) {
+	defer recovered(name, &err)
 	frames := profiler.NewFrames()
 	a := &analysis{frames: frames, origins: newOrigins(frames)}
 	a.origins.fileNames = opt.FileNames
 	p := a.pipe()
+	defer p.close()
 	snap, err := read(frames, p.event)
 	p.close()
 	if err != nil {
 		return nil, err
+	}
+	if err := p.err(); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	return a.finish(snap, opt), nil
 }

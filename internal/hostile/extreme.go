@@ -1,0 +1,101 @@
+package hostile
+
+import (
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/vramscope/vramscope/profiler/pickle"
+)
+
+// Entry is one trace entry of a hand-made snapshot: the fields whose
+// extreme values broke the analyses' arithmetic.
+type Entry struct {
+	Action string // "alloc", "free_completed", "segment_alloc", "oom", ...
+	Addr   uint64
+	Size   uint64
+	TimeUS int64
+}
+
+// Trace is a snapshot of one device trace holding entries, each with one
+// user frame, as Python pickles it:
+//
+//	pickle.dumps({'segments': [], 'device_traces': [[{'action': 'alloc',
+//	    'addr': 0, 'size': 512, 'stream': 0, 'time_us': -2**63,
+//	    'frames': [{'name': 'f', 'filename': 'train.py', 'line': 7}]}, ...]]}, 4)
+func Trace(entries []Entry) []byte {
+	var b []byte
+	w := pickle.NewWriter(sliceWriter{&b})
+	w.BeginDict()
+	w.Key("segments")
+	w.BeginList()
+	w.EndList()
+	w.Key("device_traces")
+	w.BeginList()
+	w.BeginList()
+	for _, e := range entries {
+		w.BeginDict()
+		w.Key("action")
+		w.Str(e.Action)
+		w.Key("addr")
+		w.Uint(e.Addr)
+		w.Key("size")
+		w.Uint(e.Size)
+		w.Key("stream")
+		w.Int(0)
+		w.Key("time_us")
+		w.Int(e.TimeUS)
+		w.Key("frames")
+		w.BeginList()
+		w.BeginDict()
+		w.Key("name")
+		w.Str("f")
+		w.Key("filename")
+		w.Str("train.py")
+		w.Key("line")
+		w.Int(7)
+		w.EndDict()
+		w.EndList()
+		w.EndDict()
+	}
+	w.EndList()
+	w.EndList()
+	w.EndDict()
+	if err := w.Close(); err != nil {
+		panic(err) // writing to a slice does not fail
+	}
+	return b
+}
+
+// ExtremeTimes is the file of round 2's High defect: two allocations at
+// time_us -2^63 and 2^62. Their difference overflowed int64, the timeline's
+// bucket index went negative and the panic killed the CLI, the daemon and
+// the language server.
+func ExtremeTimes() []byte {
+	return Trace([]Entry{{"alloc", 0, 512, math.MinInt64}, {"alloc", 1024, 512, 1 << 62}})
+}
+
+// Extremes are the extreme-integer snapshots by name: times, sizes and
+// addresses at the ends of their ranges. Every layer must answer each with
+// an error naming the file and the field, never a panic.
+func Extremes() map[string][]byte {
+	return map[string][]byte{
+		"times":         ExtremeTimes(),
+		"time-max":      Trace([]Entry{{"alloc", 0, 512, 0}, {"alloc", 1024, 512, math.MaxInt64}}),
+		"size-max":      Trace([]Entry{{"alloc", 0, math.MaxUint64, 1}, {"alloc", 1 << 40, math.MaxUint64, 2}}),
+		"address-wraps": Trace([]Entry{{"alloc", math.MaxUint64 - 511, 1024, 1}}),
+		"segment-max":   Trace([]Entry{{"segment_alloc", 0, 1 << 63, 1}, {"segment_alloc", 1 << 63, 1 << 63, 2}}),
+	}
+}
+
+// Write writes b to a file called name in a test's temporary directory and
+// returns its path.
+func Write(t testing.TB, name string, b []byte) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}

@@ -1,0 +1,79 @@
+package torchsnap
+
+import (
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/vramscope/vramscope/internal/hostile"
+	"github.com/vramscope/vramscope/profiler"
+)
+
+// TestExtremeIntegers: every extreme-integer snapshot is refused with an
+// error naming the field (the file is named by ReadFile, which wraps it),
+// in the pickle and the VSM1 forms alike.
+func TestExtremeIntegers(t *testing.T) {
+	want := map[string]string{
+		"times":         `"time_us" is -9223372036854775808`,
+		"time-max":      `"time_us" is 9223372036854775807`,
+		"size-max":      `"size" is 18446744073709551615`,
+		"address-wraps": `"addr" 0xfffffffffffffe00 plus "size" 1024`,
+		"segment-max":   `"size" is 9223372036854775808`,
+	}
+	for name, b := range hostile.Extremes() {
+		_, err := Decode(b, profiler.NewFrames(), nil)
+		if err == nil || !strings.Contains(err.Error(), want[name]) || !strings.Contains(err.Error(), "entry ") {
+			t.Errorf("%s: got %v, want an error naming the entry and %s", name, err, want[name])
+		}
+	}
+}
+
+// TestLimitsAtTheBounds: the largest accepted values decode; one past each
+// bound is refused; and sizes that add up past 2^60 are refused even though
+// each one is in range.
+func TestLimitsAtTheBounds(t *testing.T) {
+	ok := hostile.Trace([]hostile.Entry{{Action: "alloc", Addr: 0, Size: MaxBytes, TimeUS: -MaxTimeUS},
+		{Action: "alloc", Addr: math.MaxUint64 - MaxBytes, Size: MaxBytes, TimeUS: MaxTimeUS}})
+	if _, err := Decode(ok, profiler.NewFrames(), nil); err != nil {
+		t.Fatalf("values at the bounds: %v", err)
+	}
+	for _, e := range []hostile.Entry{{Action: "alloc", Size: 512, TimeUS: MaxTimeUS + 1},
+		{Action: "alloc", Size: 512, TimeUS: -MaxTimeUS - 1}, {Action: "alloc", Size: MaxBytes + 1}} {
+		if _, err := Decode(hostile.Trace([]hostile.Entry{e}), profiler.NewFrames(), nil); err == nil {
+			t.Errorf("%+v decoded", e)
+		}
+	}
+	many := make([]hostile.Entry, MaxTotalBytes/MaxBytes+1)
+	for i := range many {
+		many[i] = hostile.Entry{Action: "alloc", Addr: uint64(i) * MaxBytes, Size: MaxBytes, TimeUS: int64(i)}
+	}
+	_, err := Decode(hostile.Trace(many), profiler.NewFrames(), nil)
+	if err == nil || !strings.Contains(err.Error(), "add up to more than 2^60") {
+		t.Errorf("%d allocations of 2^44 bytes: %v", len(many), err)
+	}
+}
+
+// TestNaNDuration: a walk's took_ms of NaN or ±Inf reads as 0, so a summary
+// that carries it encodes as JSON.
+func TestNaNDuration(t *testing.T) {
+	for _, v := range []float64{math.NaN(), math.Inf(1), math.Inf(-1), -3} {
+		b := pkl(dict{{"segments", []any{}}, {"vramscope_tensors", dict{{"version", 1}, {"took_ms", raw(floatOp(v))}, {"entries", []any{}}}}})
+		s, err := Decode(b, profiler.NewFrames(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Tensors == nil || s.Tensors.TookMS != 0 {
+			t.Errorf("took_ms %v read as %+v", v, s.Tensors)
+		}
+	}
+}
+
+// floatOp is pickle's BINFLOAT opcode for v (big-endian).
+func floatOp(v float64) string {
+	u := math.Float64bits(v)
+	b := []byte{'G'}
+	for i := 7; i >= 0; i-- {
+		b = append(b, byte(u>>(8*i)))
+	}
+	return string(b)
+}
