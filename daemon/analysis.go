@@ -32,6 +32,7 @@ type analyses struct {
 	augment func(id string, r *analyze.Result)
 	// progress, when set (tests), is each decode's analyze.Options.Progress.
 	progress func(done, total int64)
+	logf     func(format string, args ...any) // the daemon's log, for panics
 
 	pending sync.WaitGroup // summary caches being written
 
@@ -52,14 +53,35 @@ type analysisEntry struct {
 	stopped bool
 }
 
-func newAnalyses(st *store.Store, max int) *analyses {
-	return &analyses{st: st, max: max, entries: map[string]*list.Element{}, lru: list.New()}
+func newAnalyses(st *store.Store, max int, logf func(string, ...any)) *analyses {
+	return &analyses{st: st, max: max, logf: logf, entries: map[string]*list.Element{}, lru: list.New()}
 }
 
 // compute analyses a file that is not (yet) in the store.
 func (c *analyses) compute(path string) (*analyze.Result, error) {
 	c.runs.Add(1)
-	return analyze.Run(path, analyze.Options{})
+	res, err := analyze.Run(path, analyze.Options{})
+	analyze.LogPanic(c.logf, err)
+	return res, err
+}
+
+// run analyses a stored snapshot and adds what the daemon knows. It runs
+// on a goroutine of its own: a panic there would end the daemon, so it
+// comes back as the analysis' error, and is logged with the file.
+func (c *analyses) run(ctx context.Context, id string) (res *analyze.Result, err error) {
+	path := c.st.Path(id)
+	err = analyze.Guard(path, func() error {
+		res, err = analyze.RunContext(ctx, path, analyze.Options{Progress: c.progress})
+		if err == nil && c.augment != nil {
+			c.augment(id, res)
+		}
+		return err
+	})
+	analyze.LogPanic(c.logf, err)
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
 }
 
 // put caches the analysis of a freshly committed snapshot.
@@ -158,10 +180,7 @@ func (c *analyses) start(id string) *analysisEntry {
 	c.runs.Add(1)
 	go func() {
 		defer cancel()
-		res, err := analyze.RunContext(ctx, c.st.Path(id), analyze.Options{Progress: c.progress})
-		if err == nil && c.augment != nil {
-			c.augment(id, res)
-		}
+		res, err := c.run(ctx, id)
 		c.mu.Lock()
 		e.res, e.err, e.cancel = res, err, nil
 		if err == nil {

@@ -55,6 +55,7 @@ func (d *Daemon) commitStreamed(part string, sr streamed, meta store.Meta) (stor
 		if writingFailed(sr.err, part) {
 			return store.Meta{}, rpcErr(api.CodeStoreFailed, "storing the streamed snapshot: %v", sr.err)
 		}
+		analyze.LogPanic(d.cfg.Logf, sr.err)
 		return store.Meta{}, rpcErr(api.CodeBadSnapshot, "the streamed snapshot: %v", sr.err)
 	}
 	meta.Format = "vsm1"

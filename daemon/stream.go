@@ -49,7 +49,14 @@ func openStream(part string) *stream {
 		return nil
 	}
 	s := &stream{fifo: fifo, done: make(chan streamed, 1)}
-	go func() { s.done <- s.read(part) }()
+	go func() {
+		var sr streamed
+		// A panic on this goroutine would end the daemon: it fails the capture instead.
+		if err := analyze.Guard(part, func() error { sr = s.read(part); return nil }); err != nil {
+			sr = streamed{got: true, err: err}
+		}
+		s.done <- sr
+	}()
 	return s
 }
 

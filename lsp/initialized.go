@@ -3,6 +3,8 @@ package lsp
 import (
 	"context"
 	"encoding/json"
+
+	"github.com/vramscope/vramscope/profiler/analyze"
 )
 
 func init() { register("initialized", (*Server).initialized, false) }
@@ -49,6 +51,12 @@ func (s *Server) openAndShowAsked(ctx context.Context, path string, n int64) (*l
 		s.showMessage(msgError, "vramscope: "+err.Error())
 		return nil, err
 	}
-	s.showAsked(l, n)
+	// This runs on a goroutine of its own: a panic while showing the
+	// analysis would end the server; it becomes an error message instead.
+	if err := analyze.Guard(path, func() error { s.showAsked(l, n); return nil }); err != nil {
+		analyze.LogPanic(s.cfg.Logf, err)
+		s.showMessage(msgError, "vramscope: "+err.Error())
+		return nil, err
+	}
 	return l, nil
 }

@@ -79,7 +79,7 @@ func New(cfg Config) *Server {
 	if cfg.Daemon == "" {
 		cfg.Daemon = "auto"
 	}
-	return &Server{cfg: cfg, settings: defaultSettings(), docs: map[string]*document{}, snaps: newSnapshots(),
+	return &Server{cfg: cfg, settings: defaultSettings(), docs: map[string]*document{}, snaps: newSnapshots(cfg.Logf),
 		published: map[string]bool{}, exited: make(chan struct{}), ready: make(chan struct{})}
 }
 

@@ -1,6 +1,7 @@
 package analyze
 
 import (
+	"errors"
 	"fmt"
 	"runtime/debug"
 )
@@ -25,5 +26,22 @@ func (e *PanicError) Error() string {
 func recovered(name string, err *error) {
 	if r := recover(); r != nil {
 		*err = fmt.Errorf("%s: %w", name, newPanicError(r))
+	}
+}
+
+// Guard runs fn, which analyses file or works on its result, turning a
+// panic into an error naming the file: the daemon's and the language
+// server's goroutines that handle snapshots run their work through it.
+func Guard(file string, fn func() error) (err error) {
+	defer recovered(file, &err)
+	return fn()
+}
+
+// LogPanic writes err with the stack of the panic it wraps, when it wraps a
+// *PanicError, with logf; the message names the file.
+func LogPanic(logf func(format string, args ...any), err error) {
+	var pe *PanicError
+	if errors.As(err, &pe) {
+		logf("%v\n%s", err, pe.Stack)
 	}
 }

@@ -1,0 +1,92 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/sourcegraph/jsonrpc2"
+
+	"github.com/vramscope/vramscope/daemon/api"
+	"github.com/vramscope/vramscope/daemon/client"
+	"github.com/vramscope/vramscope/internal/hostile"
+	"github.com/vramscope/vramscope/profiler/analyze"
+)
+
+// TestExtremeTimes: the crafted snapshot of round 2's High defect (time_us
+// -2^63 and 2^62; its timeline index overflowed and the panic ended the
+// daemon), imported and handed over by an agent, over the real socket. Each
+// is refused as a bad snapshot naming the file and the field, and the
+// daemon goes on: a real snapshot imports after them.
+func TestExtremeTimes(t *testing.T) {
+	d, cfg := testDaemon(t)
+	c := dial(t, cfg.Socket)
+	ag := fakeAgent(t, cfg.Socket, 7171, nil)
+	b := hostile.ExtremeTimes()
+	bad := hostile.Write(t, "crafted.pickle", b)
+	err := c.Call(context.Background(), api.SnapshotImport, api.ImportParams{Path: bad}, nil)
+	wantBad(t, "snapshot.import", err, bad)
+	part := filepath.Join(d.store.IncomingDir(), "7171-oom.part")
+	if err := os.WriteFile(part, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	err = ag.Call(context.Background(), api.AgentCaptured, api.CapturedParams{DumpResult: api.DumpResult{Path: part}, Reason: "oom"}, nil)
+	wantBad(t, "agent.captured", err, part)
+	for name, b := range hostile.Extremes() {
+		err := c.Call(context.Background(), api.SnapshotImport, api.ImportParams{Path: hostile.Write(t, name+".pickle", b)}, nil)
+		wantBad(t, name, err, name+".pickle")
+	}
+	r := importFixture(t, c, "gpt2_train.pickle")
+	var sum struct{ Events int64 }
+	call(t, c, api.AnalysisSummary, api.IDParams{ID: r.ID}, &sum)
+	if sum.Events == 0 {
+		t.Errorf("the good snapshot after the crafted ones: %+v", sum)
+	}
+}
+
+func wantBad(t *testing.T, what string, err error, file string) {
+	t.Helper()
+	code := client.Code(err)
+	var re *jsonrpc2.Error
+	if errors.As(err, &re) { // the agent's connection
+		code = re.Code
+	}
+	if err == nil || code != api.CodeBadSnapshot || !strings.Contains(err.Error(), file) ||
+		!strings.Contains(err.Error(), "entry ") || strings.Contains(err.Error(), "internal error") {
+		t.Errorf("%s: %v, want a bad-snapshot error naming %s and the entry", what, err, file)
+	}
+}
+
+// TestAnalysisPanicAnswered: a panic on the goroutine that analyses a stored
+// snapshot (here in the daemon's own follow-up, made to panic) is answered
+// as an error naming the file, logged with its stack, and the daemon goes
+// on answering.
+func TestAnalysisPanicAnswered(t *testing.T) {
+	var mu sync.Mutex
+	var log strings.Builder
+	d, cfg := testDaemon(t, func(c *Config) {
+		c.Logf = func(f string, a ...any) { mu.Lock(); fmt.Fprintf(&log, f+"\n", a...); mu.Unlock() }
+	})
+	c := dial(t, cfg.Socket)
+	r := importFixture(t, c, "gpt2_train.pickle")
+	d.analyses.drop(r.ID)
+	d.analyses.augment = func(string, *analyze.Result) { panic("a broken invariant") }
+	err := c.Call(context.Background(), api.AnalysisFlame, api.FlameParams{ID: r.ID}, nil)
+	path := d.store.Path(r.ID)
+	if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "a broken invariant") {
+		t.Fatalf("analysis.flame: %v, want an internal error naming %s", err, path)
+	}
+	mu.Lock()
+	logged := log.String()
+	mu.Unlock()
+	if !strings.Contains(logged, path+": internal error") || !strings.Contains(logged, "goroutine ") {
+		t.Errorf("the log has no stack for the panic: %s", logged)
+	}
+	d.analyses.augment = nil
+	call(t, c, api.AnalysisFlame, api.FlameParams{ID: r.ID}, nil)
+}
