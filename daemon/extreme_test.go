@@ -90,3 +90,23 @@ func TestAnalysisPanicAnswered(t *testing.T) {
 	d.analyses.augment = nil
 	call(t, c, api.AnalysisFlame, api.FlameParams{ID: r.ID}, nil)
 }
+
+// TestNaNDuration: a tensor walk whose took_ms is NaN (JSON has no NaN:
+// analysis.summary failed with error code 0, analysis.report with -32603)
+// imports, and both answer.
+func TestNaNDuration(t *testing.T) {
+	_, cfg := testDaemon(t)
+	c := dial(t, cfg.Socket)
+	var r api.SnapshotResult
+	call(t, c, api.SnapshotImport, api.ImportParams{Path: hostile.Write(t, "nan.pickle", hostile.NaNDuration())}, &r)
+	var sum struct {
+		Tensors *struct {
+			TookMS *float64 `json:"walk_ms"`
+		} `json:"named_tensors"`
+	}
+	call(t, c, api.AnalysisSummary, api.IDParams{ID: r.ID}, &sum)
+	if sum.Tensors == nil || sum.Tensors.TookMS == nil || *sum.Tensors.TookMS != 0 {
+		t.Errorf("summary's named_tensors: %+v, want walk_ms 0", sum.Tensors)
+	}
+	call(t, c, api.AnalysisReport, api.IDParams{ID: r.ID}, nil)
+}

@@ -99,3 +99,33 @@ func Write(t testing.TB, name string, b []byte) string {
 	}
 	return path
 }
+
+// NaNDuration is a snapshot whose tensor walk says it took NaN ms (json
+// cannot carry NaN: the daemon's analysis.summary answered with error code
+// 0 and analysis.report with -32603).
+func NaNDuration() []byte {
+	var b []byte
+	w := pickle.NewWriter(sliceWriter{&b})
+	w.BeginDict()
+	w.Key("segments")
+	w.BeginList()
+	w.EndList()
+	w.Key("device_traces")
+	w.BeginList()
+	w.EndList()
+	w.Key("vramscope_tensors")
+	w.BeginDict()
+	w.Key("version")
+	w.Int(1)
+	w.Key("took_ms")
+	w.Float(math.NaN())
+	w.Key("entries")
+	w.BeginList()
+	w.EndList()
+	w.EndDict()
+	w.EndDict()
+	if err := w.Close(); err != nil {
+		panic(err)
+	}
+	return b
+}
