@@ -18,13 +18,18 @@ type Entry struct {
 	TimeUS int64
 }
 
-// Trace is a snapshot of one device trace holding entries, each with one
-// user frame, as Python pickles it:
+// Trace is a snapshot of one device trace holding entries, each with the
+// same user frame, as Python pickles it:
 //
 //	pickle.dumps({'segments': [], 'device_traces': [[{'action': 'alloc',
 //	    'addr': 0, 'size': 512, 'stream': 0, 'time_us': -2**63,
 //	    'frames': [{'name': 'f', 'filename': 'train.py', 'line': 7}]}, ...]]}, 4)
-func Trace(entries []Entry) []byte {
+func Trace(entries []Entry) []byte { return Named(entries, "train.py", "f") }
+
+// Named is Trace with the frame's file and function names given: terminal
+// escape sequences in them reached the user's terminal through the CLI's
+// text outputs.
+func Named(entries []Entry, file, function string) []byte {
 	var b []byte
 	w := pickle.NewWriter(sliceWriter{&b})
 	w.BeginDict()
@@ -50,9 +55,9 @@ func Trace(entries []Entry) []byte {
 		w.BeginList()
 		w.BeginDict()
 		w.Key("name")
-		w.Str("f")
+		w.Str(function)
 		w.Key("filename")
-		w.Str("train.py")
+		w.Str(file)
 		w.Key("line")
 		w.Int(7)
 		w.EndDict()
