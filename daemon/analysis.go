@@ -22,10 +22,14 @@ const summaryCache = "summary.json"
 
 // analyses caches finished analyses by snapshot id: the most recent few in
 // memory (a Result keeps what flame graphs and diffs need), the summary on
-// disk. Concurrent requests for one snapshot share one decode.
+// disk. Concurrent requests for one snapshot share one decode. The memory
+// is bounded by count and by bytes (Result.Footprint): a crafted snapshot
+// of 300,000 distinct lines holds a quarter of a gigabyte, and eight of
+// them held two.
 type analyses struct {
-	st   *store.Store
-	max  int
+	st       *store.Store
+	max      int
+	maxBytes int64 // the most recent analysis is kept even when it alone weighs more
 	runs atomic.Int64 // decodes, for the test that a snapshot is decoded once
 	// augment adds what only the daemon knows (NVML at capture time) to a
 	// fresh analysis, before anyone sees it.
@@ -39,13 +43,20 @@ type analyses struct {
 	mu      sync.Mutex
 	entries map[string]*list.Element // of *analysisEntry
 	lru     *list.List
+	bytes   int64 // the Footprint of the finished analyses in entries
 }
 
+// maxCacheBytes bounds the analyses kept in memory: a few of real runs
+// (gpt2_train's weighs 1.2 MB; a 12-layer model's tens), or one hostile
+// snapshot's.
+const maxCacheBytes = 512 << 20
+
 type analysisEntry struct {
-	id   string
-	done chan struct{}
-	res  *analyze.Result
-	err  error
+	id    string
+	done  chan struct{}
+	res   *analyze.Result
+	err   error
+	bytes int64 // res.Footprint(), counted in analyses.bytes
 	// While the decode runs (under analyses.mu): the requests waiting for it,
 	// and how to stop it once none is left (their clients cancelled or went).
 	waiters int
@@ -53,8 +64,8 @@ type analysisEntry struct {
 	stopped bool
 }
 
-func newAnalyses(st *store.Store, max int, logf func(string, ...any)) *analyses {
-	return &analyses{st: st, max: max, logf: logf, entries: map[string]*list.Element{}, lru: list.New()}
+func newAnalyses(st *store.Store, max int, maxBytes int64, logf func(string, ...any)) *analyses {
+	return &analyses{st: st, max: max, maxBytes: maxBytes, logf: logf, entries: map[string]*list.Element{}, lru: list.New()}
 }
 
 // compute analyses a file that is not (yet) in the store.
@@ -94,6 +105,7 @@ func (c *analyses) put(id string, r *analyze.Result) {
 	close(e.done)
 	c.mu.Lock()
 	c.insert(e)
+	c.weigh(e)
 	c.mu.Unlock()
 	// A cache for the next start, off the capture's path (it syncs a file).
 	c.pending.Add(1)
@@ -112,11 +124,38 @@ func (c *analyses) writeSummary(id string, r *analyze.Result) {
 // insert adds e as most recent and evicts beyond max; c.mu is held.
 func (c *analyses) insert(e *analysisEntry) {
 	c.entries[e.id] = c.lru.PushFront(e)
-	for c.lru.Len() > c.max {
-		old := c.lru.Back()
-		c.lru.Remove(old)
-		delete(c.entries, old.Value.(*analysisEntry).id)
+	c.evict()
+}
+
+// weigh counts e's finished analysis in the bytes kept and evicts beyond
+// maxBytes; c.mu is held.
+func (c *analyses) weigh(e *analysisEntry) {
+	if e.res == nil || e.bytes > 0 {
+		return
 	}
+	if _, ok := c.entries[e.id]; !ok || c.entries[e.id].Value.(*analysisEntry) != e {
+		return // evicted or replaced while it ran
+	}
+	e.bytes = e.res.Footprint()
+	c.bytes += e.bytes
+	c.evict()
+}
+
+// evict drops the least recently used analyses beyond max, and beyond
+// maxBytes all but the most recent; c.mu is held.
+func (c *analyses) evict() {
+	for c.lru.Len() > c.max || c.lru.Len() > 1 && c.bytes > c.maxBytes {
+		c.remove(c.lru.Back())
+	}
+}
+
+// remove forgets an entry; c.mu is held.
+func (c *analyses) remove(el *list.Element) {
+	e := el.Value.(*analysisEntry)
+	c.lru.Remove(el)
+	delete(c.entries, e.id)
+	c.bytes -= e.bytes
+	e.bytes = 0
 }
 
 // get returns the analysis of a stored snapshot, decoding it at most once
@@ -163,8 +202,7 @@ func (c *analyses) lookup(id string) *analysisEntry {
 	}
 	e := el.Value.(*analysisEntry)
 	if e.stopped {
-		c.lru.Remove(el) // its goroutine finds it gone and caches nothing
-		delete(c.entries, id)
+		c.remove(el) // its goroutine finds it gone and caches nothing
 		return nil
 	}
 	c.lru.MoveToFront(el)
@@ -185,6 +223,7 @@ func (c *analyses) start(id string) *analysisEntry {
 		e.res, e.err, e.cancel = res, err, nil
 		if err == nil {
 			e.stopped = false // it finished before the cancel reached it: keep it
+			c.weigh(e)
 		}
 		c.mu.Unlock()
 		close(e.done)
@@ -202,8 +241,7 @@ func (c *analyses) dropEntry(e *analysisEntry) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if el, ok := c.entries[e.id]; ok && el.Value.(*analysisEntry) == e {
-		c.lru.Remove(el)
-		delete(c.entries, e.id)
+		c.remove(el)
 	}
 }
 
@@ -212,8 +250,7 @@ func (c *analyses) drop(id string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if el, ok := c.entries[id]; ok {
-		c.lru.Remove(el)
-		delete(c.entries, id)
+		c.remove(el)
 	}
 }
 

@@ -85,7 +85,7 @@ func New(cfg Config) (*Daemon, error) {
 		counts:   newExportCounts(),
 	}
 	d.events.listen(d.count)
-	d.analyses = newAnalyses(st, 8, cfg.Logf)
+	d.analyses = newAnalyses(st, 8, maxCacheBytes, cfg.Logf)
 	d.analyses.augment = func(id string, r *analyze.Result) {
 		if m, ok := st.Get(id); ok {
 			r.Findings = append(r.Findings, nonPyTorchFindings(m, r, d.snapshotDeviceTotal(m))...)

@@ -110,3 +110,44 @@ func TestNaNDuration(t *testing.T) {
 	}
 	call(t, c, api.AnalysisReport, api.IDParams{ID: r.ID}, nil)
 }
+
+// TestCacheBoundedByBytes: analyses of snapshots of many lines of their own
+// (300,000 held 210 MB each; the cache kept eight) are kept while their
+// weight fits the budget, the least recently used dropped first and the
+// latest always kept.
+func TestCacheBoundedByBytes(t *testing.T) {
+	d, cfg := testDaemon(t)
+	c := dial(t, cfg.Socket)
+	one, err := analyze.FromBytes("x", hostile.ManyLines(20_000), analyze.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.analyses.mu.Lock()
+	d.analyses.maxBytes = 2*one.Footprint() + one.Footprint()/2 // room for two
+	d.analyses.mu.Unlock()
+	var ids []string
+	for i := 0; i < 4; i++ {
+		var r api.SnapshotResult
+		path := hostile.Write(t, fmt.Sprintf("many%d.pickle", i), hostile.ManyLines(20_000+i))
+		call(t, c, api.SnapshotImport, api.ImportParams{Path: path}, &r)
+		ids = append(ids, r.ID)
+	}
+	d.analyses.mu.Lock()
+	bytes, max, n := d.analyses.bytes, d.analyses.maxBytes, d.analyses.lru.Len()
+	d.analyses.mu.Unlock()
+	if n != 2 || bytes > max || !d.analyses.cached(ids[3]) || !d.analyses.cached(ids[2]) || d.analyses.cached(ids[0]) {
+		t.Errorf("%d analyses of %d bytes kept (budget %d); cached: %v %v %v %v", n, bytes, max,
+			d.analyses.cached(ids[0]), d.analyses.cached(ids[1]), d.analyses.cached(ids[2]), d.analyses.cached(ids[3]))
+	}
+	d.analyses.mu.Lock()
+	d.analyses.maxBytes = 1 // less than any: the latest alone stays
+	d.analyses.mu.Unlock()
+	var sum struct {
+		SitesMore int `json:"sites_more"`
+	}
+	call(t, c, api.AnalysisSummary, api.IDParams{ID: ids[0]}, &sum) // from the summary on disk
+	call(t, c, api.AnalysisFlame, api.FlameParams{ID: ids[0]}, nil) // analysed anew
+	if sum.SitesMore != 20_000-analyze.MaxSummarySites || !d.analyses.cached(ids[0]) || d.analyses.cached(ids[3]) {
+		t.Errorf("summary's sites_more %d; cached: %v %v", sum.SitesMore, d.analyses.cached(ids[0]), d.analyses.cached(ids[3]))
+	}
+}

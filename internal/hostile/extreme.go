@@ -134,3 +134,55 @@ func NaNDuration() []byte {
 	}
 	return b
 }
+
+// ManyLines is a snapshot of n allocations, each from a line of its own
+// (a.py:1 to a.py:n), each freed after the next: 300,000 of them (about
+// 30 MB) made a 134 MB summary and an analysis that held 1.6 GB.
+func ManyLines(n int) []byte {
+	var b []byte
+	w := pickle.NewWriter(sliceWriter{&b})
+	w.BeginDict()
+	w.Key("segments")
+	w.BeginList()
+	w.EndList()
+	w.Key("device_traces")
+	w.BeginList()
+	w.BeginList()
+	for i := 0; i < n; i++ {
+		entry(w, "alloc", uint64(i%2)*4096, int64(2*i), i+1)
+		if i > 0 {
+			entry(w, "free_completed", uint64((i-1)%2)*4096, int64(2*i+1), i)
+		}
+	}
+	w.EndList()
+	w.EndList()
+	w.EndDict()
+	if err := w.Close(); err != nil {
+		panic(err)
+	}
+	return b
+}
+
+func entry(w *pickle.Writer, action string, addr uint64, t int64, line int) {
+	w.BeginDict()
+	w.Key("action")
+	w.Str(action)
+	w.Key("addr")
+	w.Uint(addr)
+	w.Key("size")
+	w.Int(4096)
+	w.Key("time_us")
+	w.Int(t)
+	w.Key("frames")
+	w.BeginList()
+	w.BeginDict()
+	w.Key("name")
+	w.Str("f")
+	w.Key("filename")
+	w.Str("a.py")
+	w.Key("line")
+	w.Int(int64(line))
+	w.EndDict()
+	w.EndList()
+	w.EndDict()
+}

@@ -40,17 +40,21 @@ type Peak struct {
 // Result is a finished analysis. It keeps per-origin totals, so flame graphs,
 // pprof profiles and diffs are made from it without decoding again.
 type Result struct {
-	File      string    `json:"file"`
-	Bytes     int64     `json:"file_bytes"`
-	Events    int64     `json:"events"`
-	Peak      Peak      `json:"peak"`
-	Devices   []Device  `json:"devices"`
-	Sites     []Site    `json:"sites"`
-	LeafSites []Site    `json:"leaf_sites"`
-	Stacks    []Stack   `json:"top_stacks"`
-	Coverage  Coverage  `json:"attribution"`
-	OOMs      []OOM     `json:"ooms"`
-	Findings  []Finding `json:"findings"`
+	File      string   `json:"file"`
+	Bytes     int64    `json:"file_bytes"`
+	Events    int64    `json:"events"`
+	Peak      Peak     `json:"peak"`
+	Devices   []Device `json:"devices"`
+	Sites     []Site   `json:"sites"`
+	LeafSites []Site   `json:"leaf_sites"`
+	// SitesMore and LeafSitesMore count the sites past MaxSummarySites that
+	// the JSON of a result leaves out (the result itself keeps them all).
+	SitesMore     int       `json:"sites_more,omitempty"`
+	LeafSitesMore int       `json:"leaf_sites_more,omitempty"`
+	Stacks        []Stack   `json:"top_stacks"`
+	Coverage      Coverage  `json:"attribution"`
+	OOMs          []OOM     `json:"ooms"`
+	Findings      []Finding `json:"findings"`
 	// Steps and Categories are those of the device with the highest peak.
 	Steps        []Step            `json:"steps"`
 	StepSource   string            `json:"step_source"` // "annotations", "periodicity" or "" (none found)
