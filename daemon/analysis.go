@@ -29,8 +29,8 @@ const summaryCache = "summary.json"
 type analyses struct {
 	st       *store.Store
 	max      int
-	maxBytes int64 // the most recent analysis is kept even when it alone weighs more
-	runs atomic.Int64 // decodes, for the test that a snapshot is decoded once
+	maxBytes int64        // the most recent analysis is kept even when it alone weighs more
+	runs     atomic.Int64 // decodes, for the test that a snapshot is decoded once
 	// augment adds what only the daemon knows (NVML at capture time) to a
 	// fresh analysis, before anyone sees it.
 	augment func(id string, r *analyze.Result)
