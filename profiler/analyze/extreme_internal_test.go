@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"testing"
+	"time"
 
 	"github.com/vramscope/vramscope/profiler"
 )
@@ -45,10 +46,17 @@ func TestReplayPanicIsAnError(t *testing.T) {
 	a.trackers = []*tracker{{a: a}} // no live map, no timeline: the replay panics
 	p := a.pipe()
 	e := profiler.Event{Action: profiler.ActAlloc, Size: 512}
-	var stopped error
-	for i := 0; i < 3*batchSize && stopped == nil; i++ {
-		stopped = p.event(0, &e)
+	for i := 0; i < batchSize; i++ { // a full batch goes to the replay
+		if err := p.event(0, &e); err != nil {
+			t.Fatal(err)
+		}
 	}
+	for deadline := time.Now().Add(10 * time.Second); p.err() == nil; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the replay's panic never came back")
+		}
+	}
+	stopped := p.event(0, &e)
 	p.close()
 	var pe *PanicError
 	if !errors.As(p.err(), &pe) || len(pe.Stack) == 0 {
