@@ -23,9 +23,9 @@ const summaryCache = "summary.json"
 // analyses caches finished analyses by snapshot id: the most recent few in
 // memory (a Result keeps what flame graphs and diffs need), the summary on
 // disk. Concurrent requests for one snapshot share one decode. The memory
-// is bounded by count and by bytes (Result.Footprint): a crafted snapshot
-// of 300,000 distinct lines holds a quarter of a gigabyte, and eight of
-// them held two.
+// is bounded by count and by bytes (Result.Footprint): the analysis of a
+// crafted snapshot of 300,000 distinct lines holds 210 MB, and the cache
+// kept eight.
 type analyses struct {
 	st       *store.Store
 	max      int
