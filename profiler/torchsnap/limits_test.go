@@ -2,24 +2,29 @@ package torchsnap
 
 import (
 	"math"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/vramscope/vramscope/internal/hostile"
+	"github.com/vramscope/vramscope/internal/vsmtest"
 	"github.com/vramscope/vramscope/profiler"
 )
+
+// extremeFields are what the error for each of hostile.Extremes says.
+var extremeFields = map[string]string{
+	"times":         `"time_us" is -9223372036854775808`,
+	"time-max":      `"time_us" is 9223372036854775807`,
+	"size-max":      `"size" is 18446744073709551615`,
+	"address-wraps": `"addr" 0xfffffffffffffe00 plus "size" 1024`,
+	"segment-max":   `"size" is 9223372036854775808`,
+}
 
 // TestExtremeIntegers: every extreme-integer snapshot is refused with an
 // error naming the field (the file is named by ReadFile, which wraps it),
 // in the pickle and the VSM1 forms alike.
 func TestExtremeIntegers(t *testing.T) {
-	want := map[string]string{
-		"times":         `"time_us" is -9223372036854775808`,
-		"time-max":      `"time_us" is 9223372036854775807`,
-		"size-max":      `"size" is 18446744073709551615`,
-		"address-wraps": `"addr" 0xfffffffffffffe00 plus "size" 1024`,
-		"segment-max":   `"size" is 9223372036854775808`,
-	}
+	want := extremeFields
 	for name, b := range hostile.Extremes() {
 		_, err := Decode(b, profiler.NewFrames(), nil)
 		if err == nil || !strings.Contains(err.Error(), want[name]) || !strings.Contains(err.Error(), "entry ") {
@@ -76,4 +81,16 @@ func floatOp(v float64) string {
 		b = append(b, byte(u>>(8*i)))
 	}
 	return string(b)
+}
+
+// TestExtremeIntegersVSM: the same files written as VSM1 by the agent's own
+// writer (the stream a capture hands over) are refused alike.
+func TestExtremeIntegersVSM(t *testing.T) {
+	for name, b := range hostile.Extremes() {
+		v := vsmtest.Bytes(t, filepath.Join("..", "..", "jupyter"), hostile.Write(t, name+".pickle", b), 1)
+		_, err := Decode(v, profiler.NewFrames(), nil)
+		if err == nil || !strings.Contains(err.Error(), "VSM1 chunk at byte") || !strings.Contains(err.Error(), extremeFields[name]) {
+			t.Errorf("%s as VSM1: %v, want an error naming the chunk and the entry", name, err)
+		}
+	}
 }
