@@ -99,7 +99,10 @@ func (c *analyses) run(ctx context.Context, id string) (res *analyze.Result, err
 func (c *analyses) put(id string, r *analyze.Result) {
 	r.File = c.st.Path(id)
 	if c.augment != nil {
-		c.augment(id, r)
+		// This also runs on the goroutines that capture the ranks of a job: a
+		// panic there would end the daemon. The snapshot is kept without what
+		// augment adds.
+		analyze.LogPanic(c.logf, analyze.Guard(r.File, func() error { c.augment(id, r); return nil }))
 	}
 	e := &analysisEntry{id: id, done: make(chan struct{}), res: r}
 	close(e.done)

@@ -87,6 +87,18 @@ func TestAnalysisPanicAnswered(t *testing.T) {
 	if !strings.Contains(logged, path+": internal error") || !strings.Contains(logged, "goroutine ") {
 		t.Errorf("the log has no stack for the panic: %s", logged)
 	}
+	// A capture's analysis goes through the same follow-up (on a job's
+	// capture goroutines, not a request's): the snapshot is stored without it.
+	r2 := importFixture(t, c, "oom_batch.pickle")
+	if !d.analyses.cached(r2.ID) {
+		t.Error("the snapshot imported while the follow-up panics was not kept")
+	}
+	mu.Lock()
+	logged = log.String()
+	mu.Unlock()
+	if !strings.Contains(logged, d.store.Path(r2.ID)+": internal error") {
+		t.Errorf("the follow-up's panic on import was not logged: %s", logged)
+	}
 	d.analyses.augment = nil
 	call(t, c, api.AnalysisFlame, api.FlameParams{ID: r.ID}, nil)
 }
