@@ -30,7 +30,7 @@ func TestExtremeSnapshots(t *testing.T) {
 // Half of the values are folded into the range the decoder accepts, so the
 // analyses' arithmetic sees extremes the decoder lets through; the rest test
 // the decoder's checks. No input may panic, and a result must encode as JSON
-// (no NaN) with a bounded timeline in time order.
+// (no NaN), as must its report, with a bounded timeline in time order.
 func FuzzAnalysis(f *testing.F) {
 	f.Add(uint8(0), uint64(0), uint64(512), int64(math.MinInt64), uint8(0), uint64(1024), uint64(512), int64(1<<62), false)
 	f.Add(uint8(0), uint64(0), uint64(1<<44), int64(-1<<53), uint8(1), uint64(0), uint64(1<<44), int64(1<<53), true)
@@ -52,6 +52,9 @@ func FuzzAnalysis(f *testing.F) {
 		}
 		if _, err := json.Marshal(res); err != nil {
 			t.Fatalf("the result does not encode: %v", err)
+		}
+		if _, err := res.Report(); err != nil {
+			t.Fatalf("the report does not encode: %v", err)
 		}
 		for _, d := range res.Devices {
 			pts := d.Timeline.Points

@@ -1,6 +1,7 @@
 package torchsnap
 
 import (
+	"fmt"
 	"math"
 	"path/filepath"
 	"strings"
@@ -92,5 +93,33 @@ func TestExtremeIntegersVSM(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "VSM1 chunk at byte") || !strings.Contains(err.Error(), extremeFields[name]) {
 			t.Errorf("%s as VSM1: %v, want an error naming the chunk and the entry", name, err)
 		}
+	}
+}
+
+// TestDeviceNumbers: a segment's device and a trace's place in
+// device_traces are 0 to MaxDevices-1 (20,000 one-segment devices in 1.5 MB
+// made a 30 MB summary).
+func TestDeviceNumbers(t *testing.T) {
+	seg := func(dev int) dict {
+		return dict{{"device", dev}, {"address", 4096}, {"total_size", 2 << 20}, {"blocks", []any{}}}
+	}
+	if _, err := Decode(pkl(dict{{"segments", []any{seg(0), seg(MaxDevices - 1)}}}), profiler.NewFrames(), nil); err != nil {
+		t.Fatalf("devices 0 and %d: %v", MaxDevices-1, err)
+	}
+	for _, dev := range []int{-1, MaxDevices, 1 << 40} {
+		_, err := Decode(pkl(dict{{"segments", []any{seg(0), seg(dev)}}}), profiler.NewFrames(), nil)
+		if err == nil || !strings.Contains(err.Error(), "segment 1: \"device\" is") {
+			t.Errorf("device %d: %v", dev, err)
+		}
+	}
+	entry := dict{{"action", "alloc"}, {"addr", 0}, {"size", 512}, {"time_us", 1}}
+	traces := make([]any, MaxDevices+1)
+	for i := range traces {
+		traces[i] = []any{}
+	}
+	traces[MaxDevices] = []any{entry}
+	_, err := Decode(pkl(dict{{"segments", []any{}}, {"device_traces", traces}}), profiler.NewFrames(), nil)
+	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("device_traces[%d] holds entries", MaxDevices)) {
+		t.Errorf("a trace of device %d: %v", MaxDevices, err)
 	}
 }

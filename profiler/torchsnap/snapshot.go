@@ -91,6 +91,9 @@ func (d *decoder) traceDevices(s *Snapshot, v pickle.Value) error {
 		}
 		l := it.Ref.(*pickle.List)
 		if tag, ok := l.Tag.(traceTag); ok {
+			if err := checkDevice("device_traces", int64(dev)); err != nil {
+				return fmt.Errorf("device_traces[%d] holds entries: %w", dev, err)
+			}
 			s.TraceDevices[tag] = dev
 		} else if len(l.Items) > 0 {
 			return fmt.Errorf("device_traces[%d] holds %ss, not trace entries", dev, l.Items[0].TypeName())
