@@ -148,11 +148,14 @@ func run(name string, opt Options, read func(*profiler.Frames, torchsnap.EventFu
 	defer p.close()
 	snap, err := read(frames, p.event)
 	p.close()
+	if perr := p.err(); perr != nil {
+		// First: a read the panic stopped fails with its message only (the
+		// pickle machine keeps no wrapped errors), and the caller logs the
+		// panic's stack from this one.
+		return nil, fmt.Errorf("%s: %w", name, perr)
+	}
 	if err != nil {
 		return nil, err
-	}
-	if err := p.err(); err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	return a.finish(snap, opt), nil
 }
