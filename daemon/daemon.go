@@ -180,14 +180,12 @@ func (d *Daemon) accept(l net.Listener, tcp bool) {
 			time.Sleep(50 * time.Millisecond)
 			continue
 		}
-		peer := ""
+		var slot *tcpSlot
 		if tcp {
-			peer = peerOf(c)
-			if err := d.tcp.admit(peer); err != nil {
-				d.refusals.note(d.cfg.Logf, err)
-				refuse(c, api.CodeBusy, err.Error())
-				continue
-			}
+			slot, c = d.tcp.admit(c, func(why string) {
+				d.refusals.note(d.cfg.Logf, errors.New(why))
+				go refuse(c, api.CodeBusy, why) // not on the accept loop: refuse may wait lingerTime
+			})
 		} else if uid, err := peerUID(c); err != nil || (uid >= 0 && uid != os.Getuid()) {
 			d.refusals.note(d.cfg.Logf, fmt.Errorf("a connection from uid %d (%v)", uid, errOtherUser))
 			refuse(c, api.CodeUnauthorized, errOtherUser.Error())
@@ -196,7 +194,7 @@ func (d *Daemon) accept(l net.Listener, tcp bool) {
 		d.wg.Add(1)
 		go func() {
 			defer d.wg.Done()
-			d.serveConn(c, tcp, peer)
+			d.serveConn(c, slot)
 		}()
 	}
 }

@@ -4,10 +4,13 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -82,9 +85,10 @@ func TestHelloTimeout(t *testing.T) {
 }
 
 // TestTCPSlots: connections waiting for hello are capped per peer address and
-// in all, connections past hello in all; a refused peer is told why; the
-// Unix socket serves its owner throughout; slots come back when connections
-// end.
+// in all, and a newcomer past either cap evicts the oldest waiting connection
+// (of its address, or of all), which is told why; connections past hello are
+// capped in all; the Unix socket serves its owner throughout; slots come back
+// when connections end.
 func TestTCPSlots(t *testing.T) {
 	d, cfg := testDaemon(t, func(c *Config) {
 		c.TCP = "127.0.0.1:0"
@@ -94,18 +98,24 @@ func TestTCPSlots(t *testing.T) {
 	var waiting []net.Conn
 	for i := 0; i < 3; i++ {
 		waiting = append(waiting, dialFrom(t, "127.0.0.1", addr))
+		waitSlots(t, d, i+1, 0) // accepted in this order: the first is the oldest
+	}
+	waiting = append(waiting, dialFrom(t, "127.0.0.1", addr))
+	code, msg := refusedWith(t, waiting[0])
+	if code != api.CodeBusy || !strings.Contains(msg, "from 127.0.0.1") {
+		t.Errorf("the oldest of one address, at a 4th: %d %q", code, msg)
 	}
 	waitSlots(t, d, 3, 0)
-	code, msg := refusedWith(t, dialFrom(t, "127.0.0.1", addr))
-	if code != api.CodeBusy || !strings.Contains(msg, "from 127.0.0.1") {
-		t.Errorf("4th from one address: %d %q", code, msg)
-	}
-	waiting = append(waiting, dialFrom(t, "127.0.0.2", addr), dialFrom(t, "127.0.0.2", addr))
+	waiting = append(waiting, dialFrom(t, "127.0.0.2", addr))
+	waitSlots(t, d, 4, 0)
+	waiting = append(waiting, dialFrom(t, "127.0.0.2", addr))
 	waitSlots(t, d, 5, 0)
-	code, msg = refusedWith(t, dialFrom(t, "127.0.0.3", addr))
-	if code != api.CodeBusy || !strings.Contains(msg, "TCP connections are already waiting") {
-		t.Errorf("6th in all: %d %q", code, msg)
+	waiting = append(waiting, dialFrom(t, "127.0.0.3", addr))
+	code, msg = refusedWith(t, waiting[1])
+	if code != api.CodeBusy || !strings.Contains(msg, "other TCP connections are waiting") {
+		t.Errorf("the oldest of all, at a 6th: %d %q", code, msg)
 	}
+	waitSlots(t, d, 5, 0)
 	call(t, dial(t, cfg.Socket), api.Status, nil, &api.StatusResult{}) // the owner's socket is not TCP's
 	for _, c := range waiting {
 		c.Close()
@@ -171,4 +181,57 @@ func TestBeforeHelloOneAnswer(t *testing.T) {
 			t.Errorf("%s: %d requests handled", name, n)
 		}
 	}
+}
+
+// TestTokenHolderThroughIdleFlood: 64 peers without the token, from 64
+// addresses across 127/8 (the per-address limit does not hold them), keep
+// connections open and idle and open a new one whenever theirs is closed.
+// A token holder gets in 40 times of 40 (before eviction: 0 of 40, the 32
+// idle connections held every slot for as long as they liked).
+func TestTokenHolderThroughIdleFlood(t *testing.T) {
+	d, cfg := testDaemon(t, func(c *Config) { c.TCP = "127.0.0.1:0"; c.TCPLimits.HelloTimeout = time.Minute })
+	addr := d.Addr()
+	tok, _ := os.ReadFile(cfg.TokenFile)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var dials atomic.Int64
+	for i := 0; i < 64; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			src := &net.TCPAddr{IP: net.IPv4(127, byte(1+i/16), byte(i%16), 2)}
+			for n := 0; n < 40; n++ { // at most 2,560 connections in all
+				c, err := (&net.Dialer{LocalAddr: src, Timeout: 5 * time.Second}).Dial("tcp", addr)
+				if err != nil {
+					return
+				}
+				dials.Add(1)
+				go func() { <-stop; c.Close() }()
+				io.Copy(io.Discard, c) // idle until the daemon closes it
+				select {
+				case <-stop:
+					return
+				default:
+				}
+			}
+		}()
+	}
+	defer func() { close(stop); wg.Wait() }()
+	waitSlots(t, d, 32, 0)
+	in := 0
+	for i := 0; i < 40; i++ {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		c, err := client.DialTCP(ctx, addr, strings.TrimSpace(string(tok)), "test")
+		if err == nil {
+			err = c.Call(ctx, api.Status, nil, &api.StatusResult{})
+			c.Close()
+		}
+		cancel()
+		if err != nil {
+			t.Errorf("try %d: %v", i, err)
+			continue
+		}
+		in++
+	}
+	t.Logf("the token holder got in %d times of 40 beside 64 idle peers (%d connections opened by them)", in, dials.Load())
 }
