@@ -33,9 +33,9 @@ type tcpSlot struct {
 	peer  string
 	conn  net.Conn // asked whether bytes wait in it (unread)
 	state slotState
-	el    *list.Element     // in waiting while pending
+	el    *list.Element    // in waiting while pending
 	evict func(why string) // tells the connection why and closes it
-	heard atomic.Bool       // the daemon has read a byte of it
+	heard atomic.Bool      // the daemon has read a byte of it
 }
 
 // silent: the peer has sent nothing yet (the daemon has read nothing, and
