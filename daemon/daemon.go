@@ -41,6 +41,10 @@ type Daemon struct {
 	tcp      *tcpSlots
 	refusals refusalLog
 	requests atomic.Int64 // requests handled, all connections; tests count what a peer got through
+	// exportMax caps the metrics listener's connections (descriptors.go);
+	// exportEvicted counts the idle ones it closed to make room.
+	exportMax     int
+	exportEvicted atomic.Int64
 
 	socket    *ownedFile // the socket and token this daemon made, removed by Close
 	tokenFile *ownedFile
@@ -62,6 +66,12 @@ func New(cfg Config) (*Daemon, error) {
 	if err := cfg.defaults(); err != nil {
 		return nil, err
 	}
+	b, err := sizeBudget(fileLimit(), cfg.TCPLimits)
+	if err != nil {
+		return nil, err
+	}
+	cfg.TCPLimits = b.tcp
+	cfg.Logf("budget: %s", b)
 	st, err := store.Open(cfg.DataDir, store.Limits{MaxCount: cfg.MaxSnapshots, MaxBytes: cfg.MaxBytes})
 	if err != nil {
 		return nil, err
@@ -77,12 +87,13 @@ func New(cfg Config) (*Daemon, error) {
 	host, _ := os.Hostname()
 	d := &Daemon{
 		cfg: cfg, store: st, started: time.Now(), host: host,
-		agents:   newAgents(),
-		events:   newEvents(),
-		tcp:      newTCPSlots(cfg.TCPLimits),
-		sessions: map[*session]struct{}{},
-		pods:     pods,
-		counts:   newExportCounts(),
+		agents:    newAgents(),
+		events:    newEvents(),
+		tcp:       newTCPSlots(cfg.TCPLimits),
+		sessions:  map[*session]struct{}{},
+		pods:      pods,
+		counts:    newExportCounts(),
+		exportMax: b.export,
 	}
 	d.events.listen(d.count)
 	d.analyses = newAnalyses(st, 8)
