@@ -57,7 +57,7 @@ type Kube struct {
 // figures and the tests.
 type TCPLimits struct {
 	HelloTimeout time.Duration // a connection not past daemon.hello by then is closed; default 5 s
-	PendingPeer  int           // connections not yet past hello, per peer address; default 8
+	PendingPeer  int           // connections not yet past hello, per user (per address where the user is unknown); default 8
 	Pending      int           // connections not yet past hello, in all; default 32
 	Authed       int           // connections past hello (they proved the token), in all; default 256
 }

@@ -50,6 +50,6 @@ func sizeBudget(nofile int, lim TCPLimits) (budget, error) {
 }
 
 func (b budget) String() string {
-	return fmt.Sprintf("%d file descriptors: %d kept for the owner's socket and the store; TCP %d waiting for hello (%d an address) and %d past it, metrics %d",
+	return fmt.Sprintf("%d file descriptors: %d kept for the owner's socket and the store; TCP %d waiting for hello (%d a user) and %d past it, metrics %d",
 		b.nofile, b.reserve+baseDescriptors, b.tcp.Pending, b.tcp.PendingPeer, b.tcp.Authed, b.export)
 }

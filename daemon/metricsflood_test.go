@@ -40,7 +40,7 @@ func TestOwnerServedThroughMetricsFlood(t *testing.T) {
 		}
 		return err == nil, fmt.Sprint(err)
 	})
-	flood := startFlood(t, addr, 600)
+	flood := startHelper(t, "TestHelperMetricsFlood", "VRAMSCOPE_HELPER_FLOOD="+addr+",600")
 	defer flood.stop()
 	held := openFDs(pid)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -92,13 +92,12 @@ type flooder struct {
 	said string
 }
 
-// startFlood runs TestHelperMetricsFlood, as uid 65534 when the tests run
-// as root (else as this user: the metrics port does not tell users apart),
-// and waits until it has opened n connections.
-func startFlood(t *testing.T, addr string, n int) *flooder {
+// startHelper runs the test helper as uid 65534 when the tests run as root
+// (else as this user) with env, and waits until it says "flood: ...".
+func startHelper(t *testing.T, helper string, env ...string) *flooder {
 	t.Helper()
 	exe, _ := os.Executable()
-	cmd := exec.Command(exe, "-test.run=^TestHelperMetricsFlood$")
+	cmd := exec.Command(exe, "-test.run=^"+helper+"$")
 	if os.Getuid() == 0 {
 		exe = filepath.Join(t.TempDir(), "helper.test")
 		if err := copyFile(os.Args[0], exe); err != nil {
@@ -107,10 +106,10 @@ func startFlood(t *testing.T, addr string, n int) *flooder {
 		for p := exe; p != "/"; p = filepath.Dir(p) {
 			os.Chmod(p, 0o755)
 		}
-		cmd = exec.Command(exe, "-test.run=^TestHelperMetricsFlood$")
+		cmd = exec.Command(exe, "-test.run=^"+helper+"$")
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
 	}
-	cmd.Env = []string{"VRAMSCOPE_HELPER_FLOOD=" + addr + "," + strconv.Itoa(n)}
+	cmd.Env = env
 	in, _ := cmd.StdinPipe()
 	out, _ := cmd.StdoutPipe()
 	if err := cmd.Start(); err != nil {

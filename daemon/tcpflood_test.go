@@ -182,8 +182,8 @@ func TestUnauthenticatedPeerCost(t *testing.T) {
 
 // TestPendingPeersCost: the most peers without the token can hold at once,
 // with the default limits: 40 connections from 5 addresses, each with a
-// message of MaxHelloBytes-1 bytes that never ends. The daemon keeps 32 (8 an
-// address), costing at most 16 MiB of resident memory, and cuts every one off
+// message of MaxHelloBytes-1 bytes that never ends. The daemon keeps at most
+// 32 (8 a user: here all are one), costing at most 16 MiB of resident memory, and cuts every one off
 // within HelloTimeout (5 s) and a second.
 func TestPendingPeersCost(t *testing.T) {
 	pid, _, addr := serveTCP(t, 1024)

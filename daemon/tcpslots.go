@@ -13,13 +13,15 @@ import (
 // authenticated one when daemon.hello proves the token, and gives back what
 // it holds when it ends.
 //
-// Pending slots are what any local user can take, from as many addresses as
-// 127/8 holds, so a full count never turns a newcomer away: it evicts a
-// pending connection (of the newcomer's address when that address is at
-// PendingPeer, else of all): the oldest that has sent nothing, else the
-// oldest. A token holder sends its hello as soon as it has connected, so idle
-// connections go before it however fast they are opened again (32 of them
-// once locked every client out for as long as they stayed).
+// Pending slots are what any local user can take, so a full count never
+// turns a newcomer away: it evicts a pending connection, of the newcomer's
+// own peer when that peer is at PendingPeer, else of the peer with the most
+// pending: the oldest that has sent nothing, else the oldest. A peer is the
+// user at the other end (tcpPeerUID), or the address where that is unknown:
+// one user can bind every address of 127/8 (32 idle connections from them
+// once locked every client out), but cannot be another uid. So another
+// user's connections never push a token holder out, and idle ones of its own
+// uid go before it, however fast they are opened again.
 type tcpSlots struct {
 	lim     TCPLimits
 	mu      sync.Mutex
@@ -30,7 +32,7 @@ type tcpSlots struct {
 
 // tcpSlot is one connection's place in tcpSlots.
 type tcpSlot struct {
-	peer  string
+	peer  string // "uid N", or the address when the uid is unknown
 	conn  net.Conn // asked whether bytes wait in it (unread)
 	state slotState
 	el    *list.Element    // in waiting while pending
@@ -77,9 +79,13 @@ func newTCPSlots(lim TCPLimits) *tcpSlots {
 	return &tcpSlots{lim: lim, waiting: list.New(), peers: map[string]int{}}
 }
 
-// peerOf is the address a connection is counted under: its IP, without the
-// port (every connection from one address has its own port).
+// peerOf is what a connection is counted under: the uid at its other end,
+// else its IP without the port (every connection from one address has its
+// own port).
 func peerOf(c net.Conn) string {
+	if uid := tcpPeerUID(c); uid >= 0 {
+		return fmt.Sprintf("uid %d", uid)
+	}
 	host, _, err := net.SplitHostPort(c.RemoteAddr().String())
 	if err != nil {
 		return c.RemoteAddr().String()
@@ -112,13 +118,26 @@ func (t *tcpSlots) admit(c net.Conn, evict func(why string)) (*tcpSlot, net.Conn
 func (t *tcpSlots) victim(peer string) (*tcpSlot, string) {
 	if t.peers[peer] >= t.lim.PendingPeer {
 		return t.quietest(func(s *tcpSlot) bool { return s.peer == peer }),
-			fmt.Sprintf("closed without daemon.hello: %d other connections from %s are waiting for it (the limit per address); say hello as soon as you connect, or use the Unix socket", t.lim.PendingPeer, peer)
+			fmt.Sprintf("closed without daemon.hello: %d other connections from %s are waiting for it (the limit for one user); say hello as soon as you connect, or use the Unix socket", t.lim.PendingPeer, peer)
 	}
 	if t.waiting.Len() >= t.lim.Pending {
-		return t.quietest(func(*tcpSlot) bool { return true }),
+		most := t.busiest()
+		return t.quietest(func(s *tcpSlot) bool { return s.peer == most }),
 			fmt.Sprintf("closed without daemon.hello: %d other TCP connections are waiting for it (the limit); say hello as soon as you connect, or use the Unix socket", t.lim.Pending)
 	}
 	return nil, ""
+}
+
+// busiest is the peer with the most pending connections (the first to reach
+// that count, for ties). t.mu must be held.
+func (t *tcpSlots) busiest() string {
+	most, n := "", 0
+	for el := t.waiting.Front(); el != nil; el = el.Next() {
+		if p := el.Value.(*tcpSlot).peer; t.peers[p] > n {
+			most, n = p, t.peers[p]
+		}
+	}
+	return most
 }
 
 // quietest is the oldest pending slot of those that match that has sent
