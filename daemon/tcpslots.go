@@ -32,7 +32,7 @@ type tcpSlots struct {
 
 // tcpSlot is one connection's place in tcpSlots.
 type tcpSlot struct {
-	peer  string // "uid N", or the address when the uid is unknown
+	peer  string   // "uid N", or the address when the uid is unknown
 	conn  net.Conn // asked whether bytes wait in it (unread)
 	state slotState
 	el    *list.Element    // in waiting while pending

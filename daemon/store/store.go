@@ -811,4 +811,3 @@ func cause(err error) error {
 	}
 	return err
 }
-
