@@ -137,6 +137,9 @@ func (s *session) agentCaptured(_ context.Context, raw json.RawMessage) (any, er
 	if err != nil {
 		return nil, err
 	}
+	if err := checkCapturedBy(a, p.Path); err != nil {
+		return nil, err
+	}
 	proc := a.process()
 	reason := p.Reason
 	if reason == "" {

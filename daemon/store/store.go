@@ -179,9 +179,15 @@ func (s *Store) OnRemove(fn func(id string)) {
 
 var prefixRE = regexp.MustCompile(`[^A-Za-z0-9_-]+`)
 
+// OwnPrefix starts the name of every file NewIncoming makes: the daemon's
+// own uploads and the files it asks agents to dump into, which no client may
+// hand over as its own.
+const OwnPrefix = "daemon-"
+
 // NewIncoming returns a fresh path in IncomingDir ending in ".part" for a
-// snapshot to be written to and then committed. prefix is sanitized for use in
-// a file name. The file is not created.
+// snapshot to be written to and then committed, named OwnPrefix, prefix and
+// a random part. prefix is sanitized for use in a file name. The file is not
+// created.
 func (s *Store) NewIncoming(prefix string) string {
 	prefix = prefixRE.ReplaceAllString(prefix, "_")
 	if len(prefix) > 40 {
@@ -192,7 +198,7 @@ func (s *Store) NewIncoming(prefix string) string {
 	}
 	var b [8]byte
 	rand.Read(b[:]) // never fails (crypto/rand)
-	return filepath.Join(s.incoming, fmt.Sprintf("%s-%s-%s%s", prefix,
+	return filepath.Join(s.incoming, fmt.Sprintf("%s%s-%s-%s%s", OwnPrefix, prefix,
 		time.Now().UTC().Format("20060102T150405"), hex.EncodeToString(b[:]), partExt))
 }
 
