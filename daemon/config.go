@@ -15,6 +15,7 @@ import (
 type Config struct {
 	Socket       string           // Unix socket path; default DefaultSocket()
 	DataDir      string           // snapshot store; default DefaultDataDir()
+	Spool        string           // the agents' spool of OOM snapshots, imported once their process exits; default DefaultSpoolDir(); "-" none
 	TCP          string           // optional loopback listener, e.g. "127.0.0.1:7425"; "" = none
 	TokenFile    string           // where the TCP token is written; default <Socket>.token
 	TCPLimits    TCPLimits        // what TCP peers may hold; zero fields take the defaults
@@ -135,6 +136,12 @@ func (c *Config) defaults() error {
 		if c.DataDir, err = DefaultDataDir(); err != nil {
 			return err
 		}
+	}
+	switch c.Spool {
+	case "":
+		c.Spool = DefaultSpoolDir()
+	case "-":
+		c.Spool = ""
 	}
 	if c.TokenFile == "" {
 		c.TokenFile = c.Socket + ".token" // named after the socket: never a file some other program calls "token"

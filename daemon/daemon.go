@@ -45,6 +45,8 @@ type Daemon struct {
 	// exportEvicted counts the idle ones it closed to make room.
 	exportMax     int
 	exportEvicted atomic.Int64
+	spoolMu       sync.Mutex    // held by a spool scan (spool.go)
+	stopped       chan struct{} // closed by Close
 
 	socket    *ownedFile // the socket and token this daemon made, removed by Close
 	tokenFile *ownedFile
@@ -94,6 +96,7 @@ func New(cfg Config) (*Daemon, error) {
 		pods:      pods,
 		counts:    newExportCounts(),
 		exportMax: b.export,
+		stopped:   make(chan struct{}),
 	}
 	d.events.listen(d.count)
 	d.analyses = newAnalyses(st, 8)
@@ -156,6 +159,7 @@ func (d *Daemon) Serve(ctx context.Context) error {
 		go d.accept(tl, true)
 	}
 	d.counters.Start(ctx, d.tick)
+	go d.watchSpool(d.stopped)
 	go func() { <-ctx.Done(); d.Close() }()
 	d.accept(ul, false)
 	d.wg.Wait()
@@ -216,6 +220,7 @@ func (d *Daemon) Close() error {
 	d.closeOnce.Do(func() {
 		d.mu.Lock()
 		d.closed = true
+		close(d.stopped)
 		ls := d.listeners
 		export := d.export
 		owned := []*ownedFile{d.socket, d.tokenFile}

@@ -460,6 +460,10 @@ func (s *Store) Stage(src string) (string, error) {
 	return s.stageFrom(f, src)
 }
 
+// StageFrom copies r (named name in errors) into a new .part file in
+// IncomingDir, like Stage, for a caller that opened the file itself.
+func (s *Store) StageFrom(r io.Reader, name string) (string, error) { return s.stageFrom(r, name) }
+
 // importFrom copies r (named name in errors) into a new .part file and commits
 // it. The .part is removed on any error.
 func (s *Store) importFrom(r io.Reader, name string, m Meta) (Meta, error) {
