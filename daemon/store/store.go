@@ -155,6 +155,9 @@ func (s *Store) Close() error {
 	return err
 }
 
+// Limits are the store's retention limits, defaults filled in.
+func (s *Store) Limits() Limits { return s.lim }
+
 // Dir is the store's data directory (absolute).
 func (s *Store) Dir() string { return s.dir }
 
