@@ -45,7 +45,7 @@ func serveLimited(t *testing.T, nofile int, args ...string) (int, string) {
 	}
 	dir := t.TempDir()
 	socket := filepath.Join(dir, "run", "d.sock")
-	cmd := exec.Command("sh", "-c", fmt.Sprintf("ulimit -n %d && exec %s serve --socket %s --data-dir %s --no-counters %s",
+	cmd := exec.Command("sh", "-c", fmt.Sprintf("ulimit -n %d && exec %s serve --socket %s --data-dir %s --spool - --no-counters %s",
 		nofile, bin, socket, filepath.Join(dir, "data"), strings.Join(args, " ")))
 	log := &lockedLog{}
 	cmd.Stdout, cmd.Stderr = log, log
