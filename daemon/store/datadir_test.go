@@ -63,7 +63,7 @@ func TestLockSymlinkNotFollowed(t *testing.T) {
 	dir := privateDir(t)
 	v, content := victim(t)
 	os.Symlink(v, filepath.Join(dir, "lock"))
-	refused(t, dir, filepath.Join(dir, "lock"))
+	refused(t, dir, filepath.Join(dir, "lock"), "symbolic link")
 	unchanged(t, v, content)
 }
 

@@ -21,6 +21,9 @@ const oNoFollow = syscall.O_NOFOLLOW
 // that a second daemon's error can name the holder; so it refuses a file it
 // did not make: another user's, or one with other names (a hard link).
 func (s *Store) lockDir(path string) (*os.File, error) {
+	if fi, err := s.lstat(path); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+		return nil, fmt.Errorf("store: %s is a symbolic link; the store follows none: remove it", path)
+	}
 	f, err := s.openFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, wrap("opening lock file", path, err)
