@@ -62,7 +62,9 @@ func checkPrivateDir(path string, fi fs.FileInfo) error {
 
 // checkAncestors refuses a data directory whose parents another user could
 // use to swap it for theirs: a parent of another user (not root), or one
-// others may write to without the sticky bit.
+// everybody may write to without the sticky bit. A parent its group may
+// write to is let be: under a umask of 002 with a group of one's own
+// (Fedora's default) ~/.local is 0775.
 func checkAncestors(abs string) error {
 	real, err := filepath.EvalSymlinks(abs)
 	if err != nil {
@@ -76,8 +78,8 @@ func checkAncestors(abs string) error {
 		if uid := fileUID(fi); uid >= 0 && uid != os.Geteuid() && uid != 0 {
 			return fmt.Errorf("store: data directory %s is inside %s, which belongs to uid %d: that user could replace it; use a directory of your own", abs, p, uid)
 		}
-		if fi.Mode().Perm()&0o022 != 0 && fi.Mode()&fs.ModeSticky == 0 {
-			return fmt.Errorf("store: data directory %s is inside %s, which others may write to (mode %04o) without the sticky bit: they could replace it; use a directory of your own", abs, p, fi.Mode().Perm())
+		if fi.Mode().Perm()&0o002 != 0 && fi.Mode()&fs.ModeSticky == 0 {
+			return fmt.Errorf("store: data directory %s is inside %s, which everybody may write to (mode %04o) without the sticky bit: they could replace it; use a directory of your own", abs, p, fi.Mode().Perm())
 		}
 		if p == filepath.Dir(p) {
 			return nil
