@@ -32,21 +32,18 @@ type Daemon struct {
 	host    string
 	token   string
 
-	agents   *agents
-	analyses *analyses
-	events   *events
-	counters *counterSource
-	pods     *kube.Resolver // pod names for processes in Kubernetes pods
-	counts   *exportCounts  // events since start, for Prometheus
-	tcp      *tcpSlots
-	refusals refusalLog
-	requests atomic.Int64 // requests handled, all connections; tests count what a peer got through
-	// exportMax caps the metrics listener's connections (descriptors.go);
-	// exportEvicted counts the idle ones it closed to make room.
-	exportMax     int
-	exportEvicted atomic.Int64
-	spoolMu       sync.Mutex    // held by a spool scan (spool.go)
-	stopped       chan struct{} // closed by Close
+	agents    *agents
+	analyses  *analyses
+	events    *events
+	counters  *counterSource
+	pods      *kube.Resolver // pod names for processes in Kubernetes pods
+	counts    *exportCounts  // events since start, for Prometheus
+	tcp       *tcpSlots
+	refusals  refusalLog
+	requests  atomic.Int64  // requests handled, all connections; tests count what a peer got through
+	exportMax int           // caps the metrics listener's connections (descriptors.go)
+	spoolMu   sync.Mutex    // held by a spool scan (spool.go)
+	stopped   chan struct{} // closed by Close
 
 	socket    *ownedFile // the socket and token this daemon made, removed by Close
 	tokenFile *ownedFile

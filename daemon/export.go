@@ -53,7 +53,9 @@ func (d *Daemon) serveExport(l net.Listener) {
 			"/debug/pprof/gpu_memory    the latest snapshot's memory at its peak, as a pprof profile (?pid=, ?rank=, ?pod=, ?namespace=, ?id=)\n")
 	})
 	conns := newExportConns(l, d.exportMax)
-	conns.evict = func() { d.exportEvicted.Add(1) }
+	conns.evict = func() {
+		d.refusals.note(d.cfg.Logf, fmt.Errorf("metrics: an idle connection closed for a new one (%d open, the cap)", d.exportMax))
+	}
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
 		WriteTimeout: 3 * time.Minute, // a profile may wait for a snapshot's first analysis
 		// Scrapers come back every 15 s or more; a connection idle longer

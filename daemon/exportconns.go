@@ -17,7 +17,7 @@ type exportConns struct {
 	max   int
 	mu    sync.Mutex
 	open  []*exportConn // oldest first
-	evict func()        // counts a connection closed to make room (tests, the log)
+	evict func()        // notes a connection closed to make room (the log)
 }
 
 // exportConn is one accepted connection and whether it is between requests.
@@ -100,13 +100,6 @@ func (l *exportConns) state(c net.Conn, st http.ConnState) {
 	case http.StateClosed, http.StateHijacked:
 		l.drop(ec)
 	}
-}
-
-// count is how many connections are open.
-func (l *exportConns) count() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return len(l.open)
 }
 
 // Close closes the connection and gives back its place.
