@@ -128,8 +128,8 @@ func (t *tcpSlots) victim(peer string) (*tcpSlot, string) {
 	return nil, ""
 }
 
-// busiest is the peer with the most pending connections (the first to reach
-// that count, for ties). t.mu must be held.
+// busiest is the peer with the most pending connections (of peers with as
+// many, the one whose connection has waited longest). t.mu must be held.
 func (t *tcpSlots) busiest() string {
 	most, n := "", 0
 	for el := t.waiting.Front(); el != nil; el = el.Next() {
