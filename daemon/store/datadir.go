@@ -219,3 +219,39 @@ func (s *Store) openDirs() error {
 	}
 	return nil
 }
+
+// The daemon's own operations on files of IncomingDir (its streams' FIFOs
+// and part files), through the Root; each refuses a path elsewhere.
+
+// CreateIncoming creates the new file path in IncomingDir (mode 0600, never
+// over an existing file or through a link).
+func (s *Store) CreateIncoming(path string) (*os.File, error) {
+	if err := s.inIncoming(path); err != nil {
+		return nil, err
+	}
+	return s.openFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+}
+
+// OpenIncoming opens path in IncomingDir with flag (a FIFO opened without
+// O_NONBLOCK waits for the other end), following no link.
+func (s *Store) OpenIncoming(path string, flag int) (*os.File, error) {
+	if err := s.inIncoming(path); err != nil {
+		return nil, err
+	}
+	return s.openFile(path, flag, 0)
+}
+
+// RemoveIncoming removes path from IncomingDir.
+func (s *Store) RemoveIncoming(path string) error {
+	if err := s.inIncoming(path); err != nil {
+		return err
+	}
+	return s.remove(path)
+}
+
+func (s *Store) inIncoming(path string) error {
+	if filepath.Dir(path) != s.incoming {
+		return fmt.Errorf("store: %s is not in %s", path, s.incoming)
+	}
+	return nil
+}
