@@ -20,8 +20,8 @@ import (
 	"path/filepath"
 )
 
-// openDataDir checks abs (which exists) and its ancestors and opens it as a
-// Root.
+// openDataDir checks abs (which exists, its links resolved) and its
+// ancestors and opens it as a Root.
 func openDataDir(abs string) (*os.Root, error) {
 	if err := checkAncestors(abs); err != nil {
 		return nil, err
@@ -66,11 +66,7 @@ func checkPrivateDir(path string, fi fs.FileInfo) error {
 // write to is let be: under a umask of 002 with a group of one's own
 // (Fedora's default) ~/.local is 0775.
 func checkAncestors(abs string) error {
-	real, err := filepath.EvalSymlinks(abs)
-	if err != nil {
-		return wrap("resolving data directory", abs, err)
-	}
-	for p := filepath.Dir(real); ; p = filepath.Dir(p) {
+	for p := filepath.Dir(abs); ; p = filepath.Dir(p) {
 		fi, err := os.Stat(p)
 		if err != nil {
 			return wrap("checking data directory's parent", p, err)

@@ -164,3 +164,16 @@ func TestDataDirOfAnotherUserRefused(t *testing.T) {
 	os.Chown(filepath.Join(dir, "lock"), 65534, 65534)
 	refused(t, dir, filepath.Join(dir, "lock"), "belongs to uid 65534")
 }
+
+// TestDataDirThroughLinkResolved: a --data-dir reached through a symbolic
+// link is used by its real path (the link could be pointed elsewhere
+// later; agents are told the real incoming directory).
+func TestDataDirThroughLinkResolved(t *testing.T) {
+	real := privateDir(t)
+	link := filepath.Join(t.TempDir(), "link")
+	os.Symlink(real, link)
+	s := open(t, link, Limits{})
+	if s.Dir() != real || s.IncomingDir() != filepath.Join(real, "incoming") {
+		t.Errorf("Dir %s, IncomingDir %s; want them under %s", s.Dir(), s.IncomingDir(), real)
+	}
+}

@@ -105,6 +105,12 @@ func Open(dir string, lim Limits) (*Store, error) {
 	if err := os.MkdirAll(abs, 0o700); err != nil {
 		return nil, wrap("creating data directory", abs, err)
 	}
+	// The store, and the agents it tells where incoming is, use the path
+	// with its symbolic links resolved: one in it that another user owns
+	// could be pointed elsewhere once the store has checked it.
+	if abs, err = filepath.EvalSymlinks(abs); err != nil {
+		return nil, wrap("resolving data directory", dir, err)
+	}
 	root, err := openDataDir(abs)
 	if err != nil {
 		return nil, err
