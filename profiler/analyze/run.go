@@ -261,13 +261,9 @@ func (a *analysis) device(dev int, t *tracker, snap *torchsnap.Snapshot) Device 
 				preLive += int64(b.Size)
 				d.moments.base[o] += int64(b.Size)
 				a.addPeak(o, int64(b.Size))
-				if a.names != nil {
+				if c := preCategory(a.names != nil, name, s.PrivatePool()); c != "" {
 					if d.preCats == nil {
 						d.preCats = map[string]int64{}
-					}
-					c := CatUnknown
-					if name != nil {
-						c = tensorCategory(name.Kind)
 					}
 					d.preCats[c] += int64(b.Size)
 				}

@@ -136,6 +136,8 @@ func tensorCategory(kind string) string {
 		return CatOptimizerState
 	case "activation":
 		return CatActivation
+	case "kv_cache":
+		return CatKVCache
 	}
 	return CatOther // locals and attributes: kept, not saved for backward
 }
