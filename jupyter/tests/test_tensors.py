@@ -23,8 +23,9 @@ class Storage:
 
 
 class Tensor:
-    def __init__(self, ptr, n=1024, dev=0, cuda=True, grad_fn=None):
+    def __init__(self, ptr, n=1024, dev=0, cuda=True, grad_fn=None, shape=None):
         self._st, self.is_cuda, self._dev, self.grad_fn, self.grad = Storage(ptr, n), cuda, dev, grad_fn, None
+        self.shape = tuple(shape) if shape is not None else (n // 4,)
 
     def untyped_storage(self):
         return self._st
