@@ -286,3 +286,16 @@ def shape_of(t):
         return [int(n) for n in t.shape]
     except Exception:
         return None
+
+
+def storage(t):
+    """(device, storage address, bytes) of a CUDA tensor, else None."""
+    try:
+        if not t.is_cuda:
+            return None
+        st = t.untyped_storage()
+        ptr, n = int(st.data_ptr()), int(st.nbytes())
+        dev = int(t.get_device())
+    except Exception:
+        return None
+    return (dev, ptr, n) if ptr and n > 0 else None

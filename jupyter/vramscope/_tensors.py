@@ -58,7 +58,7 @@ import sys
 import time
 import types
 
-from . import _globals, _holders
+from . import _autograd, _globals, _holders
 
 VERSION = 1
 BUDGET_S = 2.0          # at most this long in one walk
@@ -100,6 +100,7 @@ class _Walk:
         self.param_names = {}   # id(parameter) -> (name, module path)
         self.saved_attrs = {}   # graph node class -> its _saved_* attribute names
         self.module_paths = []  # (path, module) of every module walked
+        self.param_shapes = {}  # a parameter's shape (and a matrix's transposed) -> module paths
         self.remaining = set()  # storages of CUDA tensors the garbage collector knows, not named yet
         self.skip = (types.ModuleType,)  # and modules and optimizers (name_tensors): named by their own routes
         self.methods = {}       # module class -> [file, first line, last line, qualname] of its forward
@@ -112,7 +113,7 @@ class _Walk:
     def add(self, t, kind, name, module="", file="", line=0):
         """Name tensor t's storage, if it is on a CUDA device; the entry's row
         when this name is the one kept."""
-        st = storage(t)
+        st = _holders.storage(t)
         if st is None:
             return None
         dev, ptr, n = st
@@ -120,6 +121,7 @@ class _Walk:
         if old is not None and (_RANK[old[3]] <= _RANK[kind] or (kind, old[3]) == ("local", "activation")):
             if kind == "activation" and old[3] == "local":
                 old[3] = "activation"  # a local that backward needs: keep its name, say what it is
+                old[5] = old[5] or module
             return None
         if old is None and len(self.by_ptr) >= MAX_ENTRIES:
             self.truncated = True
@@ -172,19 +174,6 @@ class _Walk:
         return [m for m in self.methods.values() if m is not None]
 
 
-def storage(t):
-    """(device, storage address, bytes) of a CUDA tensor, else None."""
-    try:
-        if not t.is_cuda:
-            return None
-        st = t.untyped_storage()
-        ptr, n = int(st.data_ptr()), int(st.nbytes())
-        dev = int(t.get_device())
-    except Exception:
-        return None
-    return (dev, ptr, n) if ptr and n > 0 else None
-
-
 def _unwrapped(fn):
     """The function a decorated forward wraps (functools.wraps' __wrapped__:
     transformers wraps GPT2Model.forward in utils/generic.py, whose lines are
@@ -218,7 +207,7 @@ def name_tensors(torch, budget_s=BUDGET_S):
         _optimizers(w, optims)
         graph_roots = _stacks(w)
         graph_roots.extend(t for t in tensors if getattr(t, "grad_fn", None) is not None)
-        _graph(w, graph_roots)
+        _autograd.activations(w, graph_roots)
         _unnamed(w, tensors)
         if w.remaining:
             _globals.holders(w, _frames())
@@ -294,6 +283,7 @@ def _modules(w, modules, roots):
                     continue
                 name = "%s.%s" % (path, k)
                 w.param_names.setdefault(id(p), (name, path))
+                _autograd.index_shape(w, p, path)
                 w.add(p, "parameter", name, path)
                 g = getattr(p, "grad", None)
                 if g is not None:
@@ -375,93 +365,6 @@ def _unnamed(w, tensors):
     what the holder walk looks for (and stops once all are found)."""
     for t in tensors:
         w.tick()
-        st = storage(t)
+        st = _holders.storage(t)
         if st is not None and st[1] not in w.by_ptr:
             w.remaining.add(st[1])
-
-
-def _graph(w, tensors):
-    """Activations saved for backward in the autograd graph reachable from the
-    given tensors: named by the node that saved them, and by the module whose
-    parameters the node used: one it saved (a frozen weight is saved by the
-    matmul that used it, though it has no AccumulateGrad) or accumulates a
-    gradient into, else the module of the nodes below it (the GELU after an
-    MLP's input projection is that projection's)."""
-    module_of, named = {}, 0
-    for fn in _postorder(w, tensors):  # every node after the nodes it takes inputs from
-        saved = _saved(w, fn)
-        mod = _own_module(w, fn, saved)
-        if not mod:
-            mod = next((module_of[id(n)] for n, _ in _nexts(fn) if module_of.get(id(n))), "")
-        module_of[id(fn)] = mod
-        if not saved:
-            continue
-        try:
-            node = fn.name()
-        except Exception:
-            node = type(fn).__name__
-        name = "saved by %s%s" % (node, (" in " + mod) if mod else "")
-        for v in saved:
-            w.add(v, "activation", name, mod)
-            named += 1
-    return named
-
-
-def _nexts(fn):
-    try:
-        return [(n, i) for n, i in fn.next_functions if n is not None]
-    except Exception:
-        return []
-
-
-def _postorder(w, tensors):
-    """The graph's nodes, each after all the nodes it takes inputs from."""
-    order, done = [], set()
-    stack = [(t.grad_fn, False) for t in tensors]
-    while stack:
-        fn, expanded = stack.pop()
-        if fn is None:
-            continue
-        if expanded:
-            order.append(fn)
-            continue
-        if id(fn) in done:
-            continue
-        w.tick()
-        done.add(id(fn))
-        stack.append((fn, True))
-        stack.extend((n, False) for n, _ in _nexts(fn) if id(n) not in done)
-    return order
-
-
-def _saved(w, fn):
-    """The tensors a graph node saved for backward (none once a backward freed them)."""
-    attrs = w.saved_attrs.get(type(fn))
-    if attrs is None:
-        attrs = w.saved_attrs[type(fn)] = [a for a in dir(fn) if a.startswith("_saved_")]
-    out = []
-    for a in attrs:
-        try:
-            v = getattr(fn, a)
-        except Exception:  # freed by an earlier backward
-            continue
-        if _is(v, w.torch.Tensor):
-            out.append(v)
-        elif _is(v, (list, tuple)):
-            out.extend(x for x in v if _is(x, w.torch.Tensor))
-    return out
-
-
-def _own_module(w, fn, saved):
-    """The module of a parameter the node saved (by storage) or accumulates
-    a gradient into, else ""."""
-    for v in saved:
-        st = storage(v)
-        row = w.by_ptr.get(st[1]) if st is not None else None
-        if row is not None and row[3] == "parameter":
-            return row[5]
-    for n, _ in _nexts(fn):
-        var = getattr(n, "variable", None)
-        if var is not None and id(var) in w.param_names:
-            return w.param_names[id(var)][1]
-    return ""
