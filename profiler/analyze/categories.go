@@ -50,7 +50,7 @@ type lifetimes struct {
 	hasKV    bool
 	kvFrames bool // blocks allocated in a cache's code are kv_cache (not in training: there they are activations)
 	kvCode   map[profiler.StackID]bool
-	pools  []addrRange
+	pools    []addrRange
 }
 
 func newLifetimes(a *analysis, lv levels, opt []window, steps []Step, pre map[string]int64) *lifetimes {

@@ -76,6 +76,7 @@ func (dg *devDiag) oomFinding(i int, leak bool) Finding {
 	default:
 		f.Fix = "the working set does not fit: lower the batch size, enable gradient checkpointing, or shard the model and optimizer state"
 	}
+	dg.oomKV(&f, od) // the batch and length that fit lead the fix
 	return f
 }
 

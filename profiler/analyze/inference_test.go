@@ -1,0 +1,131 @@
+package analyze_test
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/vramscope/vramscope/profiler"
+	"github.com/vramscope/vramscope/profiler/analyze"
+	"github.com/vramscope/vramscope/profiler/torchsnap"
+)
+
+func category(d analyze.Device, name string) (int64, bool) {
+	for _, c := range d.Categories {
+		if c.Name == name {
+			return c.Bytes, true
+		}
+	}
+	return 0, false
+}
+
+// TestKVCacheFromCacheCode: a generate() recording (record_piles.py's
+// healthy_kv_generate: Llama, 4 layers, 512 wide, fp32, batch 16, 32 prompt
+// tokens, 64 new) holds at its peak the cache of 95 tokens (the last token
+// is never fed back): 16 x 95 x (4 layers x keys and values x 512 x 4 bytes),
+// allocated by transformers' cache code. Training runs that fill a cache in
+// their forward (use_cache) keep those blocks as activations.
+func TestKVCacheFromCacheCode(t *testing.T) {
+	path := filepath.Join(findingDir, "healthy_kv_generate.pickle")
+	need(t, path)
+	r, err := analyze.Run(path, analyze.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, ok := category(deviceOf(t, r, 0), analyze.CatKVCache)
+	if want := int64(16 * 95 * 4 * 2 * 512 * 4); !ok || got != want {
+		t.Errorf("kv_cache at the peak = %d (reported %v), want %d", got, ok, want)
+	}
+	for _, name := range []string{"gpt2_train", "agent_gpt2", "example_train"} {
+		r := result(t, name)
+		for _, d := range r.Devices {
+			if _, ok := category(d, analyze.CatKVCache); ok {
+				t.Errorf("%s: a training run reports a kv_cache category", name)
+			}
+		}
+	}
+}
+
+// TestGraphPoolCategory: the blocks of a CUDA graph's private pool are their
+// own category: at the end of cuda_graph.pickle (nothing is freed after the
+// peak there) it is every active block in a segment whose pool id is not (0, 0).
+func TestGraphPoolCategory(t *testing.T) {
+	path := filepath.Join(exampleDir, "cuda_graph.pickle")
+	need(t, path)
+	snap, err := torchsnap.ReadFile(path, profiler.NewFrames(), nil, torchsnap.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pooled int64
+	for _, s := range snap.Segments {
+		if !s.PrivatePool() {
+			continue
+		}
+		for _, b := range s.Blocks {
+			if b.State == profiler.BlockActiveAllocated {
+				pooled += int64(b.Size)
+			}
+		}
+	}
+	r := result(t, "cuda_graph")
+	got, ok := category(deviceOf(t, r, 0), analyze.CatGraphPool)
+	if !ok || got != pooled || pooled == 0 {
+		t.Errorf("graph_pool = %d (reported %v), want the private pools' active blocks, %d", got, ok, pooled)
+	}
+	if _, ok := category(deviceOf(t, result(t, "gpt2_train"), 0), analyze.CatGraphPool); ok {
+		t.Error("gpt2_train has no private pool but reports graph_pool")
+	}
+}
+
+// kvEntries is a GPT-2-medium-shaped cache as the agent's walk names it:
+// 24 layers of keys and values [batch, 16 heads, tokens, 64] in bf16.
+func kvEntries(batch, tokens int64) []profiler.NamedTensor {
+	var out []profiler.NamedTensor
+	size := batch * 16 * tokens * 64 * 2
+	for l := range 24 {
+		for i, kv := range []string{"keys", "values"} {
+			out = append(out, profiler.NamedTensor{Addr: uint64(0x100000 * (2*l + i + 1)), Bytes: size, Kind: "kv_cache",
+				Name: fmt.Sprintf("past_key_values.layers[%d].%s in generate", l, kv), Shape: []int64{batch, 16, tokens, 64}})
+		}
+	}
+	return out
+}
+
+// TestKVCacheSummaryAndFit: bytes per token over every layer (96 KiB for
+// GPT-2 medium in bf16), the batch and length held, and what fits.
+func TestKVCacheSummaryAndFit(t *testing.T) {
+	kv := analyze.SummarizeKV(kvEntries(32, 700), 0)
+	if kv == nil {
+		t.Fatal("no KV cache summarised")
+	}
+	if kv.BytesPerToken != 96<<10 || kv.Batch != 32 || kv.Tokens != 700 || kv.Layers != 24 || kv.Tensors != 48 {
+		t.Errorf("summary %+v", kv)
+	}
+	if kv.Bytes != 32*700*96<<10 || kv.Name != "past_key_values.layers[*].keys in generate" {
+		t.Errorf("bytes %d name %q", kv.Bytes, kv.Name)
+	}
+	const gib = 1 << 30
+	fit := kv.Fit(3*gib, 700<<20, 4<<20)
+	// room 2.316 GiB; a sequence of 700 tokens: 4 MiB + 700 x 96 KiB x (1 + 1/48)
+	perSeq := 4<<20 + 700*96*1024*(1+1.0/48)
+	if want := int64(float64(3*gib-700<<20) / perSeq); fit.MaxBatch != want || want != 33 {
+		t.Errorf("max batch %d, want %d", fit.MaxBatch, want)
+	}
+	if fit.MaxTokens != 732 { // (room / 32 - 4 MiB) / (96 KiB x 49/48)
+		t.Errorf("max tokens at batch 32: %d", fit.MaxTokens)
+	}
+	if analyze.SummarizeKV(kvEntries(32, 700), 1) != nil {
+		t.Error("a cache on device 0 summarised for device 1")
+	}
+	noShape := kvEntries(4, 8)
+	for i := range noShape {
+		noShape[i].Shape = nil
+	}
+	if analyze.SummarizeKV(noShape, 0) != nil {
+		t.Error("entries without shapes (an older agent) give no batch and length")
+	}
+	if s := strings.TrimSpace(fmt.Sprint(fit.Limit)); s != fmt.Sprint(3*gib) {
+		t.Errorf("limit %s", s)
+	}
+}
