@@ -129,3 +129,51 @@ func TestKVCacheSummaryAndFit(t *testing.T) {
 		t.Errorf("limit %s", s)
 	}
 }
+
+// TestOOMFindingKV: an OOM in generation that the agent named says what the
+// KV cache held (batch x tokens from its shapes, bytes per token over every
+// layer) and, in its fix, the largest batch at that length and the longest
+// length at that batch within the memory the process had (snaptool.py's
+// kv_oom: a cap, so the reserved memory).
+func TestOOMFindingKV(t *testing.T) {
+	r, _ := synth(t, "kv_oom")
+	var oom *analyze.Finding
+	for i := range r.Findings {
+		if r.Findings[i].Kind == analyze.KindOOM {
+			oom = &r.Findings[i]
+		}
+	}
+	if oom == nil {
+		t.Fatal("no OOM finding")
+	}
+	n := oom.Evidence.Numbers
+	perToken := int64(2 * 2 * 4 * 64 * 2) // layers x (keys, values) x heads x head_dim x fp16
+	if n["kv_batch"] != 8 || n["kv_tokens"] != 100 || n["kv_bytes_per_token"] != perToken || n["kv_layers"] != 2 {
+		t.Errorf("numbers %v", n)
+	}
+	weights, kv := int64(32<<20), 8*100*perToken
+	if n["kv_cache_bytes"] != kv || n["fit_limit"] != n["reserved"] {
+		t.Errorf("cache %d limit %d reserved %d", n["kv_cache_bytes"], n["fit_limit"], n["reserved"])
+	}
+	perSeq := (n["allocated"] - kv - weights) / 8
+	tok := float64(perToken) * 1.25 // one of the 4 tensors again while the cache grows
+	room := float64(n["reserved"] - weights)
+	// It failed growing batch 8 to 101 tokens: what fits is at most that, and not nothing.
+	if want := int64(room / (float64(perSeq) + 100*tok)); n["fit_max_batch"] != want || want > 8 || want < 4 {
+		t.Errorf("max batch %d, want %d", n["fit_max_batch"], want)
+	}
+	if want := int64((room/8 - float64(perSeq)) / tok); n["fit_max_tokens"] != want || want > 100 || want < 50 {
+		t.Errorf("max tokens %d, want %d", n["fit_max_tokens"], want)
+	}
+	if !strings.Contains(oom.Title, "the KV cache holds 1.56 MiB: batch 8 x 100 tokens, 2.00 KiB a token") {
+		t.Errorf("title %q", oom.Title)
+	}
+	want := fmt.Sprintf("at 100 tokens a batch of %d fits, and at batch 8, %d tokens", n["fit_max_batch"], n["fit_max_tokens"])
+	if !strings.HasPrefix(oom.Fix, "the KV cache (past_key_values.layers[*].keys in generate) takes 2.00 KiB a token") ||
+		!strings.Contains(oom.Fix, want) {
+		t.Errorf("fix %q", oom.Fix)
+	}
+	if got, _ := category(deviceOf(t, r, 0), analyze.CatKVCache); got != kv {
+		t.Errorf("kv_cache category %d, want %d", got, kv)
+	}
+}

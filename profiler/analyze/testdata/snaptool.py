@@ -387,7 +387,39 @@ def synth_long():
             "external_annotations": []}
 
 
-SYNTH = {"two_devices": synth_two_devices, "address_reuse": synth_address_reuse, "long": synth_long}
+def synth_kv_oom():
+    """An OOM in batch generation captured between sampled windows (the trace holds only the failure),
+    named by the agent: 32 MiB of weights, a KV cache of 2 layers' keys and values [8, 4, 100, 64] in
+    fp16 (2 KiB a token), 1 MiB of logits; the request (a layer's keys grown to 101 tokens) fails under
+    a cap (the device had far more free, the cache less than the request)."""
+    M = 1 << 20
+    gen = frames(("/usr/lib/python3/site-packages/transformers/cache_utils.py", 120, "update"),
+                 (USER, 30, "main"))
+    kv_size = 8 * 4 * 100 * 64 * 2
+    blocks, entries, addr = [], [], 0x7F0000000000
+    blocks.append(block(addr, 32 * M, "active_allocated"))
+    entries.append([0, addr, 32 * M, "parameter", "model.lm_head.weight", "model.lm_head", "", 0, [8192, 2048]])
+    addr += 32 * M
+    for layer in range(2):
+        for i, kind in enumerate(("keys", "values")):
+            blocks.append(block(addr, kv_size, "active_allocated"))
+            entries.append([0, addr, kv_size, "kv_cache", "past_key_values.layers[%d].%s in generate" % (layer, kind),
+                            "", "", 0, [8, 4, 100, 64]])
+            addr += kv_size
+    blocks.append(block(addr, M, "active_allocated"))
+    entries.append([0, addr, M, "local", "logits in generate", "", "", 0, [8, 1, 32768]])
+    addr += M
+    used = addr - 0x7F0000000000
+    blocks.append(block(addr, 256 << 10, "inactive"))  # less than the request: the cap stops a new segment
+    t = [entry("oom", 0, 8 * 4 * 101 * 64 * 2, 5000, gen, device_free=100 << 30)]
+    tensors = {"version": 1, "took_ms": 3.0, "truncated": False, "objects": 1000, "routes": {}, "entries": entries,
+               "methods": []}
+    return {"segments": [segment(0, 0x7F0000000000, used + (256 << 10), blocks)], "device_traces": [t],
+            "allocator_settings": settings(), "external_annotations": [], "vramscope_tensors": tensors}
+
+
+SYNTH = {"two_devices": synth_two_devices, "address_reuse": synth_address_reuse, "long": synth_long,
+         "kv_oom": synth_kv_oom}
 
 
 def main(argv):
