@@ -401,7 +401,7 @@ def synth_kv_oom():
     entries.append([0, addr, 32 * M, "parameter", "model.lm_head.weight", "model.lm_head", "", 0, [8192, 2048]])
     addr += 32 * M
     for layer in range(2):
-        for i, kind in enumerate(("keys", "values")):
+        for kind in ("keys", "values"):
             blocks.append(block(addr, kv_size, "active_allocated"))
             entries.append([0, addr, kv_size, "kv_cache", "past_key_values.layers[%d].%s in generate" % (layer, kind),
                             "", "", 0, [8, 4, 100, 64]])
