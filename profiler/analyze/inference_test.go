@@ -177,3 +177,55 @@ func TestOOMFindingKV(t *testing.T) {
 		t.Errorf("kv_cache category %d, want %d", got, kv)
 	}
 }
+
+// TestGenerateModel: the what-if of generation reads off healthy_kv_generate
+// (Llama, 4 layers, 512 wide, fp32; 16 x (32 + 64)) a cache of 16 KiB a
+// token (4 layers x keys and values x 512 x 4 bytes, from its config), the
+// weights as the parameters, and the recorded peak at the recorded size;
+// a larger size adds what its sequences and tokens add, and the largest
+// batch is the last one whose predicted peak fits.
+func TestGenerateModel(t *testing.T) {
+	path := filepath.Join(findingDir, "healthy_kv_generate.pickle")
+	need(t, path)
+	r, err := analyze.Run(path, analyze.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := analyze.ParseGenerateSize("16x32+64")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := analyze.GenerateModelOf(r, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	params, _ := category(deviceOf(t, r, 0), analyze.CatParameter)
+	if m.CacheToken != 4*2*512*4 || m.Weights != params || m.Peak != r.Peak.Bytes {
+		t.Errorf("model %+v (parameters %d, peak %d)", m, params, r.Peak.Bytes)
+	}
+	if got := m.PeakAt(rec); got < r.Peak.Bytes-r.Peak.Bytes/100 || got > r.Peak.Bytes {
+		t.Errorf("at the recorded size %d, recorded %d", got, r.Peak.Bytes)
+	}
+	double := m.PeakAt(analyze.GenerateSize{Batch: 32, Prompt: 32, New: 64})
+	if want := m.Weights + 2*(m.PeakAt(rec)-m.Weights); double != want {
+		t.Errorf("twice the batch: %d, want %d", double, want)
+	}
+	longer := m.PeakAt(analyze.GenerateSize{Batch: 16, Prompt: 32, New: 164})
+	if want := m.PeakAt(rec) + 16*100*m.CacheToken; longer != want {
+		t.Errorf("100 more tokens: %d, want %d", longer, want)
+	}
+	limit := int64(1 << 30)
+	b := m.LargestBatch(rec, limit)
+	if b <= 16 || m.PeakAt(analyze.GenerateSize{Batch: b, Prompt: 32, New: 64}) > limit ||
+		m.PeakAt(analyze.GenerateSize{Batch: b + 1, Prompt: 32, New: 64}) <= limit {
+		t.Errorf("largest batch %d in 1 GiB", b)
+	}
+	for _, bad := range []string{"16x32", "0x32+64", "16x32+-1", "a"} {
+		if _, err := analyze.ParseGenerateSize(bad); err == nil {
+			t.Errorf("%q parsed", bad)
+		}
+	}
+	if _, err := analyze.GenerateModelOf(result(t, "gpt2_train"), rec); err == nil {
+		t.Error("a training run gave a generation model")
+	}
+}
