@@ -278,3 +278,59 @@ def test_activations_under_autocast_name_the_frozen_layer():
         assert gelu[4:6] == ["saved by MulBackward0 in model.h.%d.mlp.c_fc" % i, "model.h.%d.mlp.c_fc" % i], gelu
         assert n[0x9800000 + i * 0x10000][5] == "model.h.%d.mlp.c_fc" % i
         assert n[0x9700000 + i * 0x10000][5] == "model.h.%d.ln_2" % i
+
+
+def test_an_unreadable_object_is_passed_over(monkeypatch):
+    """An object the holder walk fails to read is counted, and the walk goes
+    on to the next (the OOM observer must not lose the other names)."""
+    class Odd:
+        pass
+
+    real = _tensors._holders._children
+
+    def children(w, v, t, path, home):
+        if t is Odd:
+            raise ValueError("unreadable")
+        return real(w, v, t, path, home)
+    monkeypatch.setattr(_tensors._holders, "_children", children)
+    kept = {"a": {"odd": Odd(), "t": Tensor(0x9D00000)}}  # noqa: F841
+    res, n = walk()
+    assert n[0x9D00000][4].startswith("kept['a']['t'] in ")
+    assert res["routes"]["unreadable"] >= 1 and not res["truncated"]
+
+
+class Shady(dict):
+    """User code that the walk must never run."""
+
+    def items(self):
+        raise AssertionError("ran items()")
+
+    def __iter__(self):
+        raise AssertionError("ran __iter__()")
+
+
+class ShadyList(list):
+    def __iter__(self):
+        raise AssertionError("ran __iter__()")
+
+    def __len__(self):
+        raise AssertionError("ran __len__()")
+
+
+def test_no_user_code_runs():
+    """Subclasses of dict, list and tuple are read through the builtin types'
+    own methods: their overrides (user code) never run."""
+    past = Shady(a=Tensor(0x9E20000))
+    past[ShadyTuple((1, 2))] = ShadyList([(Tensor(0x9E00000, shape=(1, 2, 3, 4)), Tensor(0x9E10000, shape=(1, 2, 3, 4)))])
+    res, n = walk()
+    assert "unreadable" not in res["routes"], res["routes"]
+    assert n[0x9E20000][4].startswith("past['a'] in ")
+    assert n[0x9E10000][3] == "kv_cache" and n[0x9E10000][4].startswith("past[(1, 2)][0][1] in "), n[0x9E10000]
+
+
+class ShadyTuple(tuple):
+    def __len__(self):
+        raise AssertionError("ran __len__()")
+
+    def __iter__(self):
+        raise AssertionError("ran __iter__()")

@@ -24,6 +24,10 @@ _KV_NAME = re.compile(r"(?i)past|present|cache")
 _KV_ATTRS = (("keys", "values"), ("key_cache", "value_cache"), ("k_cache", "v_cache"), ("k", "v"), ("key", "value"))
 
 
+class OutOfTime(Exception):
+    """The walk's time is up (raised by _tensors' clock, passed through here)."""
+
+
 class Site:
     """Where one walk of nested values starts: the kind its tensors get, what
     follows their names (" in main (train.py:17)"), the module, file and line
@@ -41,38 +45,52 @@ def reach(w, value, path, site, seen, depth=MAX_DEPTH):
     each by its path from the root ("SERVER.sessions['a'][3].k"); seen holds
     the containers already entered (by id) in this route."""
     stack = [(value, path, 0, site.kind)]
-    tensor_cls = w.torch.Tensor
     while stack:
-        v, p, d, kind = stack.pop()
-        t = type(v)
-        if t in _ATOM:
-            continue
-        if issubclass(t, tensor_cls):
-            row = w.add(v, kind, p + site.where, site.module, site.file, site.line)
-            if row is not None:
-                site.rows.append(row)
-            if site.roots is not None and getattr(v, "grad_fn", None) is not None:
-                site.roots.append(v)
-            continue
-        if id(v) in seen or issubclass(t, w.skip):
-            continue
-        kv = _kv_cache(w, v, t, p) if t.__name__.endswith("Cache") or issubclass(t, _SEQ) else None
-        if kv:
-            seen.add(id(v))
-            stack.extend((x, q, d + 1, "kv_cache") for x, q in kv)
-            continue
-        if d >= depth:
-            continue
+        try:
+            _visit(w, stack, site, seen, depth)
+        except OutOfTime:
+            raise
+        except Exception:  # one object we cannot read: the others still can be
+            w.errors += 1
+
+
+def _visit(w, stack, site, seen, depth):
+    """Name or enter the value on top of the stack."""
+    v, p, d, kind = stack.pop()
+    t = type(v)
+    if t in _ATOM:
+        return
+    if issubclass(t, w.torch.Tensor):
+        row = w.add(v, kind, p + site.where, site.module, site.file, site.line)
+        if row is not None:
+            site.rows.append(row)
+        if site.roots is not None and getattr(v, "grad_fn", None) is not None:
+            site.roots.append(v)
+        return
+    if id(v) in seen or issubclass(t, w.skip):
+        return
+    kv = _kv_cache(w, v, t, p) if t.__name__.endswith("Cache") or issubclass(t, _SEQ) else None
+    if kv:
         seen.add(id(v))
-        w.tick()
-        stack.extend((x, q, d + 1, kind) for x, q in _children(v, t, p, site.home))
+        stack.extend((x, q, d + 1, "kv_cache") for x, q in kv)
+        return
+    if d >= depth:
+        return
+    seen.add(id(v))
+    w.tick()
+    stack.extend((x, q, d + 1, kind) for x, q in _children(w, v, t, p, site.home))
 
 
-def _children(v, t, path, home):
+def _children(w, v, t, path, home):
     """The values directly inside v, each with its path."""
+    # The builtin types' own iterators: a subclass's items() or __iter__ is user code.
     if issubclass(t, dict):
-        return [(x, "%s[%s]" % (path, key(k))) for k, x in _plain(_copy(v.items()))]
-    if issubclass(t, _SEQ) or t.__name__ == "deque":
+        return [(x, "%s[%s]" % (path, key(k))) for k, x in _plain(_copy(dict.items(v)))]
+    if issubclass(t, list):
+        return [(x, "%s[%d]" % (path, i)) for i, x in _plain(enumerate(_copy(list.__iter__(v))))]
+    if issubclass(t, tuple):
+        return [(x, "%s[%d]" % (path, i)) for i, x in _plain(enumerate(_copy(tuple.__iter__(v))))]
+    if t.__name__ == "deque":
         return [(x, "%s[%d]" % (path, i)) for i, x in _plain(enumerate(_copy(v)))]
     if t is types.FunctionType:
         return _function(v, path, home)
@@ -87,7 +105,7 @@ def _children(v, t, path, home):
             return [(v.cell_contents, path)]
         except ValueError:  # an empty cell
             return []
-    return [(x, "%s.%s" % (path, k)) for k, x in _attributes(v, t)]
+    return [(x, "%s.%s" % (path, k)) for k, x in _attributes(w, v, t)]
 
 
 def _copy(it):
@@ -120,9 +138,10 @@ def key(k, nested=0):
         return repr(k)
     if t is str:
         return repr(k if len(k) <= KEY_CHARS else k[:KEY_CHARS] + "...")
-    if issubclass(t, tuple) and nested < 2 and len(k) <= 8:
-        inner = ", ".join(key(x, nested + 1) for x in k)
-        return "(%s%s)" % (inner, "," if len(k) == 1 else "")
+    n = tuple.__len__(k) if issubclass(t, tuple) else 0
+    if n and nested < 2 and n <= 8:
+        inner = ", ".join(key(x, nested + 1) for x in tuple.__iter__(k))
+        return "(%s%s)" % (inner, "," if n == 1 else "")
     return t.__name__
 
 
@@ -142,19 +161,22 @@ def instance_dict(v, t):
     return None
 
 
-def _attributes(v, t):
+def _attributes(w, v, t):
     """v's attributes from its instance dict and its slots, dunders left out."""
     out = []
     d = instance_dict(v, t)
     if d is not None:
-        out.extend((k, x) for k, x in _copy(d.items()) if type(k) is str and not k.startswith("__"))
-    for k in type.__getattribute__(t, "__mro__"):
-        for name, desc in list(type.__getattribute__(k, "__dict__").items()):
-            if type(desc) is types.MemberDescriptorType and not name.startswith("__"):
-                try:
-                    out.append((name, desc.__get__(v, t)))
-                except Exception:  # an unset slot
-                    pass
+        out.extend((k, x) for k, x in _copy(dict.items(d)) if type(k) is str and not k.startswith("__"))
+    slots = w.slots.get(t)
+    if slots is None:
+        slots = w.slots[t] = [(name, desc) for k in type.__getattribute__(t, "__mro__")
+                              for name, desc in list(type.__getattribute__(k, "__dict__").items())
+                              if type(desc) is types.MemberDescriptorType and not name.startswith("__")]
+    for name, desc in slots:
+        try:
+            out.append((name, desc.__get__(v, t)))
+        except Exception:  # an unset slot
+            pass
     return out
 
 
@@ -262,10 +284,13 @@ def _legacy_kv(w, v, path):
     """past_key_values as tuples: one (key, value[, cross key, cross value])
     tuple of 4-D tensors per layer, under a name that says so (past, present,
     cache: a list of (image, mask) pairs is not a cache)."""
-    if not v or len(v) > 4096 or not _KV_NAME.search(path):
+    if not _KV_NAME.search(path):
+        return None
+    layers = _copy((list.__iter__ if issubclass(type(v), list) else tuple.__iter__)(v))
+    if not layers or len(layers) > 4096:
         return None
     out = []
-    for i, layer in enumerate(v):
+    for i, layer in enumerate(layers):
         if type(layer) is not tuple or len(layer) not in (2, 4):
             return None
         for j, x in enumerate(layer):

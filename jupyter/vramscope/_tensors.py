@@ -82,10 +82,6 @@ def _is(v, cls):
     return issubclass(type(v), cls)
 
 
-class _OutOfTime(Exception):
-    pass
-
-
 class _Walk:
     """One walk: the names found so far, by storage pointer."""
 
@@ -97,6 +93,8 @@ class _Walk:
         self.truncated = False
         self.routes = {}
         self.ticks = 0
+        self.errors = 0         # objects the holder walk could not read (and went past)
+        self.slots = {}         # class -> its slots' (name, descriptor), for the holder walk
         self.param_names = {}   # id(parameter) -> (name, module path)
         self.saved_attrs = {}   # graph node class -> its _saved_* attribute names
         self.module_paths = []  # (path, module) of every module walked
@@ -108,7 +106,7 @@ class _Walk:
     def tick(self):
         self.ticks += 1
         if self.ticks % _CHECK_EVERY == 0 and time.perf_counter() > self.deadline:
-            raise _OutOfTime()
+            raise _holders.OutOfTime()
 
     def add(self, t, kind, name, module="", file="", line=0):
         """Name tensor t's storage, if it is on a CUDA device; the entry's row
@@ -132,6 +130,8 @@ class _Walk:
         return row
 
     def result(self, objects):
+        if self.errors:
+            self.routes["unreadable"] = self.errors
         return {"version": VERSION, "took_ms": round((time.perf_counter() - self.t0) * 1000.0, 3),
                 "truncated": self.truncated, "objects": objects, "routes": dict(self.routes),
                 "entries": list(self.by_ptr.values()), "methods": self.method_list()}
@@ -211,7 +211,7 @@ def name_tensors(torch, budget_s=BUDGET_S):
         _unnamed(w, tensors)
         if w.remaining:
             _globals.holders(w, _frames())
-    except _OutOfTime:
+    except _holders.OutOfTime:
         w.truncated = True
     except Exception as e:  # a torch we do not know: keep what was named
         w.truncated = True
