@@ -229,3 +229,27 @@ func TestGenerateModel(t *testing.T) {
 		t.Error("a training run gave a generation model")
 	}
 }
+
+// TestEvalLoopOverLayers: an evaluation loop over a 12-layer model keeping
+// every batch's logits (snaptool.py's eval_keep_layers, 24 batches) has 24
+// iterations, not one per layer (288: the layers' stacks make nearly every
+// allocation and their windows sit lower as the kept logits pile up), and
+// its accumulation is found on the loop's line with what each batch kept.
+func TestEvalLoopOverLayers(t *testing.T) {
+	r, _ := synth(t, "eval_keep_layers")
+	if n := len(deviceOf(t, r, 0).Steps); n != 24 {
+		t.Errorf("%d iterations, want the 24 batches", n)
+	}
+	var found bool
+	for _, f := range r.Findings {
+		if f.Kind == analyze.KindLoopAccumulation {
+			found = true
+			if filepath.Base(f.File) != "eval.py" || f.Line != 19 || !strings.Contains(f.Title, "keeps 100.00 MiB per iteration") {
+				t.Errorf("finding at %s:%d: %s", f.File, f.Line, f.Title)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("no loop_accumulation: %v", r.Findings)
+	}
+}

@@ -418,8 +418,79 @@ def synth_kv_oom():
             "allocator_settings": settings(), "external_annotations": [], "vramscope_tensors": tensors}
 
 
+def synth_eval_keep_layers(layers=12, batches=24):
+    """An evaluation loop over a 12-layer GPT-2-like model, 24 batches, without an optimizer, that keeps
+    every batch's 100 MiB of logits (eval.py:19, `out = model(ids)`) and frees them after the loop: the
+    layers' stacks make nearly every allocation (layers x batches of each), the batch's own a few."""
+    lib = "/usr/lib/python3/site-packages/transformers/models/gpt2/modeling_gpt2.py"
+    lin = "/usr/lib/python3/site-packages/torch/nn/modules/linear.py"
+    user = "/workspace/proj/eval.py"
+    M = 1 << 20
+    st = {"t": 1000, "next": 0x7F0000000000}
+    ev, live = [], {}
+
+    def fw(*inner):
+        return frames(*inner, (user, 19, "main"))
+
+    def alloc(size, fr):
+        st["t"] += 5
+        a = st["next"]
+        st["next"] += size
+        ev.append(entry("alloc", a, size, st["t"], fr))
+        live[a] = size
+        return a
+
+    def free(*addrs):
+        for a in addrs:
+            st["t"] += 5
+            ev.append(entry("free_completed", a, live.pop(a), st["t"], []))
+
+    def layer(h):
+        ln = alloc(2 * M, fw((lib, 400, "forward"), (lib, 380, "forward")))
+        qkv = alloc(6 * M, fw((lin, 125, "forward"), (lib, 300, "forward"), (lib, 381, "forward")))
+        free(ln)
+        att = alloc(2 * M, fw((lib, 320, "forward"), (lib, 381, "forward")))
+        free(qkv)
+        proj = alloc(2 * M, fw((lin, 125, "forward"), (lib, 330, "forward"), (lib, 381, "forward")))
+        free(att)
+        h2 = alloc(2 * M, fw((lib, 382, "forward")))
+        free(proj, h)
+        ln2 = alloc(2 * M, fw((lib, 400, "forward"), (lib, 383, "forward")))
+        fc = alloc(8 * M, fw((lin, 125, "forward"), (lib, 350, "forward"), (lib, 384, "forward")))
+        free(ln2)
+        g = alloc(8 * M, fw((lib, 351, "forward"), (lib, 384, "forward")))
+        free(fc)
+        p2 = alloc(2 * M, fw((lin, 125, "forward"), (lib, 352, "forward"), (lib, 384, "forward")))
+        free(g)
+        out = alloc(2 * M, fw((lib, 385, "forward")))
+        free(p2, h2)
+        return out
+
+    kept, ids = [], None
+    for _b in range(batches):
+        new_ids = alloc(4096, frames((user, 18, "main")))
+        if ids:
+            free(ids)
+        ids = new_ids
+        e1 = alloc(2 * M, fw((lin, 190, "forward"), (lib, 900, "forward")))
+        e2 = alloc(2 * M, fw((lib, 901, "forward")))
+        h = alloc(2 * M, fw((lib, 902, "forward")))
+        free(e1, e2)
+        for _l in range(layers):
+            h = layer(h)
+        lnf = alloc(2 * M, fw((lib, 950, "forward")))
+        free(h)
+        kept.append(alloc(100 * M, fw((lin, 125, "forward"), (lib, 1200, "forward"))))
+        free(lnf)
+    free(*kept)
+    free(ids)
+    total = st["next"] - 0x7F0000000000
+    segs = [segment(0, 0x7F0000000000, total, [block(0x7F0000000000, total, "inactive")])]
+    return {"segments": segs, "device_traces": [ev], "allocator_settings": settings(), "external_annotations": []}
+
+
 SYNTH = {"two_devices": synth_two_devices, "address_reuse": synth_address_reuse, "long": synth_long,
-         "kv_oom": synth_kv_oom}
+         "kv_oom": synth_kv_oom, "eval_keep_layers": synth_eval_keep_layers}
 
 
 def main(argv):
