@@ -429,7 +429,7 @@ def test_no_steps_warmup_ends_after_its_allocations_then_clock_windows(daemon, e
     t = time.monotonic()
     assert c.wait("vramscope.status()['sampling']['clock_windows'] >= 1", timeout=5) is True
     opened = time.monotonic() - t
-    assert 0.6 < opened < 2.5, opened  # period_s - window_s after the warm-up closed
+    assert 0.3 < opened < 4, opened  # period_s - window_s (1.2 s) after the warm-up closed, not at once
     assert c.wait("not vramscope.status()['sampling']['recording_now']", timeout=3) is True
     st = c("vramscope.status()['sampling']")
     assert st["steps"] == 0 and st["recorded_steps"] == 0 and st["sampled"] is True
