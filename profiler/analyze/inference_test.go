@@ -170,8 +170,8 @@ func TestOOMFindingKV(t *testing.T) {
 	}
 	want := fmt.Sprintf("at 100 tokens a batch of %d fits, and at batch 8, %d tokens", n["fit_max_batch"], n["fit_max_tokens"])
 	if !strings.HasPrefix(oom.Fix, "the KV cache (past_key_values.layers[*].keys in generate) takes 2.00 KiB a token") ||
-		!strings.Contains(oom.Fix, want) {
-		t.Errorf("fix %q", oom.Fix)
+		!strings.Contains(oom.Fix, want) || strings.Contains(oom.Fix, "checkpointing") {
+		t.Errorf("fix %q", oom.Fix) // a capacity OOM in generation: no training advice
 	}
 	if got, _ := category(deviceOf(t, r, 0), analyze.CatKVCache); got != kv {
 		t.Errorf("kv_cache category %d, want %d", got, kv)

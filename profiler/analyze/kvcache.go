@@ -119,6 +119,11 @@ func (dg *devDiag) oomKV(f *Finding, od oomDiag) {
 	n["kv_layers"], n["fit_limit"], n["fit_max_batch"], n["fit_max_tokens"] = int64(kv.Layers), limit, fit.MaxBatch, fit.MaxTokens
 	f.Title += fmt.Sprintf("; the KV cache holds %s: batch %d x %d tokens, %s a token", fb(kv.Bytes), kv.Batch, kv.Tokens,
 		fb(kv.BytesPerToken))
+	if f.Cause == "capacity" { // the generic tail speaks of training (checkpointing, optimizer state)
+		f.Fix = kvFix(kv, fit) + "; or make the cache smaller per token (a quantized KV cache, fewer key/value heads) " +
+			"or shard the model over more GPUs"
+		return
+	}
 	f.Fix = kvFix(kv, fit) + "; " + f.Fix
 }
 
