@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/sourcegraph/jsonrpc2"
 	"github.com/vramscope/vramscope/internal/golden"
+	"github.com/vramscope/vramscope/internal/reftool"
 	"go.lsp.dev/protocol"
 	"go.lsp.dev/uri"
 )
@@ -309,5 +311,43 @@ func TestPathMapSetting(t *testing.T) {
 	}
 	if !sort.IntsAreSorted(lines) {
 		t.Errorf("hints out of order: %v", lines)
+	}
+}
+
+// TestDiagnosticForAnOOMInGeneration: the OOM diagnostic on the generating
+// line says what the KV cache held and which batch and length fit
+// (snaptool.py's kv_oom, an OOM the agent named between sampled windows).
+func TestDiagnosticForAnOOMInGeneration(t *testing.T) {
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		reftool.Missing(t, "no python3")
+	}
+	snap := filepath.Join(t.TempDir(), "kv_oom.pickle")
+	if out, err := exec.Command(py, "../profiler/analyze/testdata/snaptool.py", "synth", "kv_oom", snap).CombinedOutput(); err != nil {
+		t.Fatalf("snaptool: %v %s", err, out)
+	}
+	c := start(t, Config{}, nil)
+	var sum Summary
+	c.call("workspace/executeCommand", map[string]any{"command": cmdOpenSnapshot,
+		"arguments": []any{map[string]string{"path": snap}}}, &sum)
+	local := string(uri.File("/workspace/proj/train.py"))
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		c.mu.Lock()
+		d := c.diags[local]
+		c.mu.Unlock()
+		if len(d) > 0 {
+			m := d[0].Message
+			if d[0].Code != "oom" || d[0].Range.Start.Line != 29 || !strings.Contains(m, "batch 8 x 100 tokens, 2.00 KiB a token") ||
+				!strings.Contains(m, "\nFix: the KV cache (past_key_values.layers[*].keys in generate) takes 2.00 KiB a token") ||
+				!strings.Contains(m, "at 100 tokens a batch of") {
+				t.Errorf("diagnostic %+v", d[0])
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no diagnostics on %s: %v", local, c.diags)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

@@ -429,6 +429,17 @@ class NamedGroup(TypedDict, total=False):
     tensors: int  # how many tensors
 
 
+class KVCache(TypedDict, total=False):
+    """KVCache is a key/value cache at an out-of-memory error in generation: what it held and what would have fit the memory the process could use."""
+    bytes: int
+    batch: int
+    tokens: int  # the sequence length it held
+    bytes_per_token: int  # one token of one sequence, every layer's keys and values
+    limit: int  # the memory the process could use (a lower bound)
+    max_batch: int  # the largest batch at Tokens within Limit
+    max_tokens: int  # the longest sequence at Batch within Limit
+
+
 class OOMEvent(TypedDict, total=False):
     """OOMEvent is the payload of oom_captured, sent once the snapshot is analysed: what filled the device, as far as it is named."""
     snapshot: "SnapshotResult"  # the stored snapshot
@@ -436,3 +447,5 @@ class OOMEvent(TypedDict, total=False):
     title: str  # (omitted when empty) Title is the analysis's out-of-memory finding ("CUDA out of memory: ... (cause: ...)"); empty when the analysis failed.
     named_share: float  # (omitted when empty) NamedShare is the share of the memory alive at the failure that has a name (a tensor or a user line); Named its largest named groups.
     named: Optional[List["NamedGroup"]]  # (omitted when empty) the largest named groups alive at the failure
+    fix: str  # (omitted when empty) Fix is the finding's fix; in generation it leads with the batch and length that fit (KVCache).
+    kv_cache: Optional["KVCache"]  # (omitted when empty) the KV cache the agent named at the failure

@@ -631,6 +631,22 @@ export interface NamedGroup {
   tensors: number;
 }
 
+/** KVCache is a key/value cache at an out-of-memory error in generation: what it held and what would have fit the memory the process could use. */
+export interface KVCache {
+  bytes: number;
+  batch: number;
+  /** the sequence length it held */
+  tokens: number;
+  /** one token of one sequence, every layer's keys and values */
+  bytes_per_token: number;
+  /** the memory the process could use (a lower bound) */
+  limit: number;
+  /** the largest batch at Tokens within Limit */
+  max_batch: number;
+  /** the longest sequence at Batch within Limit */
+  max_tokens: number;
+}
+
 /** OOMEvent is the payload of oom_captured, sent once the snapshot is analysed: what filled the device, as far as it is named. */
 export interface OOMEvent {
   /** the stored snapshot */
@@ -643,4 +659,8 @@ export interface OOMEvent {
   named_share?: number;
   /** the largest named groups alive at the failure */
   named?: NamedGroup[];
+  /** Fix is the finding's fix; in generation it leads with the batch and length that fit (KVCache). */
+  fix?: string;
+  /** the KV cache the agent named at the failure */
+  kv_cache?: KVCache;
 }
