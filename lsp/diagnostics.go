@@ -10,7 +10,8 @@ import (
 
 // publishDiagnostics turns the shown snapshot's findings into diagnostics on
 // the local files they point at, with the evidence lines as related
-// information, and clears the files that no longer have any.
+// information, and clears the files that no longer have any. Lines of open
+// files follow the user's edits (placeLine).
 func (s *Server) publishDiagnostics() {
 	l := s.shown()
 	byURI := map[string][]protocol.Diagnostic{}
@@ -20,9 +21,13 @@ func (s *Server) publishDiagnostics() {
 				continue
 			}
 			local := s.paths.local(f.File)
+			line, edited, ok := s.placeLine(l, local, f.Line)
+			if !ok {
+				continue // the user deleted the line
+			}
 			u := string(uri.File(local))
 			diag := protocol.Diagnostic{
-				Range:    lineRange(f.Line),
+				Range:    lineRange(line),
 				Severity: severity(f.Severity),
 				Code:     f.Kind,
 				Source:   "vramscope",
@@ -31,12 +36,20 @@ func (s *Server) publishDiagnostics() {
 			if f.Fix != "" {
 				diag.Message += "\nFix: " + f.Fix
 			}
+			if edited {
+				diag.Message += "\n(From before this line was edited.)"
+			}
 			for _, ev := range f.Evidence.Lines {
 				if ev.File == "" || ev.Line <= 0 {
 					continue
 				}
+				evLocal := s.paths.local(ev.File)
+				evLine, _, ok := s.placeLine(l, evLocal, ev.Line)
+				if !ok {
+					continue
+				}
 				diag.RelatedInformation = append(diag.RelatedInformation, protocol.DiagnosticRelatedInformation{
-					Location: protocol.Location{URI: uri.File(s.paths.local(ev.File)), Range: lineRange(ev.Line)},
+					Location: protocol.Location{URI: uri.File(evLocal), Range: lineRange(evLine)},
 					Message:  fmt.Sprintf("%s (%s)", ev.Note, profiler.FormatBytes(ev.Bytes)),
 				})
 			}
@@ -58,6 +71,23 @@ func (s *Server) publishDiagnostics() {
 			s.notify("textDocument/publishDiagnostics", protocol.PublishDiagnosticsParams{URI: uri.URI(u), Diagnostics: []protocol.Diagnostic{}})
 		}
 	}
+}
+
+// placeLine is where a recorded line of a local file is now: mapped through
+// the edits when the file is open, as recorded when it is not.
+func (s *Server) placeLine(l *loaded, local string, recorded int) (int, bool, bool) {
+	s.mu.Lock()
+	var d *document
+	for _, doc := range s.docs {
+		if doc.path == local {
+			d = doc
+		}
+	}
+	s.mu.Unlock()
+	if d == nil {
+		return recorded, false, true
+	}
+	return s.toCurrent(s.lineMap(d, l), recorded)
 }
 
 func lineRange(line int) protocol.Range {

@@ -51,7 +51,7 @@ func (s *Server) initialize(_ context.Context, raw json.RawMessage) (any, error)
 		ServerCapabilities: protocol.ServerCapabilities{
 			TextDocumentSync: protocol.TextDocumentSyncOptions{
 				OpenClose: true,
-				Change:    protocol.TextDocumentSyncKindFull,
+				Change:    protocol.TextDocumentSyncKindIncremental,
 			},
 			HoverProvider:          true,
 			CodeLensProvider:       &protocol.CodeLensOptions{},

@@ -17,6 +17,9 @@ type loaded struct {
 	result *analyze.Result
 	index  *analyze.SiteIndex
 	byFile map[string][]analyze.Site // recorded file -> its user sites
+	// The recorded source of each local file, as first read (recordedSource).
+	srcMu   sync.Mutex
+	sources map[string][]string
 	// While it is analysed (under snapshots.mu): the requests waiting, and
 	// how to stop the analysis once none is left.
 	waiters int
