@@ -20,8 +20,9 @@ import (
 type daemonLink struct {
 	mu     sync.Mutex
 	c      *client.Client
-	reason string // why there is no connection
+	reason string        // why there is no connection
 	closed bool
+	tried  chan struct{} // closed after the first attempt to connect
 }
 
 func (s *Server) link() *daemonLink {
@@ -60,11 +61,16 @@ func (d *daemonLink) close() {
 // connectDaemon connects (starting a daemon in "auto" mode), follows new
 // snapshots, and reconnects after the daemon goes away.
 func (s *Server) connectDaemon() {
-	d := &daemonLink{}
 	s.mu.Lock()
-	s.daemon = d
+	d := s.daemon
+	if d == nil {
+		d = &daemonLink{tried: make(chan struct{})}
+		s.daemon = d
+	}
 	s.mu.Unlock()
 	socket := s.cfg.Socket
+	var once sync.Once
+	defer once.Do(func() { close(d.tried) })
 	for wait := time.Second; ; wait = min(2*wait, 30*time.Second) {
 		d.mu.Lock()
 		closed := d.closed
@@ -77,6 +83,7 @@ func (s *Server) connectDaemon() {
 			d.mu.Lock()
 			d.reason = err.Error()
 			d.mu.Unlock()
+			once.Do(func() { close(d.tried) })
 			time.Sleep(wait)
 			continue
 		}
@@ -88,6 +95,7 @@ func (s *Server) connectDaemon() {
 		d.mu.Lock()
 		d.c, d.reason = c, ""
 		d.mu.Unlock()
+		once.Do(func() { close(d.tried) })
 		<-c.Done()
 		d.mu.Lock()
 		d.c, d.reason = nil, "the connection closed"

@@ -22,6 +22,7 @@ func (s *Server) initialize(_ context.Context, raw json.RawMessage) (any, error)
 		RootURI               protocol.DocumentURI       `json:"rootUri"`
 		WorkspaceFolders      []protocol.WorkspaceFolder `json:"workspaceFolders"`
 		InitializationOptions json.RawMessage            `json:"initializationOptions"`
+		Capabilities          json.RawMessage            `json:"capabilities"`
 	}
 	if err := decode(raw, &p); err != nil {
 		return nil, err
@@ -39,6 +40,7 @@ func (s *Server) initialize(_ context.Context, raw json.RawMessage) (any, error)
 	}
 	s.mu.Lock()
 	s.roots = roots
+	s.clientCaps = parseClientCaps(p.Capabilities)
 	s.settings = s.settings.merge(p.InitializationOptions)
 	if s.cfg.Snapshot != "" && s.settings.Snapshot == "" {
 		s.settings.Snapshot = s.cfg.Snapshot

@@ -4,6 +4,7 @@ import (
 	"context"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 
 	"github.com/vramscope/vramscope/profiler/analyze"
 )
@@ -20,6 +21,8 @@ type loaded struct {
 	// The recorded source of each local file, as first read (recordedSource).
 	srcMu   sync.Mutex
 	sources map[string][]string
+	// Bytes read of the snapshot's decoding passes, while it is analysed ($/progress).
+	read, total atomic.Int64
 	// While it is analysed (under snapshots.mu): the requests waiting, and
 	// how to stop the analysis once none is left.
 	waiters int
@@ -83,7 +86,13 @@ func (c *snapshots) start(path string) *loaded {
 	c.runs++
 	go func() {
 		defer cancel()
-		l.analyse(ctx, c.progress)
+		l.analyse(ctx, func(done, total int64) {
+			l.read.Store(done)
+			l.total.Store(total)
+			if c.progress != nil {
+				c.progress(done, total)
+			}
+		})
 		c.mu.Lock()
 		l.cancel = nil
 		if l.err == nil {
@@ -162,11 +171,16 @@ func (s *Server) showAsked(l *loaded, n int64) bool {
 	return true
 }
 
-// redraw asks the editor for hints and lenses again and republishes the
-// diagnostics of the snapshot shown.
+// redraw asks the editor for hints and lenses again (when it said it takes
+// the refresh requests) and republishes the diagnostics of the snapshot shown.
 func (s *Server) redraw() {
-	s.ask(methodInlayHintRefresh)
-	s.ask(methodCodeLensRefresh)
+	caps := s.caps()
+	if caps.inlayHintRefresh {
+		s.ask(methodInlayHintRefresh)
+	}
+	if caps.codeLensRefresh {
+		s.ask(methodCodeLensRefresh)
+	}
 	s.publishDiagnostics()
 }
 
