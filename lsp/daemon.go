@@ -20,7 +20,7 @@ import (
 type daemonLink struct {
 	mu     sync.Mutex
 	c      *client.Client
-	reason string        // why there is no connection
+	reason string // why there is no connection
 	closed bool
 	tried  chan struct{} // closed after the first attempt to connect
 }
