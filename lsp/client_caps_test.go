@@ -29,9 +29,10 @@ func (c *fakeClient) waitFor(what string, ok func() bool) {
 // each, the progress from begin to end.
 func TestCapabilitiesHonoured(t *testing.T) {
 	snap := filepath.Join(fixtures, "snapshots/gpt2_train.pickle")
+	t.Setenv("XDG_CACHE_HOME", t.TempDir()) // the flame page below
 	bare := startWith(t, Config{}, map[string]any{"snapshot": snap}, map[string]any{})
 	bare.waitShown("gpt2_train.pickle")
-	bare.call("workspace/executeCommand", map[string]any{"command": cmdFlameGraph, "arguments": []any{map[string]any{"html": true}}}, nil)
+	bare.call("workspace/executeCommand", map[string]any{"command": cmdFlameGraph, "arguments": []any{map[string]any{}}}, nil)
 	time.Sleep(300 * time.Millisecond) // anything sent after the show would be in by now
 	bare.mu.Lock()
 	if len(bare.asked) != 0 || len(bare.progress) != 0 {
