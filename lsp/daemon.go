@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -107,7 +109,10 @@ func (s *Server) dial(socket string) (*client.Client, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	if s.cfg.Daemon == "auto" && s.cfg.Exe != "" {
-		c, _, err := client.Ensure(ctx, socket, "lsp", s.cfg.Exe, nil, filepath.Join(filepath.Dir(socket), "daemon.log"), 10*time.Second)
+		// A daemon this server starts stops once the server has exited: it
+		// must not outlive the editor (one that runs already is left alone).
+		exitWith := []string{"--exit-with", strconv.Itoa(os.Getpid())}
+		c, _, err := client.Ensure(ctx, socket, "lsp", s.cfg.Exe, exitWith, filepath.Join(filepath.Dir(socket), "daemon.log"), 10*time.Second)
 		return c, err
 	}
 	return client.Dial(ctx, socket, "lsp")

@@ -96,7 +96,7 @@ func (s *Server) cmdOpen(ctx context.Context, path, id string) (any, error) {
 	if path == "" {
 		return nil, invalid("openSnapshot needs a path")
 	}
-	l, err := s.openAndShowContext(ctx, path)
+	l, err := s.openAndShowContext(ctx, s.inWorkspace(path))
 	if err != nil {
 		return nil, invalid(err.Error())
 	}
@@ -108,11 +108,11 @@ func (s *Server) cmdCompare(ctx context.Context, a commandArgs) (any, error) {
 	if a.A == "" || a.B == "" {
 		return nil, invalid("compareSnapshots needs a and b")
 	}
-	la, err := s.snaps.loadContext(ctx, a.A)
+	la, err := s.snaps.loadContext(ctx, s.inWorkspace(a.A))
 	if err != nil {
 		return nil, invalid(err.Error())
 	}
-	lb, err := s.snaps.loadContext(ctx, a.B)
+	lb, err := s.snaps.loadContext(ctx, s.inWorkspace(a.B))
 	if err != nil {
 		return nil, invalid(err.Error())
 	}

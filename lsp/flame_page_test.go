@@ -80,3 +80,17 @@ func TestCommandArguments(t *testing.T) {
 		}
 	}
 }
+
+// TestRelativeSettings: a relative snapshot setting and command path are
+// inside the first workspace folder (the fixtures), not the server's working
+// directory (lsp/ under go test).
+func TestRelativeSettings(t *testing.T) {
+	c := start(t, Config{}, map[string]any{"vramscope": map[string]any{"snapshot": "snapshots/gpt2_train.pickle"}})
+	c.waitShown(filepath.Join(fixtures, "snapshots/gpt2_train.pickle"))
+	var sum Summary
+	c.call("workspace/executeCommand", map[string]any{"command": cmdOpenSnapshot,
+		"arguments": []any{map[string]string{"path": "snapshots/oom_batch.pickle"}}}, &sum)
+	if sum.Path != filepath.Join(fixtures, "snapshots/oom_batch.pickle") {
+		t.Errorf("openSnapshot of a relative path opened %q", sum.Path)
+	}
+}

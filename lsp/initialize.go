@@ -3,6 +3,7 @@ package lsp
 import (
 	"context"
 	"encoding/json"
+	"path/filepath"
 
 	"go.lsp.dev/protocol"
 )
@@ -43,10 +44,10 @@ func (s *Server) initialize(_ context.Context, raw json.RawMessage) (any, error)
 	s.clientCaps = parseClientCaps(p.Capabilities)
 	s.settings = s.settings.merge(p.InitializationOptions)
 	if s.cfg.Snapshot != "" && s.settings.Snapshot == "" {
-		s.settings.Snapshot = s.cfg.Snapshot
+		s.settings.Snapshot, _ = filepath.Abs(s.cfg.Snapshot) // a flag: the working directory's
 	}
-	st := s.settings
 	s.mu.Unlock()
+	st := s.resolveSettings()
 	s.resetPaths(st)
 
 	caps := serverCapabilities{
@@ -67,13 +68,23 @@ func (s *Server) initialize(_ context.Context, raw json.RawMessage) (any, error)
 // Version is the server's version, set by the CLI.
 var Version = "dev"
 
+// resolveSettings resolves the snapshot setting inWorkspace and returns the settings.
+func (s *Server) resolveSettings() Settings {
+	st := s.currentSettings()
+	snap := s.inWorkspace(st.Snapshot)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.settings.Snapshot = snap
+	return s.settings
+}
+
 // resetPaths rebuilds the path map from the settings and workspace folders,
 // telling the user about a malformed rule.
 func (s *Server) resetPaths(st Settings) {
 	s.mu.Lock()
 	roots := append([]string(nil), s.roots...)
 	s.mu.Unlock()
-	for _, err := range s.paths.reset(st.PathMap, roots) {
+	for _, err := range s.paths.reset(s.mapRules(st.PathMap), roots) {
 		s.showMessage(msgWarning, "vramscope: "+err.Error())
 	}
 }
