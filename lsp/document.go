@@ -120,10 +120,7 @@ func (s *Server) lineMap(d *document, l *loaded) *lineMap {
 	if m, ok := d.maps[l]; ok {
 		return m
 	}
-	if len(d.lines) != len(lines) || (len(lines) > 0 && &d.lines[0] != &lines[0]) {
-		lines = d.lines // changed meanwhile
-	}
-	m = newLineMap(src, lines)
+	m = newLineMap(src, d.lines) // the buffer now: an edit may have come meanwhile
 	d.maps[l] = m
 	return m
 }

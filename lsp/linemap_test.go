@@ -10,7 +10,7 @@ import (
 )
 
 // trainerLines is the real training script the fixtures' snapshots recorded.
-func trainerLines(t *testing.T) []string {
+func trainerLines(t testing.TB) []string {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(fixtures, "trainer/train_gpt2.py"))
 	if err != nil {
@@ -231,4 +231,29 @@ func checkMap(base, cur []string, m *lineMap) error {
 		}
 	}
 	return nil
+}
+
+// BenchmarkLineMapKeystroke is the cost of one keystroke (one line edited)
+// in a 10,000-line file (the trainer repeated), beside the reference of
+// diffing the whole text again (what a full-sync map would do each time).
+func BenchmarkLineMapKeystroke(b *testing.B) {
+	one := trainerLines(b)
+	var base []string
+	for len(base) < 10_000 {
+		base = append(base, one...)
+	}
+	b.Run("incremental", func(b *testing.B) {
+		m := newLineMap(base, base)
+		for i := 0; i < b.N; i++ {
+			line := 5000 + i%100
+			m.replace(line, line+1, []string{m.cur[line] + "x"})
+		}
+	})
+	b.Run("whole-text-diff", func(b *testing.B) {
+		cur := append([]string(nil), base...)
+		for i := 0; i < b.N; i++ {
+			cur[5000] += "x"
+			newLineMap(base, cur)
+		}
+	})
 }
