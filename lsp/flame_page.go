@@ -44,7 +44,11 @@ func (s *Server) flamePage(l *loaded, t *flame.Tree, fn string) (any, error) {
 	if err != nil {
 		return nil, failed(err.Error())
 	}
-	name := nameless.ReplaceAllString(fmt.Sprintf("%s-%s", trimExt(filepath.Base(l.path)), fn), "_")
+	name := trimExt(filepath.Base(l.path))
+	if fn != "" {
+		name += "-" + fn
+	}
+	name = nameless.ReplaceAllString(name, "_")
 	path := filepath.Join(dir, name+".html")
 	f, err := os.Create(path)
 	if err != nil {

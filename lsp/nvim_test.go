@@ -72,6 +72,13 @@ func TestNeovim(t *testing.T) {
 	cmd := exec.Command(nvim, "--headless", "--clean", "-u", "NONE", "-l", "testdata/nvim/session.lua")
 	cmd.Env = append(os.Environ(), "VRAMSCOPE_BIN="+bin, "VRAMSCOPE_FIXTURES="+fixtures, "VRAMSCOPE_RESULT="+result,
 		"XDG_CACHE_HOME="+dir, "XDG_STATE_HOME="+dir, "XDG_CONFIG_HOME="+dir, "XDG_DATA_HOME="+dir, "XDG_RUNTIME_DIR="+dir)
+	runSession(t, cmd, result, 9)
+}
+
+// runSession runs an editor's scripted session (at most 2 minutes) and
+// judges the steps it recorded in result: want of them, each ok.
+func runSession(t *testing.T, cmd *exec.Cmd, result string, want int) {
+	t.Helper()
 	done := make(chan error, 1)
 	var out []byte
 	go func() {
@@ -82,11 +89,11 @@ func TestNeovim(t *testing.T) {
 	select {
 	case err := <-done:
 		if err != nil {
-			t.Fatalf("nvim: %v\n%s", err, out)
+			t.Fatalf("%s: %v\n%s", cmd.Path, err, out)
 		}
 	case <-time.After(2 * time.Minute):
 		cmd.Process.Kill()
-		t.Fatalf("nvim did not finish in 2 minutes")
+		t.Fatalf("%s did not finish in 2 minutes", cmd.Path)
 	}
 	b, err := os.ReadFile(result)
 	if err != nil {
@@ -101,8 +108,8 @@ func TestNeovim(t *testing.T) {
 	if err := json.Unmarshal(b, &r); err != nil {
 		t.Fatal(err)
 	}
-	if len(r.Steps) != 9 {
-		t.Errorf("%d steps ran, want 9", len(r.Steps))
+	if len(r.Steps) != want {
+		t.Errorf("%d steps ran, want %d", len(r.Steps), want)
 	}
 	for _, s := range r.Steps {
 		if !s.OK {
