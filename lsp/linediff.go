@@ -19,16 +19,11 @@ func matchLines(a, b []string) [][2]int {
 }
 
 func matchInto(a, b []string, oa, ob int, out *[][2]int) {
-	p := 0
-	for p < len(a) && p < len(b) && a[p] == b[p] {
-		*out = append(*out, [2]int{oa + p, ob + p})
-		p++
+	p, s := commonEnds(a, b)
+	for k := 0; k < p; k++ {
+		*out = append(*out, [2]int{oa + k, ob + k})
 	}
 	a, b, oa, ob = a[p:], b[p:], oa+p, ob+p
-	s := 0
-	for s < len(a) && s < len(b) && a[len(a)-1-s] == b[len(b)-1-s] {
-		s++
-	}
 	ma, mb := a[:len(a)-s], b[:len(b)-s]
 	switch {
 	case len(ma) == 0 || len(mb) == 0:

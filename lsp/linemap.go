@@ -114,15 +114,20 @@ func similar(a, b string) bool {
 	if n == 0 {
 		return false
 	}
-	p := 0
-	for p < len(a) && p < len(b) && a[p] == b[p] {
-		p++
-	}
-	s := 0
-	for s < len(a)-p && s < len(b)-p && a[len(a)-1-s] == b[len(b)-1-s] {
-		s++
-	}
+	p, s := commonEnds([]byte(a), []byte(b))
 	return 2*(p+s) >= n
+}
+
+// commonEnds is how many items a and b share at their start, and then at
+// their end (not overlapping the start).
+func commonEnds[T comparable](a, b []T) (start, end int) {
+	for start < len(a) && start < len(b) && a[start] == b[start] {
+		start++
+	}
+	for end < len(a)-start && end < len(b)-start && a[len(a)-1-end] == b[len(b)-1-end] {
+		end++
+	}
+	return start, end
 }
 
 // settle marks edited lines (their text differs from the recorded line's),

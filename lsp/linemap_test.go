@@ -28,14 +28,7 @@ type edit struct {
 // diffEdit is the one edit that turns a into b (their common start and end
 // kept): what an editor sends for an undo, or a full-sync client for any change.
 func diffEdit(a, b []string) edit {
-	p := 0
-	for p < len(a) && p < len(b) && a[p] == b[p] {
-		p++
-	}
-	s := 0
-	for s < len(a)-p && s < len(b)-p && a[len(a)-1-s] == b[len(b)-1-s] {
-		s++
-	}
+	p, s := commonEnds(a, b)
 	return edit{p, len(a) - s, append([]string(nil), b[p:len(b)-s]...)}
 }
 
