@@ -115,6 +115,7 @@ func (s *Server) lineMap(d *document, l *loaded) *lineMap {
 		return m
 	}
 	src := l.recordedSource(d.path, lines)
+	s.checkRecorded(l, d.path, src)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if m, ok := d.maps[l]; ok {

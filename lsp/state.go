@@ -21,6 +21,7 @@ type loaded struct {
 	// The recorded source of each local file, as first read (recordedSource).
 	srcMu   sync.Mutex
 	sources map[string][]string
+	checked map[string]bool // files checkRecorded looked at
 	// Bytes read of the snapshot's decoding passes, while it is analysed ($/progress).
 	read, total atomic.Int64
 	// While it is analysed (under snapshots.mu): the requests waiting, and

@@ -160,14 +160,14 @@ test("the extension in code-server (VS Code 1.100.3)", { skip, timeout: 300_000 
 
   await h.openFile("trainer/train_gpt2.py");
 
-  // The view line of source line 22 (view lines are placed by their CSS top;
-  // the gutter's line number at the same top names the line).
-  const line22 = async () =>
-    page.evaluate(() => {
+  // The view line of source line n (view lines are placed by their CSS top;
+  // the gutter's line number at the same top names the line): its text and hints.
+  const viewLine = async (n) =>
+    page.evaluate((n) => {
       const editor = document.querySelector(".editor-group-container.active .monaco-editor");
       if (!editor) return null;
       const num = [...editor.querySelectorAll(".margin-view-overlays > div")].find(
-        (d) => d.querySelector(".line-numbers")?.textContent.trim() === "22",
+        (d) => d.querySelector(".line-numbers")?.textContent.trim() === String(n),
       );
       if (!num) return null;
       const line = [...editor.querySelectorAll(".view-lines .view-line")].find((l) => l.style.top === num.style.top);
@@ -176,7 +176,10 @@ test("the extension in code-server (VS Code 1.100.3)", { skip, timeout: 300_000 
         .filter((s) => /inlay|dyn-rule/.test(s.className) && s.textContent.trim() && !s.querySelector("span"))
         .map((s) => s.textContent.replace(/\u00a0/g, " ").trim());
       return { text: line.textContent.replace(/\u00a0/g, " "), top: line.style.top, hints };
-    });
+    }, n);
+  const line22 = () => viewLine(22);
+  // The "at peak" hints on source line n (null: the line is not drawn).
+  const peakHints = async (n) => (await viewLine(n))?.hints.filter((h) => /at\s+peak/.test(h)) ?? null;
 
   // The lens above def train_step: until it is drawn, the lines below it move.
   const trainStepLens = page.locator(".editor-group-container.active .monaco-editor .codelens-decoration a", { hasText: "flame graph from here" }).first();
@@ -348,13 +351,7 @@ test("the extension in code-server (VS Code 1.100.3)", { skip, timeout: 300_000 
 
   await step("a settings change reaches the server (workspace/didChangeConfiguration)", async () => {
     // Line 22 holds 54% of the peak and line 23 29%: a threshold of 0.4 hides only line 23's hint.
-    const hintsOn = async (n) =>
-      page.evaluate((n) => {
-        const editor = document.querySelector(".editor-group-container.active .monaco-editor");
-        const num = editor && [...editor.querySelectorAll(".margin-view-overlays > div")].find((d) => d.querySelector(".line-numbers")?.textContent.trim() === String(n));
-        const line = num && [...editor.querySelectorAll(".view-lines .view-line")].find((l) => l.style.top === num.style.top);
-        return line ? [...line.querySelectorAll("span")].filter((s) => /dyn-rule|inlay/.test(s.className) && /at\s+peak/.test(s.textContent)).length : -1;
-      }, n);
+    const hintsOn = async (n) => (await peakHints(n))?.length ?? -1;
     await focusEditor("train_gpt2.py");
     await goToLine(1, 1);
     await waitFor("hints on lines 22 and 23", async () => (await hintsOn(22)) > 0 && (await hintsOn(23)) > 0, 20_000);
@@ -376,16 +373,11 @@ test("the extension in code-server (VS Code 1.100.3)", { skip, timeout: 300_000 
   });
 
   await step("hints follow an edit: two lines inserted above line 22 move its hint to line 24; undo moves it back", async () => {
-    // The "at peak" hint on source line n, and the line's text.
-    const at = async (n) =>
-      page.evaluate((n) => {
-        const editor = document.querySelector(".editor-group-container.active .monaco-editor");
-        const num = editor && [...editor.querySelectorAll(".margin-view-overlays > div")].find((d) => d.querySelector(".line-numbers")?.textContent.trim() === String(n));
-        const line = num && [...editor.querySelectorAll(".view-lines .view-line")].find((l) => l.style.top === num.style.top);
-        if (!line) return null;
-        const hint = [...line.querySelectorAll("span")].find((s) => /dyn-rule|inlay/.test(s.className) && !s.querySelector("span") && /at\s+peak/.test(s.textContent));
-        return { text: line.textContent.replace(/\u00a0/g, " "), hint: hint ? hint.textContent.replace(/\u00a0/g, " ").trim() : null };
-      }, n);
+    // The line's text and its "at peak" hint (null: none).
+    const at = async (n) => {
+      const l = await viewLine(n);
+      return l && { text: l.text, hint: l.hints.find((h) => /at\s+peak/.test(h)) ?? null };
+    };
     const golden = goldenHint();
     await focusEditor("train_gpt2.py");
     await goToLine(22, 1);
