@@ -140,7 +140,10 @@ func (c *fakeClient) waitShown(path string) {
 			return
 		}
 		if time.Now().After(deadline) {
-			c.t.Fatalf("snapshot %s never shown; messages %v", path, c.msgs)
+			c.mu.Lock()
+			msgs := fmt.Sprint(c.msgs)
+			c.mu.Unlock()
+			c.t.Fatalf("snapshot %s never shown; messages %s", path, msgs)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -205,6 +208,8 @@ func TestOfflineOnTheFixtures(t *testing.T) {
 	if h := c.hints(other); len(h) != 0 {
 		t.Errorf("hints on common.py: %v", h)
 	}
+	c.mu.Lock() // the client's handler records what the server sends on goroutines of its own
+	defer c.mu.Unlock()
 	if len(c.msgs) != 0 {
 		t.Errorf("messages: %v", c.msgs)
 	}
