@@ -78,3 +78,39 @@ func TestNoSnapshotMessage(t *testing.T) {
 		}
 	}
 }
+
+// TestProgressReports: while a snapshot is read the client sees reports of
+// how far, in order, between begin and end. The analysis is slowed by the
+// test's progress hook (each of its callbacks, one per 8 MiB read, waits 400 ms) so that it lasts
+// several report periods on a small fixture.
+func TestProgressReports(t *testing.T) {
+	c := start(t, Config{}, nil)
+	c.srv.snaps.progress = func(int64, int64) { time.Sleep(400 * time.Millisecond) }
+	var sum Summary
+	c.call("workspace/executeCommand", map[string]any{"command": cmdOpenSnapshot,
+		"arguments": []any{map[string]string{"path": filepath.Join(fixtures, "snapshots/gpt2_12l_python_stacks.pickle")}}}, &sum)
+	c.waitFor("progress to its end", func() bool {
+		n := len(c.progress)
+		return n >= 2 && c.progress[n-1]["kind"] == "end"
+	})
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	last, reports := -1.0, 0
+	for i, v := range c.progress {
+		switch {
+		case i == 0 && v["kind"] != "begin", i == len(c.progress)-1 && v["kind"] != "end":
+			t.Errorf("progress %d: %v", i, v)
+		case v["kind"] == "report":
+			pct, _ := v["percentage"].(float64)
+			if pct < last || pct > 100 {
+				t.Errorf("report %v after %v%%", v, last)
+			}
+			last = pct
+			reports++
+		}
+	}
+	if reports == 0 {
+		t.Errorf("no report between begin and end: %v", c.progress)
+	}
+	t.Logf("%d reports, the last at %v%%", reports, last)
+}
