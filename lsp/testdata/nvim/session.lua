@@ -113,8 +113,17 @@ record("flame graph command opens the page", page.path ~= nil and page.opened an
   and vim.fn.filereadable(page.path) == 1, { res = res, opened = opened })
 
 -- The screenshot (lsp/testdata/nvim/screenshot.sh) shows this state: a line
--- inserted above, the hints and the OOM's diagnostic on their statements.
+-- inserted above, the hints and the OOM's diagnostic on their statements, and
+-- with VRAMSCOPE_STAY=edited the forward line edited too.
 if vim.env.VRAMSCOPE_STAY then
+  if vim.env.VRAMSCOPE_STAY == "edited" then
+    row = lineOf(forward)
+    text = vim.api.nvim_buf_get_lines(buf, row, row + 1, false)[1]
+    col = select(2, text:find("labels=ids"))
+    vim.api.nvim_buf_set_text(buf, row, col, row, col, { ", use_cache=False" })
+    waitHint("out = model(input_ids=ids, labels=ids, use_cache=False)", "%(before edit%)$")
+    forward = "out = model(input_ids=ids, labels=ids, use_cache=False)"
+  end
   vim.o.number = true
   vim.diagnostic.config({ virtual_text = true, severity_sort = true })
   vim.cmd("normal! gg")
