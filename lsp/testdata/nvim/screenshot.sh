@@ -21,7 +21,7 @@ tmux new-session -d -s vsshot -x 150 -y 42 \
    VRAMSCOPE_RESULT=$tmp/result.json XDG_CACHE_HOME=$tmp XDG_STATE_HOME=$tmp XDG_CONFIG_HOME=$tmp XDG_DATA_HOME=$tmp \
    TERM=tmux-256color $nvim --clean -u NONE -c 'set termguicolors' -c 'luafile testdata/nvim/session.lua'"
 for _ in $(seq 120); do [ -s "$tmp/result.json" ] && break; sleep 0.5; done
-sleep 1
+sleep 2
 tmux capture-pane -t vsshot -p > "$out/$name.txt"
 tmux capture-pane -t vsshot -e -p > "$tmp/pane.ansi"
 cp "$tmp/result.json" "$out/$name.result.json"

@@ -129,5 +129,6 @@ if vim.env.VRAMSCOPE_STAY then
   vim.cmd("normal! gg")
   vim.api.nvim_win_set_cursor(0, { lineOf(forward) + 1, 0 })
   vim.cmd("redraw!")
+  vim.defer_fn(function() vim.cmd("redraw!") end, 1000) -- after the last messages and hints
 end
 finish()
