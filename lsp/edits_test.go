@@ -97,6 +97,12 @@ func TestHintsFollowEdits(t *testing.T) {
 	}
 	e.replace(0, 0, []string{"# one", "# two"})
 	check("two lines inserted at the top", "")
+	// Ten more: the recorded line of train_step's first statement (22) is
+	// then above its def, where looking upward for the def finds nothing.
+	e.replace(0, 0, strings.Split(strings.Repeat("#\n", 9)+"#", "\n"))
+	check("ten more lines inserted at the top", "")
+	e.lensOn("def train_step(model, opt, ids):", "twelve lines inserted at the top")
+	e.replace(0, 10, nil)
 	e.replace(0, 2, nil)
 	e.replace(2, 3, nil) // import time
 	check("lines deleted above", "")
@@ -127,6 +133,22 @@ func TestHintsFollowEdits(t *testing.T) {
 	moved = splice(moved, 1, 1, fn)
 	e.whole(moved)
 	check("train_step moved to the top", "")
+	e.lensOn("def train_step(model, opt, ids):", "train_step moved to the top")
+}
+
+// lensOn checks that the "flame graph from here" lens of the function
+// defined on the line with text def sits on that line.
+func (e *editor) lensOn(def, what string) {
+	e.c.t.Helper()
+	var lenses []protocol.CodeLens
+	e.c.call("textDocument/codeLens", protocol.CodeLensParams{TextDocument: protocol.TextDocumentIdentifier{URI: e.u}}, &lenses)
+	want := lineOf(e.lines, def) - 1
+	for _, l := range lenses {
+		if l.Command != nil && l.Command.Command == cmdFlameGraph && int(l.Range.Start.Line) == want {
+			return
+		}
+	}
+	e.c.t.Errorf("%s: no flame-graph lens on line %d (%s): %+v", what, want, def, lenses)
 }
 
 // TestDiagnosticsFollowEdits: the OOM finding's diagnostic moves with its
