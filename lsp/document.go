@@ -51,7 +51,10 @@ func (d *document) change(r *protocol.Range, text string) {
 		end = max(start, end)
 		sc := byteOffset(d.lines[start], r.Start.Character)
 		ec := byteOffset(d.lines[end], r.End.Character)
-		if int(r.End.Line) > end { // past the last line: to its end
+		if int(r.Start.Line) > start { // past the last line: its end
+			sc = len(d.lines[start])
+		}
+		if int(r.End.Line) > end {
 			ec = len(d.lines[end])
 		}
 		repl = strings.Split(d.lines[start][:sc]+text+d.lines[end][ec:], "\n")
