@@ -51,10 +51,11 @@ func (s *session) snapshotTake(ctx context.Context, raw json.RawMessage) (any, e
 // wrote, hashed and analysed it.
 func (d *Daemon) commitStreamed(part string, sr streamed, meta store.Meta) (store.Meta, error) {
 	if sr.err != nil {
-		os.Remove(part)
+		d.store.RemoveIncoming(part)
 		if writingFailed(sr.err, part) {
 			return store.Meta{}, rpcErr(api.CodeStoreFailed, "storing the streamed snapshot: %v", sr.err)
 		}
+		analyze.LogPanic(d.cfg.Logf, sr.err)
 		return store.Meta{}, rpcErr(api.CodeBadSnapshot, "the streamed snapshot: %v", sr.err)
 	}
 	meta.Format = "vsm1"
@@ -107,7 +108,7 @@ func (d *Daemon) commit(part, name string, meta store.Meta) (store.Meta, error) 
 	pr := <-prep
 	if err != nil {
 		d.store.Discard(pr.p)
-		os.Remove(part)
+		d.store.RemoveIncoming(part)
 		return store.Meta{}, rpcErr(api.CodeBadSnapshot, "%s", renamed(err, part, name))
 	}
 	if pr.err != nil {
@@ -135,6 +136,9 @@ func (s *session) agentCaptured(_ context.Context, raw json.RawMessage) (any, er
 	}
 	a, err := s.currentAgent()
 	if err != nil {
+		return nil, err
+	}
+	if err := checkCapturedBy(a, p.Path); err != nil {
 		return nil, err
 	}
 	proc := a.process()

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/vramscope/vramscope/profiler"
+	"github.com/vramscope/vramscope/profiler/analyze"
 )
 
 func init() { register("initialized", (*Server).initialized, false) }
@@ -61,6 +62,12 @@ func (s *Server) openAndShowAsked(ctx context.Context, path string, n int64) (*l
 		return nil, err
 	}
 	end(fmt.Sprintf("%s: %s at peak", filepath.Base(l.path), profiler.FormatBytes(l.result.Peak.Bytes)))
-	s.showAsked(l, n)
+	// This runs on a goroutine of its own: a panic while showing the
+	// analysis would end the server; it becomes an error message instead.
+	if err := analyze.Guard(path, func() error { s.showAsked(l, n); return nil }); err != nil {
+		analyze.LogPanic(s.cfg.Logf, err)
+		s.showMessage(msgError, "vramscope: "+err.Error())
+		return nil, err
+	}
 	return l, nil
 }

@@ -33,6 +33,7 @@ type Config struct {
 // Server is one language-server session.
 type Server struct {
 	cfg  Config
+	log  *serverLog // cfg.Logf goes through it
 	conn *jsonrpc2.Conn
 
 	mu         sync.Mutex
@@ -80,7 +81,9 @@ func New(cfg Config) *Server {
 	if cfg.Daemon == "" {
 		cfg.Daemon = "auto"
 	}
-	return &Server{cfg: cfg, settings: defaultSettings(), docs: map[string]*document{}, snaps: newSnapshots(),
+	log := newServerLog(cfg.Logf)
+	cfg.Logf = log.printf // never blocks on stderr
+	return &Server{cfg: cfg, log: log, settings: defaultSettings(), docs: map[string]*document{}, snaps: newSnapshots(cfg.Logf),
 		published: map[string]bool{}, exited: make(chan struct{}), ready: make(chan struct{})}
 }
 
@@ -132,7 +135,7 @@ func (s *Server) handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.
 	}
 	if req.Notif {
 		if err != nil {
-			s.cfg.Logf("%s: %v", req.Method, err)
+			s.log.notifyError(req.Method, err) // at most a line per method and interval
 		}
 		return
 	}

@@ -38,9 +38,12 @@ type snapshots struct {
 	byPath   map[string]*loaded
 	runs     int                     // analyses started, for the test that nothing is decoded twice
 	progress func(done, total int64) // each analysis's Options.Progress (tests)
+	logf     func(format string, args ...any)
 }
 
-func newSnapshots() *snapshots { return &snapshots{byPath: map[string]*loaded{}} }
+func newSnapshots(logf func(string, ...any)) *snapshots {
+	return &snapshots{byPath: map[string]*loaded{}, logf: logf}
+}
 
 // load analyses path once for the session (a request that may not be cancelled).
 func (c *snapshots) load(path string) (*loaded, error) {
@@ -87,13 +90,19 @@ func (c *snapshots) start(path string) *loaded {
 	c.runs++
 	go func() {
 		defer cancel()
-		l.analyse(ctx, func(done, total int64) {
+		progress := func(done, total int64) {
 			l.read.Store(done)
 			l.total.Store(total)
 			if c.progress != nil {
 				c.progress(done, total)
 			}
-		})
+		}
+		// A panic on this goroutine would end the server: it becomes the
+		// snapshot's error, which the requests waiting for it answer with.
+		if err := analyze.Guard(path, func() error { l.analyse(ctx, progress); return nil }); err != nil {
+			l.result, l.err = nil, err
+		}
+		analyze.LogPanic(c.logf, l.err)
 		c.mu.Lock()
 		l.cancel = nil
 		if l.err == nil {

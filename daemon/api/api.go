@@ -90,7 +90,7 @@ const (
 	CodeStoreFailed    = -32007 // the store could not write (disk full, permissions)
 	CodeBadSnapshot    = -32008 // the file is not a readable snapshot
 	CodeTooLarge       = -32009 // a message longer than its limit (MaxHelloBytes, MaxMessageBytes, MaxRegisterBytes)
-	CodeBusy           = -32010 // too many TCP connections (per peer address or in total): try again later, or use the Unix socket
+	CodeBusy           = -32010 // too many TCP connections (per user or in total; a connection waiting for hello is closed for a newer one): try again, or use the Unix socket
 	CodeInternal       = -32603 // a bug: the request was recovered, the daemon goes on
 	CodeInvalidParams  = -32602 // JSON-RPC: the params do not fit the method
 	CodeCancelled      = -32800 // the client cancelled the request ($/cancelRequest, as LSP's RequestCancelled) or closed its connection

@@ -165,7 +165,7 @@ func (m *multi) Set(v string) error { *m = append(*m, v); return nil }
 // fail prints one line for an error and picks the exit status: input errors
 // (unreadable or malformed snapshot) exit 2.
 func fail(stderr io.Writer, err error) int {
-	fmt.Fprintf(stderr, "vramscope: %v\n", err)
+	fmt.Fprintf(stderr, "vramscope: %s\n", termSafe(err.Error())) // errors quote snapshots and agents
 	var ie inputError
 	if errors.As(err, &ie) {
 		return exitInput

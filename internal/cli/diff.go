@@ -51,6 +51,7 @@ func runDiff(args []string, stdout, stderr io.Writer) int {
 	if c.json {
 		return printJSON(stdout, stderr, d)
 	}
+	stdout = terminal(stdout) // the sites' names come from the snapshots
 	fmt.Fprintf(stdout, "peak %s -> %s (%s)\n", fb(d.PeakA), fb(d.PeakB), signed(d.PeakDelta))
 	fmt.Fprintf(stdout, "%d new sites, %d gone\n\n", d.New, d.Gone)
 	fmt.Fprintf(stdout, "  %11s %11s %11s  %-26s %s\n", "peak Δ", "before", "after", "changed", "line")

@@ -18,7 +18,8 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	var cfg daemon.Config
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.StringVar(&cfg.Socket, "socket", "", "Unix socket (default $VRAMSCOPE_SOCKET, else $XDG_RUNTIME_DIR/vramscope/daemon.sock)")
-	fs.StringVar(&cfg.DataDir, "data-dir", "", "snapshot store (default $XDG_STATE_HOME/vramscope)")
+	fs.StringVar(&cfg.DataDir, "data-dir", "", "snapshot store (default $XDG_STATE_HOME/vramscope); yours, writable by nobody else")
+	fs.StringVar(&cfg.Spool, "spool", "", "import the out-of-memory snapshots agents spooled here once their process has exited (default $XDG_CACHE_HOME/vramscope/spool; - for none)")
 	fs.StringVar(&cfg.TCP, "tcp", "", "also listen on this loopback address, e.g. 127.0.0.1:7425 (token in the token file)")
 	fs.StringVar(&cfg.TokenFile, "token-file", "", "where the TCP token is written (default the socket's path and .token); never over a file vramscope did not write")
 	fs.DurationVar(&cfg.Interval, "interval", 100*time.Millisecond, "NVML sampling interval")

@@ -93,12 +93,12 @@ func (m *momentGrid) add(t int64, k momentKey, bytes int64) {
 	if !m.started {
 		m.t0, m.started = t, true
 	}
-	i := max(0, (t-m.t0)/m.width)
-	i = max(i, m.openIdx) // clocks of different threads can step back a little
-	for i >= 2*MaxMoments {
+	u := bucketOf(t, m.t0, m.width)
+	for u >= 2*MaxMoments {
 		m.halve()
-		i = max((t-m.t0)/m.width, m.openIdx)
+		u = bucketOf(t, m.t0, m.width)
 	}
+	i := max(int64(u), m.openIdx) // clocks of different threads can step back a little
 	if i != m.openIdx {
 		m.flush()
 		m.openIdx = i

@@ -266,9 +266,9 @@ func (t *tracker) logLevel(at int64, stack uint32) {
 	if t.truncated {
 		return
 	}
-	rel := at - t.firstT
-	if n := t.log.len(); n > 0 && rel < int64(t.log.at(n-1).t) {
-		rel = int64(t.log.at(n - 1).t) // clocks of different threads can step back a little
+	rel := bucketOf(at, t.firstT, 1) // in uint64: no overflow, and 0 for a time before the first
+	if n := t.log.len(); n > 0 && rel < uint64(t.log.at(n-1).t) {
+		rel = uint64(t.log.at(n - 1).t) // clocks of different threads can step back a little
 	}
 	if t.log.len() >= maxLog || rel > math.MaxUint32 || t.cur/512 > math.MaxInt32 || t.cur/512 < math.MinInt32 {
 		t.truncated = true

@@ -2,6 +2,7 @@ package torchsnap
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/vramscope/vramscope/profiler"
 	"github.com/vramscope/vramscope/profiler/pickle"
@@ -19,7 +20,7 @@ func tensorNames(v pickle.Value) (*profiler.TensorNames, error) {
 	d := v.Ref.(*pickle.Dict)
 	out := &profiler.TensorNames{Objects: getInt(d, "objects")}
 	if t, ok := d.Get("took_ms"); ok {
-		out.TookMS, _ = t.AsFloat()
+		out.TookMS = duration(t)
 	}
 	if t, ok := d.Get("truncated"); ok {
 		out.Truncated, _ = t.AsBool()
@@ -40,7 +41,7 @@ func tensorNames(v pickle.Value) (*profiler.TensorNames, error) {
 		n, ok3 := f[2].AsInt()
 		kind, ok4 := f[3].AsString()
 		name, ok5 := f[4].AsString()
-		if !(ok1 && ok2 && ok3 && ok4 && ok5) || n <= 0 || addr == 0 {
+		if !(ok1 && ok2 && ok3 && ok4 && ok5) || n <= 0 || n > MaxBytes || addr == 0 {
 			continue
 		}
 		module, _ := f[5].AsString()
@@ -50,6 +51,17 @@ func tensorNames(v pickle.Value) (*profiler.TensorNames, error) {
 			Name: name, Module: module, File: file, Line: int(line)})
 	}
 	return out, nil
+}
+
+// duration reads the walk's took_ms: a number of milliseconds, or 0 when it
+// is not one (NaN, ±Inf or negative: JSON cannot carry the first two, and a
+// summary holding one failed to encode).
+func duration(v pickle.Value) float64 {
+	ms, _ := v.AsFloat()
+	if math.IsNaN(ms) || math.IsInf(ms, 0) || ms < 0 {
+		return 0
+	}
+	return ms
 }
 
 // methods reads "methods": [[file, first line, last line, qualname, [module

@@ -65,7 +65,7 @@ export const ErrorCode = {
   BadSnapshot: -32008,
   /** a message longer than its limit (MaxHelloBytes, MaxMessageBytes, MaxRegisterBytes) */
   TooLarge: -32009,
-  /** too many TCP connections (per peer address or in total): try again later, or use the Unix socket */
+  /** too many TCP connections (per user or in total; a connection waiting for hello is closed for a newer one): try again, or use the Unix socket */
   Busy: -32010,
   /** a bug: the request was recovered, the daemon goes on */
   Internal: -32603,
