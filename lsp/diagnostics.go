@@ -2,6 +2,9 @@ package lsp
 
 import (
 	"fmt"
+	"os"
+	"slices"
+	"strings"
 
 	"github.com/vramscope/vramscope/profiler"
 	"go.lsp.dev/protocol"
@@ -74,7 +77,7 @@ func (s *Server) publishDiagnostics() {
 }
 
 // placeLine is where a recorded line of a local file is now: mapped through
-// the edits when the file is open, as recorded when it is not.
+// the edits when the file is open, through the file on disk when it is not.
 func (s *Server) placeLine(l *loaded, local string, recorded int) (int, bool, bool) {
 	s.mu.Lock()
 	var d *document
@@ -85,9 +88,38 @@ func (s *Server) placeLine(l *loaded, local string, recorded int) (int, bool, bo
 	}
 	s.mu.Unlock()
 	if d == nil {
-		return recorded, false, true
+		return placeOnDisk(l, local, recorded)
 	}
 	return s.toCurrent(s.lineMap(d, l), recorded)
+}
+
+// placeOnDisk maps a recorded line of a file no editor has open through a
+// diff of its recorded source against the file on disk now: saved with
+// edits and closed, or changed by a checkout, its diagnostics stay on their
+// statements.
+func placeOnDisk(l *loaded, local string, recorded int) (int, bool, bool) {
+	b, err := os.ReadFile(local)
+	if err != nil {
+		return recorded, false, true // not here: as recorded
+	}
+	now := strings.Split(string(b), "\n")
+	src := l.recordedSource(local, now)
+	if slices.Equal(src, now) {
+		return recorded, false, true
+	}
+	return newLineMap(src, now).toCurrent(recorded)
+}
+
+// hasDiagnostics says whether the local file has diagnostics from us.
+func (s *Server) hasDiagnostics(path string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for u := range s.published {
+		if filename(protocol.DocumentURI(u)) == path {
+			return true
+		}
+	}
+	return false
 }
 
 func lineRange(line int) protocol.Range {

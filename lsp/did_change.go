@@ -34,12 +34,8 @@ func (s *Server) didChange(_ context.Context, raw json.RawMessage) (any, error) 
 	for _, c := range p.ContentChanges {
 		d.change(c.Range, c.Text)
 	}
-	republish := false
-	for u := range s.published {
-		republish = republish || filename(protocol.DocumentURI(u)) == d.path
-	}
 	s.mu.Unlock()
-	if republish {
+	if s.hasDiagnostics(d.path) {
 		s.publishDiagnostics()
 	}
 	return nil, nil

@@ -2,6 +2,7 @@ package lsp
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -160,22 +161,49 @@ func TestDiagnosticsFollowEdits(t *testing.T) {
 	var sum Summary
 	c.call("workspace/executeCommand", map[string]any{"command": cmdOpenSnapshot,
 		"arguments": []any{map[string]string{"path": filepath.Join(fixtures, "snapshots/oom_batch.pickle")}}}, &sum)
-	local := string(uri.File(path))
-	waitLine := func(line uint32) {
-		t.Helper()
-		var d []protocol.Diagnostic
-		for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
-			c.mu.Lock()
-			d = c.diags[local]
-			c.mu.Unlock()
-			if len(d) > 0 && d[0].Range.Start.Line == line {
-				return
-			}
-		}
-		t.Fatalf("no diagnostic on line %d: %+v", line, d)
-	}
 	fwd := uint32(lineOf(e.lines, forward) - 1)
-	waitLine(fwd)
+	c.waitDiagnostic(path, fwd)
 	e.replace(0, 0, []string{"import sys", "", ""})
-	waitLine(fwd + 3)
+	c.waitDiagnostic(path, fwd+3)
+}
+
+// TestDiagnosticsAfterSaveAndClose: lines inserted above the OOM's line,
+// saved, and the file closed: the diagnostic stays on its statement, now
+// placed through the file on disk.
+func TestDiagnosticsAfterSaveAndClose(t *testing.T) {
+	dir := t.TempDir()
+	src, _ := os.ReadFile(filepath.Join(fixtures, "trainer/train_gpt2.py"))
+	local := filepath.Join(dir, "trainer", "train_gpt2.py")
+	os.MkdirAll(filepath.Dir(local), 0o755)
+	os.WriteFile(local, src, 0o644)
+	c := start(t, Config{}, map[string]any{"pathMap": []string{"/workspace/trainer=" + filepath.Dir(local)}})
+	e := c.edit(local)
+	var sum Summary
+	c.call("workspace/executeCommand", map[string]any{"command": cmdOpenSnapshot,
+		"arguments": []any{map[string]string{"path": filepath.Join(fixtures, "snapshots/oom_batch.pickle")}}}, &sum)
+	fwd := uint32(lineOf(e.lines, forward) - 1)
+	c.waitDiagnostic(local, fwd)
+	e.replace(0, 0, []string{"import sys", "", ""})
+	c.waitDiagnostic(local, fwd+3)
+	os.WriteFile(local, []byte(strings.Join(e.lines, "\n")), 0o644) // saved
+	c.mu.Lock()
+	c.diags = map[string][]protocol.Diagnostic{} // what comes after the close
+	c.mu.Unlock()
+	c.conn.Notify(context.Background(), "textDocument/didClose", map[string]any{"textDocument": map[string]any{"uri": e.u}})
+	c.waitDiagnostic(local, fwd+3)
+}
+
+// waitDiagnostic waits until the first diagnostic of the local file is on line.
+func (c *fakeClient) waitDiagnostic(local string, line uint32) {
+	c.t.Helper()
+	var d []protocol.Diagnostic
+	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+		c.mu.Lock()
+		d = c.diags[string(uri.File(local))]
+		c.mu.Unlock()
+		if len(d) > 0 && d[0].Range.Start.Line == line {
+			return
+		}
+	}
+	c.t.Fatalf("no diagnostic on line %d of %s: %+v", line, local, d)
 }
