@@ -33,6 +33,9 @@ type fakeClient struct {
 	diags map[string][]protocol.Diagnostic
 	msgs  []string
 	asked map[string]int
+	// What the server sent beyond the above: $/progress values, window/showDocument params.
+	progress []map[string]any
+	shown    []map[string]any
 }
 
 func (c *fakeClient) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.Request) {
@@ -47,6 +50,19 @@ func (c *fakeClient) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonr
 		var p struct{ Message string }
 		json.Unmarshal(*req.Params, &p)
 		c.msgs = append(c.msgs, p.Message)
+	case "$/progress", "window/showDocument":
+		var p map[string]any
+		json.Unmarshal(*req.Params, &p)
+		if req.Method == "$/progress" {
+			c.progress = append(c.progress, p["value"].(map[string]any))
+		} else {
+			c.shown = append(c.shown, p)
+		}
+		c.asked[req.Method]++
+		if !req.Notif {
+			conn.Reply(ctx, req.ID, map[string]bool{"success": true})
+			return
+		}
 	default:
 		c.asked[req.Method]++
 	}
@@ -55,9 +71,22 @@ func (c *fakeClient) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonr
 	}
 }
 
+// vscodeCaps are the client capabilities the server acts on, as VS Code
+// advertises them.
+var vscodeCaps = map[string]any{
+	"workspace": map[string]any{"codeLens": map[string]any{"refreshSupport": true}, "inlayHint": map[string]any{"refreshSupport": true}},
+	"window":    map[string]any{"workDoneProgress": true, "showDocument": map[string]any{"support": true}},
+}
+
 // start runs a server on a pipe and initializes it with the fixtures as the
-// workspace and opts as initializationOptions.
+// workspace, opts as initializationOptions and VS Code's capabilities.
 func start(t *testing.T, cfg Config, opts map[string]any) *fakeClient {
+	t.Helper()
+	return startWith(t, cfg, opts, vscodeCaps)
+}
+
+// startWith is start for a client with the given capabilities.
+func startWith(t *testing.T, cfg Config, opts, caps map[string]any) *fakeClient {
 	t.Helper()
 	if cfg.Daemon == "" {
 		cfg.Daemon = "off"
@@ -76,7 +105,7 @@ func start(t *testing.T, cfg Config, opts map[string]any) *fakeClient {
 	var res initializeResult
 	c.call("initialize", map[string]any{"processId": os.Getpid(), "rootUri": uri.File(fixtures),
 		"workspaceFolders":      []any{map[string]string{"uri": string(uri.File(fixtures)), "name": "fixtures"}},
-		"initializationOptions": opts, "capabilities": map[string]any{}}, &res)
+		"initializationOptions": opts, "capabilities": caps}, &res)
 	if res.Capabilities.InlayHintProvider == nil || res.Capabilities.CodeLensProvider == nil {
 		t.Fatalf("capabilities: %+v", res.Capabilities)
 	}
@@ -113,7 +142,10 @@ func (c *fakeClient) waitShown(path string) {
 			return
 		}
 		if time.Now().After(deadline) {
-			c.t.Fatalf("snapshot %s never shown; messages %v", path, c.msgs)
+			c.mu.Lock()
+			msgs := fmt.Sprint(c.msgs)
+			c.mu.Unlock()
+			c.t.Fatalf("snapshot %s never shown; messages %s", path, msgs)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -178,6 +210,8 @@ func TestOfflineOnTheFixtures(t *testing.T) {
 	if h := c.hints(other); len(h) != 0 {
 		t.Errorf("hints on common.py: %v", h)
 	}
+	c.mu.Lock() // the client's handler records what the server sends on goroutines of its own
+	defer c.mu.Unlock()
 	if len(c.msgs) != 0 {
 		t.Errorf("messages: %v", c.msgs)
 	}
