@@ -170,5 +170,14 @@ def memory_reserved(device=None):
     return _stat(RESERVED)(device) + (SEGMENT_SIZE if (_live or _peak[0]) and device in (None, _ON) else 0)
 
 
+_max_base = [MAX_ALLOCATED]  # reset_peak_memory_stats lowers the fake's peak to what is allocated
+
+
 def max_memory_allocated(device=None):
-    return _stat(MAX_ALLOCATED)(device) + (_peak[0] if device in (None, _ON) else 0)
+    return _stat(_max_base[0])(device) + (_peak[0] if device in (None, _ON) else 0)
+
+
+def reset_peak_memory_stats(device=None):
+    _log("reset_peak", device)
+    _max_base[0] = ALLOCATED
+    _peak[0] = _live_bytes()
