@@ -203,3 +203,57 @@ func waitAgent(t *testing.T, socket string, pid int) {
 	}
 	t.Fatalf("agent %d did not register", pid)
 }
+
+// TestRankView: the two ranks of a real torchrun job (examples/ranks), rank 1
+// with three times the batch: the view names rank 1 as the outlier, with the
+// engine's imbalance.
+func TestRankView(t *testing.T) {
+	dir, _ := filepath.Abs("../../examples/ranks/out/snapshots")
+	files := []string{filepath.Join(dir, "rank0.pickle"), filepath.Join(dir, "rank1.pickle")}
+	var snaps []analyze.RankSnapshot
+	for i, f := range files {
+		res, err := analyze.Run(f, analyze.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		snaps = append(snaps, analyze.RankSnapshot{Rank: i, Source: f, Result: res, Device: -1})
+	}
+	rv, err := analyze.CompareRanks(snaps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, isErr := call(t, session(t, noSocket(t)), "rank_view", map[string]any{"files": files})
+	want := fmt.Sprintf("imbalance %.2f (max/median peak, rank %d)", rv.Imbalance, rv.MaxRank)
+	if isErr || !strings.Contains(text, want) || !strings.Contains(text, "rank 1: peak") || !strings.Contains(text, "OUTLIER") {
+		t.Errorf("want %q and rank 1 an outlier:\n%s", want, text)
+	}
+}
+
+// TestWhatFits: GPT-2 at batch 2, 4 and 8 (examples/snapshots/whatif) on a
+// 141 GiB device: the largest batch that fits is the engine's.
+func TestWhatFits(t *testing.T) {
+	var snaps []map[string]any
+	var pts []analyze.WhatIfPoint
+	for _, bs := range []int{2, 4, 8} {
+		f, _ := filepath.Abs(fmt.Sprintf("../../examples/snapshots/whatif/whatif_bs%d.pickle", bs))
+		res, err := analyze.Run(f, analyze.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pts = append(pts, analyze.WhatIfPointOf(res, float64(bs)))
+		snaps = append(snaps, map[string]any{"snapshot": f, "size": bs})
+	}
+	const device = 150109880320 // the H200's total the recording's script read
+	w, err := analyze.FitWhatIf(pts, analyze.WhatIfOptions{DeviceMemory: device, Overhead: 1 << 30})
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, isErr := call(t, session(t, noSocket(t)), "what_fits", map[string]any{"snapshots": snaps, "device_memory": device})
+	if want := fmt.Sprintf("): %d.", w.MaxSize); isErr || !strings.Contains(text, want) || w.MaxSize < 8 {
+		t.Errorf("want the largest size %d:\n%s", w.MaxSize, text)
+	}
+	text, isErr = call(t, session(t, noSocket(t)), "what_fits", map[string]any{"snapshots": snaps[:1]})
+	if !isErr || !strings.Contains(text, "two or more sizes") {
+		t.Errorf("one snapshot: %v %s", isErr, text)
+	}
+}
