@@ -29,7 +29,9 @@ class VramscopeCallback(TrainerCallback):
         self.phases.step_begin(state.global_step)
 
     def on_substep_end(self, args, state, control, **kw):
-        # After each micro-batch of an accumulation step but the last.
+        # After each micro-batch of an accumulation step but the last (the
+        # last one's end is on_step_end, after the optimizer step; checked
+        # against transformers 5.23's Trainer._inner_training_loop).
         self._micro += 1
         self.phases.micro_batch_end(self._micro, max(1, int(args.gradient_accumulation_steps)))
 
@@ -37,7 +39,8 @@ class VramscopeCallback(TrainerCallback):
         self.phases.step_end(state.global_step - 1)
 
     def on_prediction_step(self, args, state, control, **kw):
-        # Evaluation has no begin event: its first batch opens the scope.
+        # Evaluation has no begin event: the end of its first batch opens the
+        # scope, so that batch's own allocations fall before it.
         self.phases.eval_begin()
 
     def on_evaluate(self, args, state, control, **kw):
