@@ -9,7 +9,7 @@ EXAMPLE := examples/snapshots/example_train.pickle
 RECORDED := /work/main
 SHARED  ?= ../shared
 
-.PHONY: all build generate test-race lint golden dist test-dist demo test clean-artifacts setup test-go test-web test-py test-fixtures test-vscode bench bench-lsp bench-widget bench-page bench-hosts fuzz gpu-e2e clean
+.PHONY: all build generate test-race lint golden dist test-dist demo test clean-artifacts setup test-go test-web test-py test-fixtures test-vscode test-mcp bench bench-lsp bench-widget bench-page bench-hosts fuzz gpu-e2e clean
 
 all: build
 
@@ -59,7 +59,7 @@ setup:
 	  else echo "install Debian's emacs-nox and elpa-eglot (apt-get install emacs-nox elpa-eglot) for the Emacs test" >&2; exit 1; fi; }
 	sh vscode-ext/test/code-server/install.sh
 
-test: clean-artifacts setup test-go test-race lint test-web test-py test-dist test-fixtures test-vscode
+test: clean-artifacts setup test-go test-race lint test-web test-py test-mcp test-dist test-fixtures test-vscode
 
 # Screenshots and logs of this run only (the browser tests write them).
 ARTIFACTS ?= $(or $(VRAMSCOPE_ARTIFACTS),test-artifacts)
@@ -95,6 +95,13 @@ test-web:
 # for the torch-facing parts (the GPU run is make gpu-e2e).
 test-py: build
 	.venv/bin/python -m pytest -q jupyter/tests
+
+# The MCP server against the official conformance suite (pinned in
+# package.json; the scenarios it fails on purpose, and why, are in
+# internal/mcp/conformance/expected-failures.yml); results in $(ARTIFACTS)/mcp.
+# The Go tests drive it over stdio and the Python mcp SDK's session is in test-py.
+test-mcp: build
+	sh internal/mcp/conformance/run.sh $(BIN) '$(ARTIFACTS)/mcp'
 
 # make dist, then each wheel's tags and engine header, the x86_64 wheel
 # installed offline into a fresh venv without Go (vramscope analyze, %vramscope
