@@ -46,11 +46,13 @@ type Moments struct {
 	Buckets [][]int64 `json:"buckets"`
 }
 
-// MomentFrame is one frame: name, file and line as a flame-graph node has them.
+// MomentFrame is one frame: name, file, line and kind as a flame-graph node
+// has them (the front end builds each moment's flame tree from these).
 type MomentFrame struct {
-	N string `json:"n"`
-	F string `json:"f,omitempty"`
-	L int    `json:"l,omitempty"`
+	N string             `json:"n"`
+	F string             `json:"f,omitempty"`
+	L int                `json:"l,omitempty"`
+	T profiler.FrameKind `json:"t"`
 }
 
 // momentKey names where a block's bytes go: an origin, or a gap's recorded
@@ -266,6 +268,7 @@ func (t *momentTable) index(id int32) int32 {
 }
 
 func (t *momentTable) frame(f MomentFrame) int32 {
+	f.T = profiler.KindOfFile(f.F)
 	if i, ok := t.frames[f]; ok {
 		return i
 	}

@@ -33,13 +33,16 @@ func ParseWeight(s string) (Weight, bool) {
 // below), S the part allocated directly at this frame. JSON field names are short
 // because trees reach 100k nodes.
 type Node struct {
-	Name     string  `json:"n"`
-	File     string  `json:"f,omitempty"`
-	Line     int     `json:"l,omitempty"`
-	Value    int64   `json:"v"`
-	Self     int64   `json:"s,omitempty"`
-	Count    int64   `json:"k,omitempty"` // allocations through this node
-	Children []*Node `json:"c,omitempty"`
+	Name string `json:"n"`
+	File string `json:"f,omitempty"`
+	Line int    `json:"l,omitempty"`
+	// Kind is how the frame reads (profiler.KindOfFile: "user", "library",
+	// "synthetic"), decided here once so that every renderer draws the same.
+	Kind     profiler.FrameKind `json:"t"`
+	Value    int64              `json:"v"`
+	Self     int64              `json:"s,omitempty"`
+	Count    int64              `json:"k,omitempty"` // allocations through this node
+	Children []*Node            `json:"c,omitempty"`
 	// What people read (labels.go): the label drawn, where it is not Name
 	// ("GPT2Attention.forward (model.transformer.h.*.attn)", "train:31");
 	// the recovered "Class.method"; the module path of the memory below.
@@ -60,7 +63,7 @@ type Tree struct {
 
 // NewTree returns an empty tree whose root is named after the snapshot.
 func NewTree(title string, w Weight) *Tree {
-	return &Tree{Title: title, Weight: w, Unit: "bytes", Root: &Node{Name: "all"}}
+	return &Tree{Title: title, Weight: w, Unit: "bytes", Root: &Node{Name: "all", Kind: profiler.KindSynthetic}}
 }
 
 // Add records value bytes (and count allocations) at a path given root first.
@@ -102,7 +105,7 @@ func (n *Node) child(f profiler.Frame) *Node {
 	}
 	c := n.index[f]
 	if c == nil {
-		c = &Node{Name: f.Func, File: f.File, Line: f.Line}
+		c = &Node{Name: f.Func, File: f.File, Line: f.Line, Kind: profiler.KindOfFile(f.File)}
 		n.index[f] = c
 		n.Children = append(n.Children, c)
 	}
