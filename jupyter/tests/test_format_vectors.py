@@ -38,7 +38,7 @@ def test_kind_is_the_nodes(file, want):
     assert _flamesvg.kind({"n": "f", "f": file, "t": other}) == other  # the file decides nothing
 
 
-def test_kind_of_a_node_the_engine_did_not_write():
+def test_kind_unsaid_is_a_librarys():
     assert _flamesvg.kind({"n": "f", "f": "train.py"}) == "library"
     assert _flamesvg.kind({"n": "f", "t": "__class__"}) == "library"
     assert _flamesvg.kind({"n": "f", "t": ["user"]}) == "library"

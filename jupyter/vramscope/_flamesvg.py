@@ -53,7 +53,7 @@ class Drawing:
 
 def kind(node):
     """The kind the engine put on a node ("t": profiler.KindOfFile), which
-    flame.js draws too; a node without one (not the engine's) is a library's."""
+    flame.js draws too; a node that says none is a library's."""
     k = node.get("t")
     return k if isinstance(k, str) and k in BASES else "library"
 

@@ -18,6 +18,7 @@ import (
 	"sort"
 
 	"github.com/vramscope/vramscope/profiler"
+	"github.com/vramscope/vramscope/profiler/flame"
 )
 
 // MaxMoments bounds the buckets of the moment grid.
@@ -52,7 +53,7 @@ type MomentFrame struct {
 	N string             `json:"n"`
 	F string             `json:"f,omitempty"`
 	L int                `json:"l,omitempty"`
-	T profiler.FrameKind `json:"t"`
+	T profiler.FrameKind `json:"t,omitempty"` // flame.NodeKind
 }
 
 // momentKey names where a block's bytes go: an origin, or a gap's recorded
@@ -268,7 +269,7 @@ func (t *momentTable) index(id int32) int32 {
 }
 
 func (t *momentTable) frame(f MomentFrame) int32 {
-	f.T = profiler.KindOfFile(f.F)
+	f.T = flame.NodeKind(f.F)
 	if i, ok := t.frames[f]; ok {
 		return i
 	}

@@ -38,9 +38,9 @@
   // Frame kinds (pure)
   //
   // The engine decides whether a frame is the user's code (profiler.KindOfFile)
-  // and puts the answer on every node ("t": "user", "library", "synthetic");
-  // the palette has one colour for each. A node without a known kind was not
-  // written by the engine and draws as a library frame.
+  // and puts the answer on the node ("t": "user" or "synthetic"; a library's
+  // frame, the commonest kind, says none); the palette has one colour for
+  // each. Nothing here looks at the file.
 
   const KIND_NAMES = ["user", "library", "synthetic"]; // palette.js's fills, in this order
   const KIND_LIBRARY = 1;
