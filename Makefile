@@ -32,9 +32,10 @@ dist:
 	python3 deploy/dist/dist.py --out dist
 
 # setup installs the test dependencies from the project's own files: Go modules
-# (go.sum), the npm workspace (package-lock.json), Debian's chromium for the
-# real-browser tests and Debian's prometheus for the daemon's scrape test
-# (only when missing, and only as root).
+# (go.sum), the npm workspace (package-lock.json), the Python packages (Neovim
+# among them, for the editor test), Debian's chromium for the real-browser
+# tests, Debian's prometheus for the daemon's scrape test and Debian's Emacs
+# with eglot for the Emacs test (only when missing, and only as root).
 setup:
 	$(GO) mod download
 	npm ci --no-audit --no-fund
@@ -52,6 +53,10 @@ setup:
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq prometheus >/dev/null; \
 	  else echo "install Debian's prometheus (apt-get install prometheus) for the daemon's scrape test" >&2; exit 1; fi; }
+	@emacs --batch -q --eval "(progn (require 'package) (package-initialize) (require 'eglot))" >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends emacs-nox elpa-eglot >/dev/null; \
+	  else echo "install Debian's emacs-nox and elpa-eglot (apt-get install emacs-nox elpa-eglot) for the Emacs test" >&2; exit 1; fi; }
 	sh vscode-ext/test/code-server/install.sh
 
 test: clean-artifacts setup test-go test-race lint test-web test-py test-dist test-fixtures test-vscode

@@ -36,22 +36,23 @@ type Server struct {
 	log  *serverLog // cfg.Logf goes through it
 	conn *jsonrpc2.Conn
 
-	mu        sync.Mutex
-	settings  Settings
-	roots     []string // workspace folders
-	paths     paths
-	docs      map[string]*document
-	snaps     *snapshots
-	current   *loaded         // the snapshot the editor shows
-	showAsks  int64           // show requests numbered so far (nextShow)
-	shownAsk  int64           // the number of the request whose snapshot is current
-	pending   string          // the snapshot of the newest show request, shown or not
-	published map[string]bool // URIs with diagnostics from us
-	daemon    *daemonLink
-	shutdown  bool
-	inited    bool // initialize was answered
-	exited    chan struct{}
-	ready     chan struct{} // closed once conn is set: handlers may run before NewConn returns
+	mu         sync.Mutex
+	settings   Settings
+	clientCaps clientCaps
+	roots      []string // workspace folders
+	paths      paths
+	docs       map[string]*document
+	snaps      *snapshots
+	current    *loaded         // the snapshot the editor shows
+	showAsks   int64           // show requests numbered so far (nextShow)
+	shownAsk   int64           // the number of the request whose snapshot is current
+	pending    string          // the snapshot of the newest show request, shown or not
+	published  map[string]bool // URIs with diagnostics from us
+	daemon     *daemonLink
+	shutdown   bool
+	inited     bool // initialize was answered
+	exited     chan struct{}
+	ready      chan struct{} // closed once conn is set: handlers may run before NewConn returns
 	// life ends when Serve returns (the editor closed or exited): analyses
 	// started in the background stop with it.
 	life     context.Context

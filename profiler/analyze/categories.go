@@ -46,6 +46,11 @@ type lifetimes struct {
 	ends      []int64 // step ends
 	optCode   map[profiler.StackID]bool
 	build     map[profiler.StackID]bool
+	// inference memory (categories_infer.go)
+	hasKV    bool
+	kvFrames bool // blocks allocated in a cache's code are kv_cache (not in training: there they are activations)
+	kvCode   map[profiler.StackID]bool
+	pools    []addrRange
 }
 
 func newLifetimes(a *analysis, lv levels, opt []window, steps []Step, pre map[string]int64) *lifetimes {
@@ -135,6 +140,9 @@ func (lt *lifetimes) classify(b block, h int64, future bool) string {
 		ft = math.MaxInt64
 	}
 	alive := ft == math.MaxInt64
+	if c := lt.inferenceCategory(b); c != "" {
+		return c
+	}
 	if b.seq < 0 {
 		if alive {
 			return CatParameter
@@ -219,6 +227,10 @@ func (lt *lifetimes) untracked(n int64) map[string]int64 {
 		return nil
 	}
 	if lt.a.names == nil {
+		pool := min(lt.pre[CatGraphPool], n) // CUDA graphs' pools, known from their segments
+		if pool > 0 {
+			return map[string]int64{CatGraphPool: pool, CatParameter: n - pool}
+		}
 		return map[string]int64{CatParameter: n}
 	}
 	var named int64
@@ -301,6 +313,7 @@ func (lt *lifetimes) categoryTimeline(tl *Timeline, t *tracker, preLive int64) {
 		level[catIdx[c]] += n
 	}
 	level[catIdx[CatOther]] += t.preFreed
+	pooled := lt.pooledEntries(t)
 	// The category of every allocation, by its index (1 byte an entry), and
 	// the sizes of the rare allocations that also ended an older block.
 	cats := make([]uint8, n)
@@ -338,7 +351,7 @@ func (lt *lifetimes) categoryTimeline(tl *Timeline, t *tracker, preLive int64) {
 				delta += was
 				sizes[i] = delta
 			}
-			b := block{size: delta, seq: int64(i), t: at, origin: int32(e.stack - 1), li: int32(i)}
+			b := block{size: delta, seq: int64(i), t: at, origin: int32(e.stack - 1), li: int32(i), addr: pooled[int32(i)]}
 			if link > 0 {
 				b.ft = max(t.firstT+int64(t.log.at(int(link)-1).t), 1)
 			}

@@ -96,6 +96,8 @@ type Device struct {
 	// StepsIncomplete: the trace is longer than the level log (maxLog
 	// allocations and frees); steps cover its beginning only.
 	StepsIncomplete bool `json:"steps_incomplete,omitempty"`
+	// KVCache is the key/value cache the agent named at the snapshot (kvcache.go).
+	KVCache *KVCache `json:"kv_cache,omitempty"`
 
 	preCats map[string]int64 // with named tensors: pre-trace memory alive at the end, by category
 	moments *momentSource
@@ -241,7 +243,7 @@ func devicesOf(snap *torchsnap.Snapshot, byDevice map[int]*tracker) []int {
 // device settles one device: baselines from the snapshot's segments, the
 // blocks live at the peak, and the bytes alive at the end.
 func (a *analysis) device(dev int, t *tracker, snap *torchsnap.Snapshot) Device {
-	d := Device{Device: dev}
+	d := Device{Device: dev, KVCache: a.kvCache(dev)}
 	var segs []profiler.Segment
 	var reserved int64
 	for _, s := range snap.Segments {
@@ -276,13 +278,9 @@ func (a *analysis) device(dev int, t *tracker, snap *torchsnap.Snapshot) Device 
 				preLive += int64(b.Size)
 				d.moments.base[o] += int64(b.Size)
 				a.addPeak(o, int64(b.Size))
-				if a.names != nil {
+				if c := preCategory(a.names != nil, name, s.PrivatePool()); c != "" {
 					if d.preCats == nil {
 						d.preCats = map[string]int64{}
-					}
-					c := CatUnknown
-					if name != nil {
-						c = tensorCategory(name.Kind)
 					}
 					d.preCats[c] += int64(b.Size)
 				}

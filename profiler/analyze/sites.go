@@ -39,6 +39,8 @@ type CategoryBytes struct {
 	Temporary      int64 `json:"temporary,omitempty"`
 	Other          int64 `json:"other,omitempty"`
 	Unknown        int64 `json:"unknown,omitempty"`
+	KVCache        int64 `json:"kv_cache,omitempty"`
+	GraphPool      int64 `json:"graph_pool,omitempty"`
 }
 
 // Add counts n bytes of category c.
@@ -58,6 +60,10 @@ func (cb *CategoryBytes) Add(c string, n int64) {
 		cb.Other += n
 	case CatUnknown:
 		cb.Unknown += n
+	case CatKVCache:
+		cb.KVCache += n
+	case CatGraphPool:
+		cb.GraphPool += n
 	}
 }
 
@@ -76,7 +82,8 @@ func (cb *CategoryBytes) addAll(o CategoryBytes) {
 func (cb CategoryBytes) Named() []Category {
 	all := []Category{{Name: CatParameter, Bytes: cb.Parameter}, {Name: CatGradient, Bytes: cb.Gradient},
 		{Name: CatOptimizerState, Bytes: cb.OptimizerState}, {Name: CatActivation, Bytes: cb.Activation},
-		{Name: CatTemporary, Bytes: cb.Temporary}, {Name: CatOther, Bytes: cb.Other}, {Name: CatUnknown, Bytes: cb.Unknown}}
+		{Name: CatTemporary, Bytes: cb.Temporary}, {Name: CatOther, Bytes: cb.Other}, {Name: CatUnknown, Bytes: cb.Unknown},
+		{Name: CatKVCache, Bytes: cb.KVCache}, {Name: CatGraphPool, Bytes: cb.GraphPool}}
 	var total int64
 	var out []Category
 	for _, c := range all {

@@ -10,7 +10,8 @@ import (
 
 // tensorNames reads the agent's "vramscope_tensors" entry: {"version": 1,
 // "took_ms", "truncated", "objects", "routes", "entries": [[device, addr,
-// bytes, kind, name, module, file, line], ...], "methods": [...]}. Entries of a shape it does
+// bytes, kind, name, module, file, line, shape], ...], "methods": [...]} (shape, a list
+// of ints or None, since the walk reached holders; older agents send eight fields). Entries of a shape it does
 // not know are skipped, so a newer agent's snapshot still reads; a value
 // that is not a dict at all is an error.
 func tensorNames(v pickle.Value) (*profiler.TensorNames, error) {
@@ -48,7 +49,7 @@ func tensorNames(v pickle.Value) (*profiler.TensorNames, error) {
 		file, _ := f[6].AsString()
 		line, _ := f[7].AsInt()
 		out.Entries = append(out.Entries, profiler.NamedTensor{Device: int(dev), Addr: addr, Bytes: n, Kind: kind,
-			Name: name, Module: module, File: file, Line: int(line)})
+			Name: name, Module: module, File: file, Line: int(line), Shape: shape(f[8:])})
 	}
 	return out, nil
 }
@@ -62,6 +63,25 @@ func duration(v pickle.Value) float64 {
 		return 0
 	}
 	return ms
+}
+
+// shape reads an entry's ninth field, a tensor's shape: nil when absent, not
+// a list, or holding anything but ints.
+func shape(rest []pickle.Value) []int64 {
+	if len(rest) == 0 {
+		return nil
+	}
+	dims, ok := rest[0].Items()
+	if !ok || len(dims) == 0 || len(dims) > 64 {
+		return nil
+	}
+	out := make([]int64, len(dims))
+	for i, d := range dims {
+		if out[i], ok = d.AsInt(); !ok {
+			return nil
+		}
+	}
+	return out
 }
 
 // methods reads "methods": [[file, first line, last line, qualname, [module

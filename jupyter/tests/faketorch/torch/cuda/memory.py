@@ -39,6 +39,7 @@ _history = None  # the recording's settings while recording, else None
 _trace = []
 _live = {}  # address -> (size, frames)
 _peak = [0]
+_served = [0]  # allocations served (memory_stats' allocation.all.allocated)
 SEGMENT_BASE, SEGMENT_SIZE = 0x7F0000000000, 1 << 30
 _next = [SEGMENT_BASE]
 
@@ -81,6 +82,7 @@ def _fake_alloc(size):
     if addr + size > SEGMENT_BASE + SEGMENT_SIZE:
         raise MemoryError("fake torch: the 1 GiB segment is full")
     _next[0] += size
+    _served[0] += 1
     frames = _stack(2)
     _live[addr] = (size, frames)
     _peak[0] = max(_peak[0], sum(v[0] for v in _live.values()))
@@ -172,3 +174,10 @@ def memory_reserved(device=None):
 
 def max_memory_allocated(device=None):
     return _stat(MAX_ALLOCATED)(device) + (_peak[0] if device in (None, _ON) else 0)
+
+
+def memory_stats(device=None):
+    """The one counter the agent's sampling clock reads."""
+    from . import is_initialized
+
+    return {"allocation.all.allocated": _served[0]} if is_initialized() and device in (None, _ON) else {}
