@@ -3,6 +3,7 @@ package analyze_test
 import (
 	"math"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -356,5 +357,28 @@ func TestSiteAdd(t *testing.T) {
 	user.PeakShare, leaf.PeakShare = 0, 0 // sums of floats in two orders
 	if user != leaf || user.Allocs == 0 || user.MaxAlloc == 0 || len(user.Categories.Named()) < 2 {
 		t.Errorf("sites by user line sum to %+v, by innermost frame to %+v", user, leaf)
+	}
+}
+
+// Every category field is listed where sites are summed and named: a category
+// added to the struct alone would be dropped from summed sites (as kv_cache
+// and graph_pool once were from the language server's lines).
+func TestCategoryBytesFields(t *testing.T) {
+	var cb analyze.CategoryBytes
+	v := reflect.ValueOf(&cb).Elem()
+	for i := range v.NumField() {
+		v.Field(i).SetInt(int64(i + 1))
+	}
+	var sum analyze.Site
+	sum.Add(analyze.Site{Categories: cb})
+	sum.Add(analyze.Site{Categories: cb})
+	got := reflect.ValueOf(sum.Categories)
+	for i := range v.NumField() {
+		if got.Field(i).Int() != int64(2*(i+1)) {
+			t.Errorf("%s: summed %d, want %d", v.Type().Field(i).Name, got.Field(i).Int(), 2*(i+1))
+		}
+	}
+	if n := len(cb.Named()); n != v.NumField() {
+		t.Errorf("Named lists %d categories of %d", n, v.NumField())
 	}
 }
