@@ -118,7 +118,7 @@ test-fixtures: build
 # code-server (VS Code 1.100.3) with headless chromium; screenshots in test-artifacts/vscode and
 # test-artifacts/vscode-report (one code-server at a time: two node --test runs, not one).
 test-vscode: build
-	node --test vscode-ext/test/server.test.mjs vscode-ext/test/ranks.test.mjs vscode-ext/test/treeid.test.mjs
+	node --test vscode-ext/test/server.test.mjs vscode-ext/test/ranks.test.mjs vscode-ext/test/treeid.test.mjs vscode-ext/test/format.test.mjs
 	VRAMSCOPE_SHARED=$(SHARED) node --test vscode-ext/test/e2e.test.mjs
 	VRAMSCOPE_SHARED=$(SHARED) node --test vscode-ext/test/report.test.mjs
 

@@ -76,16 +76,7 @@ func (p *paths) sitesIn(l *loaded, file string) map[int]analyze.Site {
 		}
 		for _, s := range sites {
 			if old, ok := out[s.Line]; ok { // one line, two functions (a lambda): add them up
-				old.PeakBytes += s.PeakBytes
-				old.PeakAllocs += s.PeakAllocs
-				old.AllocBytes += s.AllocBytes
-				old.Allocs += s.Allocs
-				old.CurrentBytes += s.CurrentBytes
-				old.MaxAlloc = max(old.MaxAlloc, s.MaxAlloc)
-				old.PeakShare += s.PeakShare
-				for _, c := range s.Categories.Named() {
-					old.Categories.Add(c.Name, c.Bytes)
-				}
+				old.Add(s)
 				out[s.Line] = old
 				continue
 			}
