@@ -9,7 +9,7 @@ EXAMPLE := examples/snapshots/example_train.pickle
 RECORDED := /work/main
 SHARED  ?= ../shared
 
-.PHONY: all build generate test-race lint golden dist test-dist demo test clean-artifacts setup test-go test-web test-py test-fixtures test-vscode bench bench-lsp bench-widget bench-page bench-hosts fuzz gpu-e2e clean
+.PHONY: all build generate test-race lint golden dist test-dist demo test clean-artifacts setup test-go test-web test-py test-fixtures test-vscode test-mcp bench bench-lsp bench-widget bench-page bench-hosts fuzz gpu-e2e clean
 
 all: build
 
@@ -32,9 +32,10 @@ dist:
 	python3 deploy/dist/dist.py --out dist
 
 # setup installs the test dependencies from the project's own files: Go modules
-# (go.sum), the npm workspace (package-lock.json), Debian's chromium for the
-# real-browser tests and Debian's prometheus for the daemon's scrape test
-# (only when missing, and only as root).
+# (go.sum), the npm workspace (package-lock.json), the Python packages (Neovim
+# among them, for the editor test), Debian's chromium for the real-browser
+# tests, Debian's prometheus for the daemon's scrape test and Debian's Emacs
+# with eglot for the Emacs test (only when missing, and only as root).
 setup:
 	$(GO) mod download
 	npm ci --no-audit --no-fund
@@ -52,9 +53,13 @@ setup:
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq prometheus >/dev/null; \
 	  else echo "install Debian's prometheus (apt-get install prometheus) for the daemon's scrape test" >&2; exit 1; fi; }
+	@emacs --batch -q --eval "(progn (require 'package) (package-initialize) (require 'eglot))" >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends emacs-nox elpa-eglot >/dev/null; \
+	  else echo "install Debian's emacs-nox and elpa-eglot (apt-get install emacs-nox elpa-eglot) for the Emacs test" >&2; exit 1; fi; }
 	sh vscode-ext/test/code-server/install.sh
 
-test: clean-artifacts setup test-go test-race lint test-web test-py test-dist test-fixtures test-vscode
+test: clean-artifacts setup test-go test-race lint test-web test-py test-mcp test-dist test-fixtures test-vscode
 
 # Screenshots and logs of this run only (the browser tests write them).
 ARTIFACTS ?= $(or $(VRAMSCOPE_ARTIFACTS),test-artifacts)
@@ -91,6 +96,13 @@ test-web:
 test-py: build
 	.venv/bin/python -m pytest -q jupyter/tests
 
+# The MCP server against the official conformance suite (pinned in
+# package.json; the scenarios it fails on purpose, and why, are in
+# internal/mcp/conformance/expected-failures.yml); results in $(ARTIFACTS)/mcp.
+# The Go tests drive it over stdio and the Python mcp SDK's session is in test-py.
+test-mcp: build
+	sh internal/mcp/conformance/run.sh $(BIN) '$(ARTIFACTS)/mcp'
+
 # make dist, then: make dist's preflight on a fresh git clone (deploy/dist/fresh.py), and each wheel's tags and engine header, the x86_64 wheel
 # installed offline into a fresh venv without Go (vramscope analyze, %vramscope
 # open through nbclient), each .vsix's files and engine header (deploy/dist/check.py).
@@ -107,7 +119,7 @@ test-fixtures: build
 # code-server (VS Code 1.100.3) with headless chromium; screenshots in test-artifacts/vscode and
 # test-artifacts/vscode-report (one code-server at a time: two node --test runs, not one).
 test-vscode: build
-	node --test vscode-ext/test/server.test.mjs vscode-ext/test/ranks.test.mjs vscode-ext/test/treeid.test.mjs
+	node --test vscode-ext/test/server.test.mjs vscode-ext/test/ranks.test.mjs vscode-ext/test/treeid.test.mjs vscode-ext/test/format.test.mjs
 	VRAMSCOPE_SHARED=$(SHARED) node --test vscode-ext/test/e2e.test.mjs
 	VRAMSCOPE_SHARED=$(SHARED) node --test vscode-ext/test/report.test.mjs
 

@@ -138,6 +138,7 @@ func (d *Daemon) agentGone(a *agent, reason string) {
 	d.agents.mu.Unlock()
 	d.cfg.Logf("agent %d gone: %s", pid, reason)
 	d.events.publish(api.EventAgentGone, api.AgentEvent{Process: a.process(), Reason: reason})
+	go d.importSpool() // a process that exits with a snapshot in the spool hands it over no more
 }
 
 func (s *session) currentAgent() (*agent, error) {

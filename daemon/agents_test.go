@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -178,6 +179,51 @@ func TestCapturedOOM(t *testing.T) {
 	err = ag.Call(context.Background(), api.AgentCaptured, api.CapturedParams{DumpResult: api.DumpResult{Path: fixtures + "oom_batch.pickle"}, Reason: "oom"}, &res)
 	if err == nil || !strings.Contains(err.Error(), "incoming") {
 		t.Errorf("captured outside incoming: %v", err)
+	}
+}
+
+// TestCapturedOOMInGeneration: the oom_captured event of an OOM in
+// generation carries what the finding says of the KV cache (snaptool.py's
+// kv_oom: batch 8 x 100 tokens, 2 KiB a token) and the batch and length
+// that fit, in its fix and as numbers.
+func TestCapturedOOMInGeneration(t *testing.T) {
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		reftool.Missing(t, "no python3")
+	}
+	d, cfg := testDaemon(t)
+	sub := dial(t, cfg.Socket)
+	got := make(chan json.RawMessage, 4)
+	sub.Notify = func(method string, p json.RawMessage) {
+		if method == api.EventOOMCaptured {
+			got <- p
+		}
+	}
+	call(t, sub, api.Subscribe, api.SubscribeParams{Topics: []string{"oom_captured"}}, nil)
+	ag := fakeAgent(t, cfg.Socket, 6667, nil)
+	part := filepath.Join(d.store.IncomingDir(), "6667-oom.part")
+	if out, err := exec.Command(py, "../profiler/analyze/testdata/snaptool.py", "synth", "kv_oom", part).CombinedOutput(); err != nil {
+		t.Fatalf("snaptool: %v %s", err, out)
+	}
+	var res api.SnapshotResult
+	if err := ag.Call(context.Background(), api.AgentCaptured, api.CapturedParams{DumpResult: api.DumpResult{Path: part},
+		Reason: "oom"}, &res); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case p := <-got:
+		var ev api.OOMEvent
+		json.Unmarshal(p, &ev)
+		kv := ev.KVCache
+		if kv == nil || kv.Batch != 8 || kv.Tokens != 100 || kv.BytesPerToken != 2048 || kv.MaxBatch <= 0 || kv.MaxTokens <= 0 {
+			t.Fatalf("kv_cache %+v", kv)
+		}
+		want := fmt.Sprintf("at 100 tokens a batch of %d fits, and at batch 8, %d tokens", kv.MaxBatch, kv.MaxTokens)
+		if !strings.Contains(ev.Fix, want) || !strings.Contains(ev.Title, "batch 8 x 100 tokens, 2.00 KiB a token") {
+			t.Errorf("title %q fix %q", ev.Title, ev.Fix)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no oom_captured notification")
 	}
 }
 

@@ -22,29 +22,41 @@ const summaryCache = "summary.json"
 
 // analyses caches finished analyses by snapshot id: the most recent few in
 // memory (a Result keeps what flame graphs and diffs need), the summary on
-// disk. Concurrent requests for one snapshot share one decode.
+// disk. Concurrent requests for one snapshot share one decode. The memory
+// is bounded by count and by bytes (Result.Footprint): the analysis of a
+// crafted snapshot of 300,000 distinct lines holds 210 MB, and the cache
+// kept eight.
 type analyses struct {
-	st   *store.Store
-	max  int
-	runs atomic.Int64 // decodes, for the test that a snapshot is decoded once
+	st       *store.Store
+	max      int
+	maxBytes int64        // the most recent analysis is kept even when it alone weighs more
+	runs     atomic.Int64 // decodes, for the test that a snapshot is decoded once
 	// augment adds what only the daemon knows (NVML at capture time) to a
 	// fresh analysis, before anyone sees it.
 	augment func(id string, r *analyze.Result)
 	// progress, when set (tests), is each decode's analyze.Options.Progress.
 	progress func(done, total int64)
+	logf     func(format string, args ...any) // the daemon's log, for panics
 
 	pending sync.WaitGroup // summary caches being written
 
 	mu      sync.Mutex
 	entries map[string]*list.Element // of *analysisEntry
 	lru     *list.List
+	bytes   int64 // the Footprint of the finished analyses in entries
 }
 
+// maxCacheBytes bounds the analyses kept in memory: a few of real runs
+// (gpt2_train's weighs 1.2 MB; a 12-layer model's tens), or one hostile
+// snapshot's.
+const maxCacheBytes = 512 << 20
+
 type analysisEntry struct {
-	id   string
-	done chan struct{}
-	res  *analyze.Result
-	err  error
+	id    string
+	done  chan struct{}
+	res   *analyze.Result
+	err   error
+	bytes int64 // res.Footprint(), counted in analyses.bytes
 	// While the decode runs (under analyses.mu): the requests waiting for it,
 	// and how to stop it once none is left (their clients cancelled or went).
 	waiters int
@@ -52,26 +64,51 @@ type analysisEntry struct {
 	stopped bool
 }
 
-func newAnalyses(st *store.Store, max int) *analyses {
-	return &analyses{st: st, max: max, entries: map[string]*list.Element{}, lru: list.New()}
+func newAnalyses(st *store.Store, max int, maxBytes int64, logf func(string, ...any)) *analyses {
+	return &analyses{st: st, max: max, maxBytes: maxBytes, logf: logf, entries: map[string]*list.Element{}, lru: list.New()}
 }
 
 // compute analyses a file that is not (yet) in the store.
 func (c *analyses) compute(path string) (*analyze.Result, error) {
 	c.runs.Add(1)
-	return analyze.Run(path, analyze.Options{})
+	res, err := analyze.Run(path, analyze.Options{})
+	analyze.LogPanic(c.logf, err)
+	return res, err
+}
+
+// run analyses a stored snapshot and adds what the daemon knows. It runs
+// on a goroutine of its own: a panic there would end the daemon, so it
+// comes back as the analysis' error, and is logged with the file.
+func (c *analyses) run(ctx context.Context, id string) (res *analyze.Result, err error) {
+	path := c.st.Path(id)
+	err = analyze.Guard(path, func() error {
+		res, err = analyze.RunContext(ctx, path, analyze.Options{Progress: c.progress})
+		if err == nil && c.augment != nil {
+			c.augment(id, res)
+		}
+		return err
+	})
+	analyze.LogPanic(c.logf, err)
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
 }
 
 // put caches the analysis of a freshly committed snapshot.
 func (c *analyses) put(id string, r *analyze.Result) {
 	r.File = c.st.Path(id)
 	if c.augment != nil {
-		c.augment(id, r)
+		// This also runs on the goroutines that capture the ranks of a job: a
+		// panic there would end the daemon. The snapshot is kept without what
+		// augment adds.
+		analyze.LogPanic(c.logf, analyze.Guard(r.File, func() error { c.augment(id, r); return nil }))
 	}
 	e := &analysisEntry{id: id, done: make(chan struct{}), res: r}
 	close(e.done)
 	c.mu.Lock()
 	c.insert(e)
+	c.weigh(e)
 	c.mu.Unlock()
 	// A cache for the next start, off the capture's path (it syncs a file).
 	c.pending.Add(1)
@@ -90,11 +127,38 @@ func (c *analyses) writeSummary(id string, r *analyze.Result) {
 // insert adds e as most recent and evicts beyond max; c.mu is held.
 func (c *analyses) insert(e *analysisEntry) {
 	c.entries[e.id] = c.lru.PushFront(e)
-	for c.lru.Len() > c.max {
-		old := c.lru.Back()
-		c.lru.Remove(old)
-		delete(c.entries, old.Value.(*analysisEntry).id)
+	c.evict()
+}
+
+// weigh counts e's finished analysis in the bytes kept and evicts beyond
+// maxBytes; c.mu is held.
+func (c *analyses) weigh(e *analysisEntry) {
+	if e.res == nil || e.bytes > 0 {
+		return
 	}
+	if _, ok := c.entries[e.id]; !ok || c.entries[e.id].Value.(*analysisEntry) != e {
+		return // evicted or replaced while it ran
+	}
+	e.bytes = e.res.Footprint()
+	c.bytes += e.bytes
+	c.evict()
+}
+
+// evict drops the least recently used analyses beyond max, and beyond
+// maxBytes all but the most recent; c.mu is held.
+func (c *analyses) evict() {
+	for c.lru.Len() > c.max || c.lru.Len() > 1 && c.bytes > c.maxBytes {
+		c.remove(c.lru.Back())
+	}
+}
+
+// remove forgets an entry; c.mu is held.
+func (c *analyses) remove(el *list.Element) {
+	e := el.Value.(*analysisEntry)
+	c.lru.Remove(el)
+	delete(c.entries, e.id)
+	c.bytes -= e.bytes
+	e.bytes = 0
 }
 
 // get returns the analysis of a stored snapshot, decoding it at most once
@@ -141,8 +205,7 @@ func (c *analyses) lookup(id string) *analysisEntry {
 	}
 	e := el.Value.(*analysisEntry)
 	if e.stopped {
-		c.lru.Remove(el) // its goroutine finds it gone and caches nothing
-		delete(c.entries, id)
+		c.remove(el) // its goroutine finds it gone and caches nothing
 		return nil
 	}
 	c.lru.MoveToFront(el)
@@ -158,14 +221,12 @@ func (c *analyses) start(id string) *analysisEntry {
 	c.runs.Add(1)
 	go func() {
 		defer cancel()
-		res, err := analyze.RunContext(ctx, c.st.Path(id), analyze.Options{Progress: c.progress})
-		if err == nil && c.augment != nil {
-			c.augment(id, res)
-		}
+		res, err := c.run(ctx, id)
 		c.mu.Lock()
 		e.res, e.err, e.cancel = res, err, nil
 		if err == nil {
 			e.stopped = false // it finished before the cancel reached it: keep it
+			c.weigh(e)
 		}
 		c.mu.Unlock()
 		close(e.done)
@@ -183,8 +244,7 @@ func (c *analyses) dropEntry(e *analysisEntry) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if el, ok := c.entries[e.id]; ok && el.Value.(*analysisEntry) == e {
-		c.lru.Remove(el)
-		delete(c.entries, e.id)
+		c.remove(el)
 	}
 }
 
@@ -193,8 +253,7 @@ func (c *analyses) drop(id string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if el, ok := c.entries[id]; ok {
-		c.lru.Remove(el)
-		delete(c.entries, id)
+		c.remove(el)
 	}
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/vramscope/vramscope/daemon/api"
@@ -37,7 +36,7 @@ func (d *Daemon) capture(ctx context.Context, a *agent, req captureReq) (capture
 	d.podMeta(&nv, pid)
 	part := d.store.NewIncoming(fmt.Sprintf("%d", pid))
 	params := api.DumpParams{Path: part}
-	st := openStream(part)
+	st := openStream(d.store, part)
 	if st != nil {
 		params.Stream = st.fifo
 	}
@@ -49,7 +48,7 @@ func (d *Daemon) capture(ctx context.Context, a *agent, req captureReq) (capture
 		if st != nil {
 			st.close()
 		}
-		os.Remove(part)
+		d.store.RemoveIncoming(part)
 		if errors.Is(err, context.DeadlineExceeded) {
 			return captured{}, rpcErr(api.CodeAgentFailed, "process %d did not dump its snapshot within %s", pid, req.timeout)
 		}
@@ -66,7 +65,7 @@ func (d *Daemon) capture(ctx context.Context, a *agent, req captureReq) (capture
 	if st != nil && res.Streamed {
 		sr := st.wait(cctx)
 		if sr.stopped {
-			os.Remove(part)
+			d.store.RemoveIncoming(part)
 			return captured{}, rpcErr(api.CodeAgentFailed, "process %d did not finish streaming its snapshot within %s: %v", pid, req.timeout, sr.err)
 		}
 		finished := time.Now()

@@ -15,6 +15,7 @@ import (
 type Config struct {
 	Socket       string           // Unix socket path; default DefaultSocket()
 	DataDir      string           // snapshot store; default DefaultDataDir()
+	Spool        string           // the agents' spool of OOM snapshots, imported once their process exits; default DefaultSpoolDir(); "-" none
 	TCP          string           // optional loopback listener, e.g. "127.0.0.1:7425"; "" = none
 	TokenFile    string           // where the TCP token is written; default <Socket>.token
 	TCPLimits    TCPLimits        // what TCP peers may hold; zero fields take the defaults
@@ -57,7 +58,7 @@ type Kube struct {
 // figures and the tests.
 type TCPLimits struct {
 	HelloTimeout time.Duration // a connection not past daemon.hello by then is closed; default 5 s
-	PendingPeer  int           // connections not yet past hello, per peer address; default 8
+	PendingPeer  int           // connections not yet past hello, per user (per address where the user is unknown); default 8
 	Pending      int           // connections not yet past hello, in all; default 32
 	Authed       int           // connections past hello (they proved the token), in all; default 256
 }
@@ -135,6 +136,12 @@ func (c *Config) defaults() error {
 		if c.DataDir, err = DefaultDataDir(); err != nil {
 			return err
 		}
+	}
+	switch c.Spool {
+	case "":
+		c.Spool = DefaultSpoolDir()
+	case "-":
+		c.Spool = ""
 	}
 	if c.TokenFile == "" {
 		c.TokenFile = c.Socket + ".token" // named after the socket: never a file some other program calls "token"

@@ -32,15 +32,18 @@ type Daemon struct {
 	host    string
 	token   string
 
-	agents   *agents
-	analyses *analyses
-	events   *events
-	counters *counterSource
-	pods     *kube.Resolver // pod names for processes in Kubernetes pods
-	counts   *exportCounts  // events since start, for Prometheus
-	tcp      *tcpSlots
-	refusals refusalLog
-	requests atomic.Int64 // requests handled, all connections; tests count what a peer got through
+	agents    *agents
+	analyses  *analyses
+	events    *events
+	counters  *counterSource
+	pods      *kube.Resolver // pod names for processes in Kubernetes pods
+	counts    *exportCounts  // events since start, for Prometheus
+	tcp       *tcpSlots
+	refusals  refusalLog
+	requests  atomic.Int64  // requests handled, all connections; tests count what a peer got through
+	exportMax int           // caps the metrics listener's connections (descriptors.go)
+	spoolMu   sync.Mutex    // held by a spool scan (spool.go)
+	stopped   chan struct{} // closed by Close
 
 	socket    *ownedFile // the socket and token this daemon made, removed by Close
 	tokenFile *ownedFile
@@ -62,6 +65,12 @@ func New(cfg Config) (*Daemon, error) {
 	if err := cfg.defaults(); err != nil {
 		return nil, err
 	}
+	b, err := sizeBudget(fileLimit(), cfg.TCPLimits)
+	if err != nil {
+		return nil, err
+	}
+	cfg.TCPLimits = b.tcp
+	cfg.Logf("budget: %s", b)
 	st, err := store.Open(cfg.DataDir, store.Limits{MaxCount: cfg.MaxSnapshots, MaxBytes: cfg.MaxBytes})
 	if err != nil {
 		return nil, err
@@ -77,15 +86,17 @@ func New(cfg Config) (*Daemon, error) {
 	host, _ := os.Hostname()
 	d := &Daemon{
 		cfg: cfg, store: st, started: time.Now(), host: host,
-		agents:   newAgents(),
-		events:   newEvents(),
-		tcp:      newTCPSlots(cfg.TCPLimits),
-		sessions: map[*session]struct{}{},
-		pods:     pods,
-		counts:   newExportCounts(),
+		agents:    newAgents(),
+		events:    newEvents(),
+		tcp:       newTCPSlots(cfg.TCPLimits),
+		sessions:  map[*session]struct{}{},
+		pods:      pods,
+		counts:    newExportCounts(),
+		exportMax: b.export,
+		stopped:   make(chan struct{}),
 	}
 	d.events.listen(d.count)
-	d.analyses = newAnalyses(st, 8)
+	d.analyses = newAnalyses(st, 8, maxCacheBytes, cfg.Logf)
 	d.analyses.augment = func(id string, r *analyze.Result) {
 		if m, ok := st.Get(id); ok {
 			r.Findings = append(r.Findings, nonPyTorchFindings(m, r, d.snapshotDeviceTotal(m))...)
@@ -145,6 +156,7 @@ func (d *Daemon) Serve(ctx context.Context) error {
 		go d.accept(tl, true)
 	}
 	d.counters.Start(ctx, d.tick)
+	go d.watchSpool(d.stopped)
 	go func() { <-ctx.Done(); d.Close() }()
 	d.accept(ul, false)
 	d.wg.Wait()
@@ -180,14 +192,12 @@ func (d *Daemon) accept(l net.Listener, tcp bool) {
 			time.Sleep(50 * time.Millisecond)
 			continue
 		}
-		peer := ""
+		var slot *tcpSlot
 		if tcp {
-			peer = peerOf(c)
-			if err := d.tcp.admit(peer); err != nil {
-				d.refusals.note(d.cfg.Logf, err)
-				refuse(c, api.CodeBusy, err.Error())
-				continue
-			}
+			slot, c = d.tcp.admit(c, func(why string) {
+				d.refusals.note(d.cfg.Logf, errors.New(why))
+				go refuse(c, api.CodeBusy, why) // not on the accept loop: refuse may wait lingerTime
+			})
 		} else if uid, err := peerUID(c); err != nil || (uid >= 0 && uid != os.Getuid()) {
 			d.refusals.note(d.cfg.Logf, fmt.Errorf("a connection from uid %d (%v)", uid, errOtherUser))
 			refuse(c, api.CodeUnauthorized, errOtherUser.Error())
@@ -196,7 +206,7 @@ func (d *Daemon) accept(l net.Listener, tcp bool) {
 		d.wg.Add(1)
 		go func() {
 			defer d.wg.Done()
-			d.serveConn(c, tcp, peer)
+			d.serveConn(c, slot)
 		}()
 	}
 }
@@ -207,6 +217,7 @@ func (d *Daemon) Close() error {
 	d.closeOnce.Do(func() {
 		d.mu.Lock()
 		d.closed = true
+		close(d.stopped)
 		ls := d.listeners
 		export := d.export
 		owned := []*ownedFile{d.socket, d.tokenFile}

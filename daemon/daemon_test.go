@@ -29,7 +29,7 @@ func testDaemon(t *testing.T, mod ...func(*Config)) (*Daemon, Config) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	cfg := Config{Socket: filepath.Join(dir, "run", "d.sock"), DataDir: filepath.Join(dir, "data"), Interval: 50 * time.Millisecond,
+	cfg := Config{Socket: filepath.Join(dir, "run", "d.sock"), DataDir: filepath.Join(dir, "data"), Spool: filepath.Join(dir, "spool"), Interval: 50 * time.Millisecond,
 		Logf: func(f string, a ...any) { t.Logf(f, a...) }}
 	for _, m := range mod {
 		m(&cfg)

@@ -25,13 +25,13 @@ func TestStreamOntoFullDisk(t *testing.T) {
 		t.Skipf("cannot mount a tmpfs here: %v %s", err, out)
 	}
 	t.Cleanup(func() { exec.Command("umount", mnt).Run() })
-	d, _ := testDaemon(t)
+	d, _ := testDaemon(t, func(c *Config) { c.DataDir = filepath.Join(mnt, "data") })
 	vsm := vsmOfFixture(t, fixtures+"gpt2_train.pickle")
 	if len(vsm) < 128<<10 {
 		t.Fatalf("the stream is %d bytes: too small to fill the tmpfs", len(vsm))
 	}
-	part := filepath.Join(mnt, "x.part")
-	s := openStream(part)
+	part := d.store.NewIncoming("x")
+	s := openStream(d.store, part)
 	if s == nil {
 		t.Skip("no FIFOs here")
 	}

@@ -52,9 +52,16 @@ func (d *Daemon) serveExport(l net.Listener) {
 		fmt.Fprint(w, "vramscope\n/metrics                    Prometheus metrics (docs/metrics.md)\n"+
 			"/debug/pprof/gpu_memory    the latest snapshot's memory at its peak, as a pprof profile (?pid=, ?rank=, ?pod=, ?namespace=, ?id=)\n")
 	})
+	conns := newExportConns(l, d.exportMax)
+	conns.evict = func() {
+		d.refusals.note(d.cfg.Logf, fmt.Errorf("metrics: an idle connection closed for a new one (%d open, the cap)", d.exportMax))
+	}
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
 		WriteTimeout: 3 * time.Minute, // a profile may wait for a snapshot's first analysis
-		IdleTimeout:  time.Minute, MaxHeaderBytes: 16 << 10, ErrorLog: nil}
+		// Scrapers come back every 15 s or more; a connection idle longer
+		// only holds a descriptor (exportConns caps them too).
+		IdleTimeout: 10 * time.Second, MaxHeaderBytes: 16 << 10, ErrorLog: nil,
+		ConnState: conns.state}
 	d.mu.Lock()
 	closed := d.closed
 	if !closed {
@@ -66,7 +73,7 @@ func (d *Daemon) serveExport(l net.Listener) {
 		return
 	}
 	d.cfg.Logf("metrics and profiles on http://%s/metrics", l.Addr())
-	if err := srv.Serve(l); err != nil && err != http.ErrServerClosed {
+	if err := srv.Serve(conns); err != nil && err != http.ErrServerClosed {
 		d.cfg.Logf("metrics: %v", err)
 	}
 }

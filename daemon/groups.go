@@ -8,6 +8,7 @@ package daemon
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strconv"
 	"sync"
@@ -61,13 +62,36 @@ func (s *session) groupTake(ctx context.Context, raw json.RawMessage) (any, erro
 	if err != nil {
 		return nil, err
 	}
+	ranks := d.agents.job(a)
+	if err := d.checkRanks(jobOf(a), ranks); err != nil {
+		return nil, err
+	}
 	g := store.Group{ID: d.store.NewGroupID(), Reason: "request", Job: jobOf(a), Label: p.Label}
 	req := captureReq{label: p.Label, group: g.ID, reason: "request", timeout: timeout}
-	d.captureRanks(ctx, &g, d.agents.job(a), req)
+	d.captureRanks(ctx, &g, ranks, req)
 	if len(g.Members) == 0 {
 		return nil, rpcErr(api.CodeAgentFailed, "no rank of %s gave a snapshot: %s", g.Job, g.Failed[0].Error)
 	}
 	return d.storeGroup(g)
+}
+
+// checkRanks refuses ranks that cannot make one whole group: two processes
+// with one rank (not one launch: a group of them would hold a rank twice),
+// or more ranks than the store keeps (retention would remove the first
+// members while the last are committed).
+func (d *Daemon) checkRanks(job string, ranks []*agent) error {
+	pids := map[int]int{}
+	for _, a := range ranks {
+		p := a.process()
+		if other, dup := pids[p.Rank]; dup {
+			return rpcErr(api.CodeInvalidParams, "%s has two processes of rank %d (pids %d and %d): they are not one launch (do two launches share TORCHELASTIC_RUN_ID or MASTER_ADDR:MASTER_PORT?); take their snapshots one by one", job, p.Rank, other, p.PID)
+		}
+		pids[p.Rank] = p.PID
+	}
+	if limit := d.store.Limits().MaxCount; len(ranks) > limit {
+		return rpcErr(api.CodeInvalidParams, "%s has %d ranks and the store keeps at most %d snapshots (--max-snapshots): the group would lose ranks; raise the limit", job, len(ranks), limit)
+	}
+	return nil
 }
 
 // jobOf names a's job in a group record ("pid:N" for a process alone).
@@ -105,6 +129,7 @@ func (d *Daemon) captureRanks(ctx context.Context, g *store.Group, ranks []*agen
 // storeGroup orders g's members by rank, measures the skew, writes the
 // record and tells subscribers.
 func (d *Daemon) storeGroup(g store.Group) (api.GroupResult, error) {
+	d.dropRetained(&g)
 	slices.SortFunc(g.Members, func(x, y store.Member) int { return x.Rank - y.Rank })
 	slices.SortFunc(g.Failed, func(x, y store.Failure) int { return x.Rank - y.Rank })
 	g.SkewMS = skew(g.Members)
@@ -118,6 +143,23 @@ func (d *Daemon) storeGroup(g store.Group) (api.GroupResult, error) {
 	res := d.groupResult(g)
 	d.events.publish(api.EventGroupStored, res)
 	return res, nil
+}
+
+// dropRetained moves to g's failures the members the store has removed
+// already (the byte limit, while the later ranks were committed), saying so:
+// a group never loses a rank without a word.
+func (d *Daemon) dropRetained(g *store.Group) {
+	kept := g.Members[:0]
+	for _, m := range g.Members {
+		if _, ok := d.store.Get(m.ID); ok {
+			kept = append(kept, m)
+			continue
+		}
+		lim := d.store.Limits()
+		g.Failed = append(g.Failed, store.Failure{Rank: m.Rank, PID: m.PID, Error: fmt.Sprintf(
+			"its snapshot %s was stored, then removed by the retention limits (%d snapshots, %d bytes: --max-snapshots, --max-bytes) while the other ranks were stored", m.ID, lim.MaxCount, lim.MaxBytes)})
+	}
+	g.Members = kept
 }
 
 func skew(ms []store.Member) float64 {
@@ -179,6 +221,10 @@ func (d *Daemon) oomGroup(a *agent) (store.Group, []*agent) {
 		}
 	}
 	if len(others) == 0 {
+		return store.Group{}, nil
+	}
+	if err := d.checkRanks(jobOf(a), append(others, a)); err != nil {
+		d.cfg.Logf("no group for the out-of-memory snapshot of pid %d: %v", a.process().PID, err)
 		return store.Group{}, nil
 	}
 	return store.Group{ID: d.store.NewGroupID(), Reason: "oom", Job: jobOf(a)}, others

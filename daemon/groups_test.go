@@ -279,3 +279,56 @@ func TestRanksDeviceByUUID(t *testing.T) {
 		t.Errorf("rank devices: %+v", rv.Ranks)
 	}
 }
+
+// TestGroupTakeRefusesDuplicateRanks: two processes of one job claim rank
+// 0 (two launches sharing a rendezvous, or a lying agent); group.take says
+// so and stores nothing (it stored a group holding rank 0 twice).
+func TestGroupTakeRefusesDuplicateRanks(t *testing.T) {
+	d, cfg := testDaemon(t)
+	facts := map[string]any{"run_id": "dup"}
+	for i, src := range whatifRanks[:2] {
+		rankAgent(t, cfg.Socket, 7400+i, 0, 2, facts, 0, "", newBarrier(1).dump(src))
+	}
+	err := dial(t, cfg.Socket).Call(context.Background(), api.GroupTake, api.GroupTakeParams{PID: 7400}, nil)
+	if client.Code(err) != api.CodeInvalidParams || !strings.Contains(err.Error(), "two processes of rank 0") {
+		t.Errorf("group.take: %v", err)
+	}
+	if n := len(d.store.List()); n != 0 {
+		t.Errorf("%d snapshots stored", n)
+	}
+}
+
+// TestGroupTakeOverLimits: a job with more ranks than --max-snapshots is
+// refused before any rank is asked; under a byte limit that holds one rank,
+// the group says which ranks retention removed (it lost them silently).
+func TestGroupTakeOverLimits(t *testing.T) {
+	facts := map[string]any{"run_id": "big"}
+	d, cfg := testDaemon(t, func(c *Config) { c.MaxSnapshots = 2 })
+	for rank, src := range whatifRanks {
+		rankAgent(t, cfg.Socket, 7500+rank, rank, 3, facts, 0, "", newBarrier(1).dump(src))
+	}
+	err := dial(t, cfg.Socket).Call(context.Background(), api.GroupTake, api.GroupTakeParams{PID: 7500}, nil)
+	if client.Code(err) != api.CodeInvalidParams || !strings.Contains(err.Error(), "3 ranks and the store keeps at most 2") {
+		t.Errorf("group.take over --max-snapshots: %v", err)
+	}
+	if n := len(d.store.List()); n != 0 {
+		t.Errorf("%d snapshots stored", n)
+	}
+
+	d, cfg = testDaemon(t, func(c *Config) { c.MaxBytes = 1 })
+	b := newBarrier(3)
+	for rank, src := range whatifRanks {
+		rankAgent(t, cfg.Socket, 7600+rank, rank, 3, facts, 0, "", b.dump(src))
+	}
+	var g api.GroupResult
+	call(t, dial(t, cfg.Socket), api.GroupTake, api.GroupTakeParams{PID: 7600}, &g)
+	if len(g.Members)+len(g.Failed) != 3 || len(g.Members) != len(d.store.List()) {
+		t.Fatalf("group %+v with %d snapshots stored", g, len(d.store.List()))
+	}
+	for _, f := range g.Failed {
+		if !strings.Contains(f.Error, "removed by the retention limits") {
+			t.Errorf("rank %d: %q", f.Rank, f.Error)
+		}
+	}
+	t.Logf("under a 1-byte limit: %d of 3 ranks kept, the others named as removed", len(g.Members))
+}

@@ -44,7 +44,7 @@ func (s *session) authenticate() error {
 	if s.authed {
 		return nil
 	}
-	if err := s.d.tcp.promote(s.peer); err != nil {
+	if err := s.d.tcp.promote(s.slot); err != nil {
 		s.closing = true
 		return rpcErr(api.CodeBusy, "%v", err)
 	}

@@ -4,8 +4,11 @@ import (
 	"errors"
 	"io/fs"
 	"path/filepath"
+	"strconv"
+	"strings"
 
 	"github.com/vramscope/vramscope/daemon/api"
+	"github.com/vramscope/vramscope/daemon/store"
 )
 
 // checkIncoming refuses a file handed to commit (agent.captured's path, the
@@ -24,6 +27,26 @@ func (d *Daemon) checkIncoming(part string) error {
 			return rpcErr(api.CodeBadSnapshot, "%v", err)
 		}
 		return rpcErr(api.CodeInvalidParams, "%v", err)
+	}
+	return nil
+}
+
+// checkCapturedBy refuses a file agent a may not hand over with
+// agent.captured: one the daemon made (an import being copied, a capture it
+// asked another agent for: committing it would delete it under its owner),
+// or an OOM capture named for another process (oom-PID-..., the agents'
+// names).
+func checkCapturedBy(a *agent, part string) error {
+	name := filepath.Base(part)
+	if strings.HasPrefix(name, store.OwnPrefix) {
+		return rpcErr(api.CodeInvalidParams, "%s is a file the daemon made for another request, not one this agent wrote", part)
+	}
+	if rest, ok := strings.CutPrefix(name, "oom-"); ok {
+		pid, _, _ := strings.Cut(rest, "-")
+		p := a.process()
+		if n, err := strconv.Atoi(pid); err == nil && n != p.PID && (a.nsPID == 0 || n != a.nsPID) {
+			return rpcErr(api.CodeInvalidParams, "%s is the capture of process %s, not of this agent's (%d)", part, pid, p.PID)
+		}
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -75,7 +76,7 @@ func TestCapturedFIFO(t *testing.T) {
 	var wg sync.WaitGroup
 	errs := make(chan error, 100)
 	for i := 0; i < 50; i++ {
-		fifo := d.store.NewIncoming("fifo")
+		fifo := filepath.Join(d.store.IncomingDir(), fmt.Sprintf("6262-fifo-%d.part", i)) // as an agent names it
 		if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 			t.Skipf("no FIFOs here: %v", err)
 		}
@@ -157,5 +158,38 @@ func TestStreamedTakeTimeout(t *testing.T) {
 	}
 	if n := len(d.store.List()); n != 0 {
 		t.Errorf("%d snapshots stored", n)
+	}
+}
+
+// TestCapturedOnlyOwnFiles: agent.captured may not name a file the daemon
+// is writing for another client (an import being copied, named as
+// NewIncoming names it: committing it deleted it under the importer) nor
+// another process's OOM capture; both stay where they are, and their owner
+// hands its own over.
+func TestCapturedOnlyOwnFiles(t *testing.T) {
+	d, cfg := testDaemon(t)
+	thief := fakeAgent(t, cfg.Socket, 5001, nil)
+	owner := fakeAgent(t, cfg.Socket, 5002, nil)
+	staging := d.store.NewIncoming("import")
+	theirs := filepath.Join(d.store.IncomingDir(), "oom-5002-1764672000000-1.part")
+	for _, p := range []string{staging, theirs} {
+		if err := copyFile(fixtures+"oom_batch.pickle", p); err != nil {
+			t.Fatal(err)
+		}
+		err := thief.Call(context.Background(), api.AgentCaptured, api.CapturedParams{DumpResult: api.DumpResult{Path: p}, Reason: "oom"}, nil)
+		var je *jsonrpc2.Error
+		if !errors.As(err, &je) || je.Code != api.CodeInvalidParams {
+			t.Errorf("%s handed over by another agent: %v", filepath.Base(p), err)
+		}
+		if _, err := os.Lstat(p); err != nil {
+			t.Errorf("%s: %v", filepath.Base(p), err)
+		}
+	}
+	var res api.SnapshotResult
+	if err := owner.Call(context.Background(), api.AgentCaptured, api.CapturedParams{DumpResult: api.DumpResult{Path: theirs}, Reason: "oom"}, &res); err != nil || res.PID != 5002 {
+		t.Fatalf("the owner's own capture: %v %+v", err, res)
+	}
+	if n := len(d.store.List()); n != 1 {
+		t.Errorf("%d snapshots stored, want the owner's one", n)
 	}
 }

@@ -141,10 +141,13 @@ func (o *ownedFile) remove() {
 }
 
 // listenTCP listens on a loopback address only.
-func listenTCP(addr string) (net.Listener, error) {
+func listenTCP(addr string) (net.Listener, error) { return listenLoopback("--tcp", addr) }
+
+// listenLoopback listens on a loopback address only; errors name the flag.
+func listenLoopback(flag, addr string) (net.Listener, error) {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
-		return nil, fmt.Errorf("--tcp %q: %v", addr, err)
+		return nil, fmt.Errorf("%s %q: %v", flag, addr, err)
 	}
 	ip := net.ParseIP(host)
 	if host == "localhost" {
@@ -152,7 +155,7 @@ func listenTCP(addr string) (net.Listener, error) {
 		addr = net.JoinHostPort("127.0.0.1", addr[len(host)+1:])
 	}
 	if ip == nil || !ip.IsLoopback() {
-		return nil, fmt.Errorf("--tcp %q: only loopback addresses are allowed (127.0.0.1 or ::1); forward a port over SSH to reach it remotely", addr)
+		return nil, fmt.Errorf("%s %q: only loopback addresses are allowed (127.0.0.1 or ::1); forward a port over SSH to reach it remotely", flag, addr)
 	}
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -162,3 +165,7 @@ func listenTCP(addr string) (net.Listener, error) {
 }
 
 var errOtherUser = errors.New("connection from another user refused")
+
+// ListenLoopback listens on a loopback TCP address only (localhost is
+// 127.0.0.1), as serve --tcp does; vramscope mcp --http uses it.
+func ListenLoopback(flag, addr string) (net.Listener, error) { return listenLoopback(flag, addr) }

@@ -39,7 +39,7 @@ var buildBinary = sync.OnceValues(func() (string, error) {
 
 func startServe(t *testing.T, bin, socket, data string) *exec.Cmd {
 	t.Helper()
-	cmd := exec.Command(bin, "serve", "--socket", socket, "--data-dir", data, "--no-counters")
+	cmd := exec.Command(bin, "serve", "--socket", socket, "--data-dir", data, "--spool", "-", "--no-counters")
 	log := &strings.Builder{}
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {

@@ -21,7 +21,7 @@ type session struct {
 	conn    *jsonrpc2.Conn
 	wire    *wireStream
 	tcp     bool
-	peer    string // a TCP connection's peer address, for its slot
+	slot    *tcpSlot // a TCP connection's place among TCP's limits
 	mu      sync.Mutex
 	authed  bool
 	closing bool
@@ -91,10 +91,11 @@ func Handlers() []string {
 }
 
 // serveConn serves one connection until it closes. A TCP connection comes
-// with a pending slot of peer (tcpSlots.admit), and has HelloTimeout to prove
-// the token before it is closed.
-func (d *Daemon) serveConn(c net.Conn, tcp bool, peer string) {
-	s := &session{d: d, tcp: tcp, peer: peer, authed: !tcp, out: make(chan notice, 256), ready: make(chan struct{})}
+// with a pending slot (tcpSlots.admit; nil for the Unix socket), and has
+// HelloTimeout to prove the token before it is closed.
+func (d *Daemon) serveConn(c net.Conn, slot *tcpSlot) {
+	tcp := slot != nil
+	s := &session{d: d, tcp: tcp, slot: slot, authed: !tcp, out: make(chan notice, 256), ready: make(chan struct{})}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	s.wire = newWireStream(c, s.isAuthed)
@@ -104,7 +105,7 @@ func (d *Daemon) serveConn(c net.Conn, tcp bool, peer string) {
 	if tcp {
 		timer := time.AfterFunc(d.cfg.TCPLimits.HelloTimeout, s.helloExpired)
 		defer timer.Stop()
-		defer func() { d.tcp.release(peer, s.isAuthed()) }()
+		defer d.tcp.release(slot)
 	}
 	d.mu.Lock()
 	if d.closed {

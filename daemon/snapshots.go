@@ -51,10 +51,11 @@ func (s *session) snapshotTake(ctx context.Context, raw json.RawMessage) (any, e
 // wrote, hashed and analysed it.
 func (d *Daemon) commitStreamed(part string, sr streamed, meta store.Meta) (store.Meta, error) {
 	if sr.err != nil {
-		os.Remove(part)
+		d.store.RemoveIncoming(part)
 		if writingFailed(sr.err, part) {
 			return store.Meta{}, rpcErr(api.CodeStoreFailed, "storing the streamed snapshot: %v", sr.err)
 		}
+		analyze.LogPanic(d.cfg.Logf, sr.err)
 		return store.Meta{}, rpcErr(api.CodeBadSnapshot, "the streamed snapshot: %v", sr.err)
 	}
 	meta.Format = "vsm1"
@@ -107,7 +108,7 @@ func (d *Daemon) commit(part, name string, meta store.Meta) (store.Meta, error) 
 	pr := <-prep
 	if err != nil {
 		d.store.Discard(pr.p)
-		os.Remove(part)
+		d.store.RemoveIncoming(part)
 		return store.Meta{}, rpcErr(api.CodeBadSnapshot, "%s", renamed(err, part, name))
 	}
 	if pr.err != nil {
@@ -135,6 +136,9 @@ func (s *session) agentCaptured(_ context.Context, raw json.RawMessage) (any, er
 	}
 	a, err := s.currentAgent()
 	if err != nil {
+		return nil, err
+	}
+	if err := checkCapturedBy(a, p.Path); err != nil {
 		return nil, err
 	}
 	proc := a.process()
@@ -184,7 +188,7 @@ func (d *Daemon) publishOOM(r api.SnapshotResult, oom *api.OOMRaw) {
 	if res, err := d.analyses.get(r.ID); err == nil {
 		for _, f := range res.Findings {
 			if f.Kind == analyze.KindOOM {
-				ev.Title = f.Title
+				ev.Title, ev.Fix, ev.KVCache = f.Title, f.Fix, oomKV(f.Evidence.Numbers)
 				break
 			}
 		}
@@ -290,3 +294,13 @@ func (s *session) snapshotDelete(_ context.Context, raw json.RawMessage) (any, e
 func millis(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", millis(d)) }
+
+// oomKV is the KV cache an OOM finding's evidence describes, or nil.
+func oomKV(n map[string]int64) *api.KVCache {
+	if n["kv_cache_bytes"] <= 0 {
+		return nil
+	}
+	return &api.KVCache{Bytes: n["kv_cache_bytes"], Batch: n["kv_batch"], Tokens: n["kv_tokens"],
+		BytesPerToken: n["kv_bytes_per_token"], Limit: n["fit_limit"], MaxBatch: n["fit_max_batch"],
+		MaxTokens: n["fit_max_tokens"]}
+}

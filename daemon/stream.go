@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/vramscope/vramscope/daemon/store"
 	"github.com/vramscope/vramscope/profiler/analyze"
 )
 
@@ -32,6 +33,7 @@ type streamed struct {
 
 // stream is one FIFO the agent may write to.
 type stream struct {
+	st   *store.Store // the FIFO and the part file are opened and removed through it
 	fifo string
 	done chan streamed
 
@@ -43,13 +45,22 @@ type stream struct {
 // openStream makes the FIFO beside part and starts reading it. Without FIFOs
 // (another platform, a file system without them) it returns nil: the agent
 // then writes a pickle to part.
-func openStream(part string) *stream {
+func openStream(st *store.Store, part string) *stream {
 	fifo := part + ".fifo"
+	// By path: os.Root has no mkfifo. The incoming directory is checked to
+	// be ours and writable by nobody else (store/datadir.go).
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		return nil
 	}
-	s := &stream{fifo: fifo, done: make(chan streamed, 1)}
-	go func() { s.done <- s.read(part) }()
+	s := &stream{st: st, fifo: fifo, done: make(chan streamed, 1)}
+	go func() {
+		var sr streamed
+		// A panic on this goroutine would end the daemon: it fails the capture instead.
+		if err := analyze.Guard(part, func() error { sr = s.read(part); return nil }); err != nil {
+			sr = streamed{got: true, err: err}
+		}
+		s.done <- sr
+	}()
 	return s
 }
 
@@ -91,9 +102,9 @@ func (s *stream) opened(f *os.File) bool {
 // an empty stream and leaves the part file alone). The FIFO's name goes
 // either way (the reader, once open, no longer needs it).
 func (s *stream) close() {
-	defer os.Remove(s.fifo)
+	defer s.st.RemoveIncoming(s.fifo)
 	for i := 0; i < 100; i++ {
-		w, err := os.OpenFile(s.fifo, os.O_WRONLY|syscall.O_NONBLOCK, 0)
+		w, err := s.st.OpenIncoming(s.fifo, os.O_WRONLY|syscall.O_NONBLOCK)
 		if err == nil {
 			w.Close()
 			return
@@ -106,8 +117,8 @@ func (s *stream) close() {
 }
 
 func (s *stream) read(part string) streamed {
-	f, err := os.OpenFile(s.fifo, os.O_RDONLY, 0) // until a writer opens it
-	os.Remove(s.fifo)
+	f, err := s.st.OpenIncoming(s.fifo, os.O_RDONLY) // until a writer opens it
+	s.st.RemoveIncoming(s.fifo)
 	if err != nil {
 		return streamed{err: err}
 	}
@@ -124,7 +135,7 @@ func (s *stream) read(part string) streamed {
 	if err != nil {
 		return streamed{got: true, err: fmt.Errorf("the stream ended after %d bytes", n)}
 	}
-	out, err := os.OpenFile(part, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	out, err := s.st.CreateIncoming(part)
 	if err != nil {
 		io.Copy(io.Discard, f) // let the agent finish writing
 		return streamed{got: true, err: err}
@@ -136,7 +147,7 @@ func (s *stream) read(part string) streamed {
 		aerr = w.err
 	}
 	if aerr != nil {
-		os.Remove(part)
+		s.st.RemoveIncoming(part)
 		return streamed{got: true, err: aerr}
 	}
 	return streamed{res: res, size: w.size, sum: w.sum, got: true}

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/vramscope/vramscope/daemon/store"
 	"github.com/vramscope/vramscope/internal/vsmtest"
 	"github.com/vramscope/vramscope/profiler/analyze"
 )
@@ -62,8 +63,9 @@ func TestStreamPumpsToFileAndAnalysis(t *testing.T) {
 		{"bytes after the end frame", append(append([]byte{}, vsm...), tail...), 1 << 16},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			part := filepath.Join(t.TempDir(), "x.part")
-			s := openStream(part)
+			st := tempStore(t)
+			part := st.NewIncoming("x")
+			s := openStream(st, part)
 			if s == nil {
 				t.Skip("no FIFOs here")
 			}
@@ -92,8 +94,9 @@ func TestStreamPumpsToFileAndAnalysis(t *testing.T) {
 // leaves no part file behind.
 func TestStreamTruncated(t *testing.T) {
 	vsm := vsmOfFixture(t, fixtures+"gpt2_train.pickle")
-	part := filepath.Join(t.TempDir(), "x.part")
-	s := openStream(part)
+	st := tempStore(t)
+	part := st.NewIncoming("x")
+	s := openStream(st, part)
 	if s == nil {
 		t.Skip("no FIFOs here")
 	}
@@ -106,4 +109,15 @@ func TestStreamTruncated(t *testing.T) {
 		t.Errorf("part file left behind: %v", err)
 	}
 	t.Log(got.err)
+}
+
+// tempStore is a store in a temporary directory, for a stream's files.
+func tempStore(t *testing.T) *store.Store {
+	t.Helper()
+	st, err := store.Open(filepath.Join(t.TempDir(), "data"), store.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
 }

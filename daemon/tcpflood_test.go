@@ -23,9 +23,21 @@ import (
 // local user could, without the token, and measure what it costs the daemon.
 
 // serveTCP starts the daemon binary with a TCP listener under a file
-// descriptor limit (ulimit -n, soft and hard, which the Go runtime cannot
-// raise) and returns its pid, socket and TCP address.
+// descriptor limit and returns its pid, socket and TCP address.
 func serveTCP(t *testing.T, nofile int) (int, string, string) {
+	t.Helper()
+	pid, socket := serveLimited(t, nofile, "--tcp", "127.0.0.1:0")
+	c := dial(t, socket)
+	var st api.StatusResult
+	call(t, c, api.Status, nil, &st)
+	c.Close()
+	return pid, socket, st.TCP
+}
+
+// serveLimited starts the daemon binary with args under a file descriptor
+// limit (ulimit -n, soft and hard, which the Go runtime cannot raise) and
+// returns its pid and socket.
+func serveLimited(t *testing.T, nofile int, args ...string) (int, string) {
 	t.Helper()
 	bin, err := buildBinary()
 	if err != nil {
@@ -33,9 +45,9 @@ func serveTCP(t *testing.T, nofile int) (int, string, string) {
 	}
 	dir := t.TempDir()
 	socket := filepath.Join(dir, "run", "d.sock")
-	cmd := exec.Command("sh", "-c", fmt.Sprintf("ulimit -n %d && exec %s serve --socket %s --data-dir %s --tcp 127.0.0.1:0 --no-counters",
-		nofile, bin, socket, filepath.Join(dir, "data")))
-	log := &strings.Builder{}
+	cmd := exec.Command("sh", "-c", fmt.Sprintf("ulimit -n %d && exec %s serve --socket %s --data-dir %s --spool - --no-counters %s",
+		nofile, bin, socket, filepath.Join(dir, "data"), strings.Join(args, " ")))
+	log := &lockedLog{}
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -48,11 +60,25 @@ func serveTCP(t *testing.T, nofile int) (int, string, string) {
 		}
 	})
 	waitSocket(t, socket)
-	c := dial(t, socket)
-	var st api.StatusResult
-	call(t, c, api.Status, nil, &st)
-	c.Close()
-	return cmd.Process.Pid, socket, st.TCP
+	return cmd.Process.Pid, socket
+}
+
+// lockedLog collects a daemon's output, safe to read while it writes.
+type lockedLog struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 // procStatus reads a field of /proc/PID/status in KiB.
@@ -156,8 +182,8 @@ func TestUnauthenticatedPeerCost(t *testing.T) {
 
 // TestPendingPeersCost: the most peers without the token can hold at once,
 // with the default limits: 40 connections from 5 addresses, each with a
-// message of MaxHelloBytes-1 bytes that never ends. The daemon keeps 32 (8 an
-// address), costing at most 16 MiB of resident memory, and cuts every one off
+// message of MaxHelloBytes-1 bytes that never ends. The daemon keeps at most
+// 32 (8 a user: here all are one), costing at most 16 MiB of resident memory, and cuts every one off
 // within HelloTimeout (5 s) and a second.
 func TestPendingPeersCost(t *testing.T) {
 	pid, _, addr := serveTCP(t, 1024)

@@ -1,31 +1,91 @@
 package daemon
 
 import (
+	"container/list"
 	"fmt"
 	"net"
 	"sync"
+	"sync/atomic"
 )
 
 // tcpSlots counts the TCP listener's connections against TCPLimits. A
-// connection takes a pending slot (of its peer address and of the total) when
-// it is accepted, trades it for an authenticated one when daemon.hello proves
-// the token, and gives back what it holds when it ends. Pending slots are
-// what any local user can take; they come back within HelloTimeout.
+// connection takes a pending slot when it is accepted, trades it for an
+// authenticated one when daemon.hello proves the token, and gives back what
+// it holds when it ends.
+//
+// Pending slots are what any local user can take, so a full count never
+// turns a newcomer away: it evicts a pending connection, of the newcomer's
+// own peer when that peer is at PendingPeer, else of the peer with the most
+// pending: the oldest that has sent nothing, else the oldest. A peer is the
+// user at the other end (tcpPeerUID), or the address where that is unknown:
+// one user can bind every address of 127/8 (32 idle connections from them
+// once locked every client out), but cannot be another uid. So another
+// user's connections never push a token holder out, and idle ones of its own
+// uid go before it, however fast they are opened again.
 type tcpSlots struct {
 	lim     TCPLimits
 	mu      sync.Mutex
+	waiting *list.List     // pending *tcpSlot, oldest first
 	peers   map[string]int // pending connections by peer address
-	pending int
 	authed  int
 }
 
-func newTCPSlots(lim TCPLimits) *tcpSlots {
-	return &tcpSlots{lim: lim, peers: map[string]int{}}
+// tcpSlot is one connection's place in tcpSlots.
+type tcpSlot struct {
+	peer  string   // "uid N", or the address when the uid is unknown
+	conn  net.Conn // asked whether bytes wait in it (unread)
+	state slotState
+	el    *list.Element    // in waiting while pending
+	evict func(why string) // tells the connection why and closes it
+	heard atomic.Bool      // the daemon has read a byte of it
 }
 
-// peerOf is the address a connection is counted under: its IP, without the
-// port (every connection from one address has its own port).
+// silent: the peer has sent nothing yet (the daemon has read nothing, and
+// nothing waits to be read).
+func (s *tcpSlot) silent() bool { return !s.heard.Load() && unread(s.conn) == 0 }
+
+// heardConn is a TCP connection that marks its slot heard at the first byte
+// read from it.
+type heardConn struct {
+	net.Conn
+	slot *tcpSlot
+}
+
+func (c heardConn) Read(b []byte) (int, error) {
+	n, err := c.Conn.Read(b)
+	if n > 0 {
+		c.slot.heard.Store(true)
+	}
+	return n, err
+}
+
+// CloseWrite is the TCP connection's (the wire half-closes before it closes).
+func (c heardConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
+}
+
+type slotState int
+
+const (
+	slotPending slotState = iota
+	slotAuthed
+	slotGone // released or evicted: holds nothing
+)
+
+func newTCPSlots(lim TCPLimits) *tcpSlots {
+	return &tcpSlots{lim: lim, waiting: list.New(), peers: map[string]int{}}
+}
+
+// peerOf is what a connection is counted under: the uid at its other end,
+// else its IP without the port (every connection from one address has its
+// own port).
 func peerOf(c net.Conn) string {
+	if uid := tcpPeerUID(c); uid >= 0 {
+		return fmt.Sprintf("uid %d", uid)
+	}
 	host, _, err := net.SplitHostPort(c.RemoteAddr().String())
 	if err != nil {
 		return c.RemoteAddr().String()
@@ -33,54 +93,115 @@ func peerOf(c net.Conn) string {
 	return host
 }
 
-// admit takes a pending slot for a new connection from peer.
-func (t *tcpSlots) admit(peer string) error {
+// admit takes a pending slot for the new connection c, evicting another
+// pending connection (through its evict) when the limits are reached. It
+// returns c wrapped to mark the slot heard.
+func (t *tcpSlots) admit(c net.Conn, evict func(why string)) (*tcpSlot, net.Conn) {
+	peer := peerOf(c)
 	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.peers[peer] >= t.lim.PendingPeer {
-		return fmt.Errorf("%d connections from %s are already waiting for daemon.hello (the limit per address); try again in %s, or use the Unix socket", t.peers[peer], peer, t.lim.HelloTimeout)
+	victim, why := t.victim(peer)
+	if victim != nil {
+		t.unpend(victim)
 	}
-	if t.pending >= t.lim.Pending {
-		return fmt.Errorf("%d TCP connections are already waiting for daemon.hello (the limit); try again in %s, or use the Unix socket", t.pending, t.lim.HelloTimeout)
-	}
+	s := &tcpSlot{peer: peer, conn: c, evict: evict}
+	s.el = t.waiting.PushBack(s)
 	t.peers[peer]++
-	t.pending++
-	return nil
+	t.mu.Unlock()
+	if victim != nil {
+		victim.evict(why)
+	}
+	return s, heardConn{c, s}
 }
 
-// promote trades peer's pending slot for an authenticated one.
-func (t *tcpSlots) promote(peer string) error {
+// victim is the pending slot a newcomer from peer replaces, if any, and what
+// its connection is told. t.mu must be held.
+func (t *tcpSlots) victim(peer string) (*tcpSlot, string) {
+	if t.peers[peer] >= t.lim.PendingPeer {
+		return t.quietest(func(s *tcpSlot) bool { return s.peer == peer }),
+			fmt.Sprintf("closed without daemon.hello: %d other connections from %s are waiting for it (the limit for one user); say hello as soon as you connect, or use the Unix socket", t.lim.PendingPeer, peer)
+	}
+	if t.waiting.Len() >= t.lim.Pending {
+		most := t.busiest()
+		return t.quietest(func(s *tcpSlot) bool { return s.peer == most }),
+			fmt.Sprintf("closed without daemon.hello: %d other TCP connections are waiting for it (the limit); say hello as soon as you connect, or use the Unix socket", t.lim.Pending)
+	}
+	return nil, ""
+}
+
+// busiest is the peer with the most pending connections (of peers with as
+// many, the one whose connection has waited longest). t.mu must be held.
+func (t *tcpSlots) busiest() string {
+	most, n := "", 0
+	for el := t.waiting.Front(); el != nil; el = el.Next() {
+		if p := el.Value.(*tcpSlot).peer; t.peers[p] > n {
+			most, n = p, t.peers[p]
+		}
+	}
+	return most
+}
+
+// quietest is the oldest pending slot of those that match that has sent
+// nothing, else the oldest that matches. t.mu must be held.
+func (t *tcpSlots) quietest(match func(*tcpSlot) bool) *tcpSlot {
+	var oldest *tcpSlot
+	for el := t.waiting.Front(); el != nil; el = el.Next() {
+		s := el.Value.(*tcpSlot)
+		if !match(s) {
+			continue
+		}
+		if s.silent() {
+			return s
+		}
+		if oldest == nil {
+			oldest = s
+		}
+	}
+	return oldest
+}
+
+// promote trades s's pending slot for an authenticated one.
+func (t *tcpSlots) promote(s *tcpSlot) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.authed >= t.lim.Authed {
+	switch {
+	case s.state == slotGone:
+		return fmt.Errorf("this connection was closed to make room for newer ones before its daemon.hello was read; connect again")
+	case s.state == slotAuthed:
+		return nil
+	case t.authed >= t.lim.Authed:
 		return fmt.Errorf("%d TCP connections are open already (the limit); close one, or use the Unix socket", t.authed)
 	}
-	t.unpend(peer)
+	t.unpend(s)
+	s.state = slotAuthed
 	t.authed++
 	return nil
 }
 
-// release gives back what a connection from peer held.
-func (t *tcpSlots) release(peer string, authed bool) {
+// release gives back what s held.
+func (t *tcpSlots) release(s *tcpSlot) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if authed {
+	switch s.state {
+	case slotAuthed:
 		t.authed--
-		return
+	case slotPending:
+		t.unpend(s)
 	}
-	t.unpend(peer)
+	s.state = slotGone
 }
 
-func (t *tcpSlots) unpend(peer string) {
-	t.pending--
-	if t.peers[peer]--; t.peers[peer] <= 0 {
-		delete(t.peers, peer) // the map holds only peers with connections waiting
+// unpend takes pending s out of the count. t.mu must be held.
+func (t *tcpSlots) unpend(s *tcpSlot) {
+	t.waiting.Remove(s.el)
+	if t.peers[s.peer]--; t.peers[s.peer] <= 0 {
+		delete(t.peers, s.peer) // the map holds only peers with connections waiting
 	}
+	s.state = slotGone
 }
 
 // counts are the slots taken, for tests and the status.
 func (t *tcpSlots) counts() (pending, authed int) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.pending, t.authed
+	return t.waiting.Len(), t.authed
 }

@@ -4,10 +4,13 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -81,10 +84,11 @@ func TestHelloTimeout(t *testing.T) {
 	call(t, c, api.Status, nil, &api.StatusResult{})
 }
 
-// TestTCPSlots: connections waiting for hello are capped per peer address and
-// in all, connections past hello in all; a refused peer is told why; the
-// Unix socket serves its owner throughout; slots come back when connections
-// end.
+// TestTCPSlots: connections waiting for hello are capped per peer (a user,
+// where the kernel says which), and a newcomer past the cap evicts the
+// oldest waiting connection of its peer, which is told why, from whatever
+// address it came; connections past hello are capped in all; the Unix
+// socket serves its owner throughout; slots come back when connections end.
 func TestTCPSlots(t *testing.T) {
 	d, cfg := testDaemon(t, func(c *Config) {
 		c.TCP = "127.0.0.1:0"
@@ -93,19 +97,15 @@ func TestTCPSlots(t *testing.T) {
 	addr := d.Addr()
 	var waiting []net.Conn
 	for i := 0; i < 3; i++ {
-		waiting = append(waiting, dialFrom(t, "127.0.0.1", addr))
+		waiting = append(waiting, dialFrom(t, fmt.Sprintf("127.0.0.%d", 1+i), addr))
+		waitSlots(t, d, i+1, 0) // accepted in this order: the first is the oldest
+	}
+	waiting = append(waiting, dialFrom(t, "127.0.0.9", addr))
+	code, msg := refusedWith(t, waiting[0])
+	if code != api.CodeBusy || !strings.Contains(msg, "other connections from "+peerOf(waiting[1])) {
+		t.Errorf("the oldest of one peer, at a 4th: %d %q", code, msg)
 	}
 	waitSlots(t, d, 3, 0)
-	code, msg := refusedWith(t, dialFrom(t, "127.0.0.1", addr))
-	if code != api.CodeBusy || !strings.Contains(msg, "from 127.0.0.1") {
-		t.Errorf("4th from one address: %d %q", code, msg)
-	}
-	waiting = append(waiting, dialFrom(t, "127.0.0.2", addr), dialFrom(t, "127.0.0.2", addr))
-	waitSlots(t, d, 5, 0)
-	code, msg = refusedWith(t, dialFrom(t, "127.0.0.3", addr))
-	if code != api.CodeBusy || !strings.Contains(msg, "TCP connections are already waiting") {
-		t.Errorf("6th in all: %d %q", code, msg)
-	}
 	call(t, dial(t, cfg.Socket), api.Status, nil, &api.StatusResult{}) // the owner's socket is not TCP's
 	for _, c := range waiting {
 		c.Close()
@@ -171,4 +171,115 @@ func TestBeforeHelloOneAnswer(t *testing.T) {
 			t.Errorf("%s: %d requests handled", name, n)
 		}
 	}
+}
+
+// TestTokenHolderThroughIdleFlood: another user keeps 64 idle connections
+// open from 64 addresses across 127/8 and opens a new one whenever one is
+// closed (the campaign's 32 idle connections from across 127/8 kept a token
+// holder out 40 times of 40). That user holds at most PendingPeer of them;
+// when the daemon's own user fills the rest, a newcomer at the total cap
+// evicts the other user's; and a token holder gets in 40 times of 40.
+func TestTokenHolderThroughIdleFlood(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("running the peers as another user needs root")
+	}
+	d, cfg := testDaemon(t, func(c *Config) {
+		c.TCP = "127.0.0.1:0"
+		c.TCPLimits = TCPLimits{HelloTimeout: time.Minute, PendingPeer: 8, Pending: 12}
+	})
+	addr := d.Addr()
+	flood := startHelper(t, "TestHelperIdleFlood", "VRAMSCOPE_HELPER_IDLE="+addr)
+	defer flood.stop()
+	waitPeer(t, d, "uid 65534", 8)
+	for i := 0; i < 4; i++ {
+		dialFrom(t, "127.0.0.1", addr)
+	}
+	waitSlots(t, d, 12, 0)
+	// At the total cap the busiest peer gives way: two more of ours take
+	// the other user's places (which it takes back from itself, or, once
+	// level, from ours: ours stay at 5 or more).
+	dialFrom(t, "127.0.0.1", addr)
+	waitPeer(t, d, peerOf(dialFrom(t, "127.0.0.1", addr)), 5)
+	tok, _ := os.ReadFile(cfg.TokenFile)
+	in := 0
+	for i := 0; i < 40; i++ {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		c, err := client.DialTCP(ctx, addr, strings.TrimSpace(string(tok)), "test")
+		if err == nil {
+			err = c.Call(ctx, api.Status, nil, &api.StatusResult{})
+			c.Close()
+		}
+		cancel()
+		if err != nil {
+			t.Errorf("try %d: %v", i, err)
+			continue
+		}
+		in++
+	}
+	d.tcp.mu.Lock()
+	if n := d.tcp.peers["uid 65534"]; n > 8 {
+		t.Errorf("the other user holds %d connections waiting for hello", n)
+	}
+	d.tcp.mu.Unlock()
+	t.Logf("%s; the token holder got in %d times of 40", flood.said, in)
+}
+
+// waitPeer waits until peer has at least n connections waiting for hello.
+func waitPeer(t *testing.T, d *Daemon, peer string, n int) {
+	t.Helper()
+	got := 0
+	for i := 0; i < 500; i++ {
+		d.tcp.mu.Lock()
+		got = d.tcp.peers[peer]
+		d.tcp.mu.Unlock()
+		if got >= n {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("%s has %d connections waiting; want %d", peer, got, n)
+}
+
+// TestHelperIdleFlood is the child of TestTokenHolderThroughIdleFlood: 64
+// idle connections from 64 addresses, each opened again when the daemon
+// closes it (40 times at most), until stdin closes.
+func TestHelperIdleFlood(t *testing.T) {
+	addr := os.Getenv("VRAMSCOPE_HELPER_IDLE")
+	if addr == "" {
+		t.Skip("helper process only")
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var dials atomic.Int64
+	for i := 0; i < 64; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			src := &net.TCPAddr{IP: net.IPv4(127, byte(1+i/16), byte(i%16), 2)}
+			for n := 0; n < 40; n++ {
+				c, err := (&net.Dialer{LocalAddr: src, Timeout: 5 * time.Second}).Dial("tcp", addr)
+				if err != nil {
+					return
+				}
+				dials.Add(1)
+				go func() { <-stop; c.Close() }()
+				io.Copy(io.Discard, c) // idle until the daemon closes it
+				select {
+				case <-stop:
+					return
+				default:
+				}
+			}
+		}()
+	}
+	time.Sleep(500 * time.Millisecond)
+	fmt.Printf("flood: uid %d keeps 64 idle connections from 64 addresses (%d opened so far)\n", os.Getuid(), dials.Load())
+	done := make(chan struct{})
+	go func() { io.Copy(io.Discard, os.Stdin); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+	}
+	close(stop)
+	wg.Wait()
 }

@@ -94,3 +94,15 @@ func notOwnToken(path string, fi fs.FileInfo) string {
 	}
 	return ""
 }
+
+// WriteToken writes a fresh token to path under the daemon's rules (mode
+// 0600, never over a file that is not a token of this user) and returns it
+// and a function that removes the file if it is still the one written.
+// vramscope mcp --http guards its listener with it.
+func WriteToken(path string) (string, func(), error) {
+	tok, o, err := writeToken(path)
+	if err != nil {
+		return "", nil, err
+	}
+	return tok, o.remove, nil
+}

@@ -3,12 +3,15 @@ package lsp
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/sourcegraph/jsonrpc2"
+	"go.lsp.dev/protocol"
 )
 
 // TestCancelStopsTheAnalysis: the editor cancels an openSnapshot request
@@ -80,6 +83,68 @@ func waitStopped(t *testing.T, c *snapshots, l *loaded) {
 		}
 		if time.Now().After(deadline) {
 			t.Fatal("the analysis was not stopped")
+		}
+	}
+}
+
+// TestMalformedCancelFlood: 20,000 malformed $/cancelRequest wrote 9,998
+// log lines, and with the server's stderr unread (a log that blocks for
+// ever here) the server stopped answering. Now the flood costs a line or
+// two, and the server answers while its log is stuck.
+func TestMalformedCancelFlood(t *testing.T) {
+	for _, stuck := range []bool{false, true} {
+		var mu sync.Mutex
+		var lines []string
+		block := make(chan struct{})
+		t.Cleanup(func() { close(block) })
+		logf := func(f string, a ...any) {
+			if stuck {
+				<-block
+			}
+			mu.Lock()
+			lines = append(lines, fmt.Sprintf(f, a...))
+			mu.Unlock()
+		}
+		c := start(t, Config{Logf: logf}, nil)
+		for i := 0; i < 20_000; i++ {
+			c.conn.Notify(context.Background(), "$/cancelRequest", map[string]any{"id": []int{i}})
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		var hints []InlayHint
+		err := c.conn.Call(ctx, "textDocument/inlayHint", InlayHintParams{TextDocument: protocol.TextDocumentIdentifier{URI: "file:///x.py"}}, &hints)
+		cancel()
+		if err != nil {
+			t.Fatalf("stuck log %v: a request after the flood: %v", stuck, err)
+		}
+		mu.Lock()
+		n, first := len(lines), ""
+		if n > 0 {
+			first = lines[0]
+		}
+		mu.Unlock()
+		if !stuck && (n < 1 || n > 3 || !strings.Contains(first, "$/cancelRequest: ") || !strings.Contains(first, "invalid params")) {
+			t.Errorf("%d log lines for 20,000 malformed cancels, the first %q", n, first)
+		}
+	}
+}
+
+// TestNotifyErrorCounts: the errors a notification method's interval did not
+// log are logged as one count when it ends.
+func TestNotifyErrorCounts(t *testing.T) {
+	lines := make(chan string, 10)
+	l := newServerLog(func(f string, a ...any) { lines <- fmt.Sprintf(f, a...) })
+	l.interval = 50 * time.Millisecond
+	for i := 0; i < 1000; i++ {
+		l.notifyError("$/cancelRequest", errors.New("invalid params"))
+	}
+	for _, want := range []string{"$/cancelRequest: invalid params", "$/cancelRequest: 999 more errors like the last in 50ms"} {
+		select {
+		case got := <-lines:
+			if got != want {
+				t.Errorf("log %q, want %q", got, want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no %q in 10 s", want)
 		}
 	}
 }

@@ -16,7 +16,8 @@ func init() { register("textDocument/codeLens", (*Server).codeLens, false) }
 
 // codeLens puts "Take snapshot" and "Flame graph from here" above each function
 // of the file that holds memory in the shown snapshot, or "Take snapshot" at
-// the top of a Python file when none does.
+// the top of a Python file when none does. The function's recorded lines are
+// mapped through the user's edits before its def is looked for above them.
 func (s *Server) codeLens(_ context.Context, raw json.RawMessage) (any, error) {
 	var p protocol.CodeLensParams
 	if err := decode(raw, &p); err != nil {
@@ -35,7 +36,15 @@ func (s *Server) codeLens(_ context.Context, raw json.RawMessage) (any, error) {
 		share          float64
 	}
 	byName := map[string]*fn{}
-	for line, site := range s.paths.sitesIn(l, d.path) {
+	var m *lineMap
+	if l != nil {
+		m = s.lineMap(d, l)
+	}
+	for recorded, site := range s.paths.sitesIn(l, d.path) {
+		line, _, ok := s.toCurrent(m, recorded)
+		if !ok {
+			line = len(d.lines) // deleted: look for its def from the end
+		}
 		f := byName[site.Function]
 		if f == nil {
 			f = &fn{name: site.Function, recorded: site.File, first: line}

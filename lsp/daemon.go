@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -22,6 +24,7 @@ type daemonLink struct {
 	c      *client.Client
 	reason string // why there is no connection
 	closed bool
+	tried  chan struct{} // closed after the first attempt to connect
 }
 
 func (s *Server) link() *daemonLink {
@@ -60,11 +63,16 @@ func (d *daemonLink) close() {
 // connectDaemon connects (starting a daemon in "auto" mode), follows new
 // snapshots, and reconnects after the daemon goes away.
 func (s *Server) connectDaemon() {
-	d := &daemonLink{}
 	s.mu.Lock()
-	s.daemon = d
+	d := s.daemon
+	if d == nil {
+		d = &daemonLink{tried: make(chan struct{})}
+		s.daemon = d
+	}
 	s.mu.Unlock()
 	socket := s.cfg.Socket
+	var once sync.Once
+	defer once.Do(func() { close(d.tried) })
 	for wait := time.Second; ; wait = min(2*wait, 30*time.Second) {
 		d.mu.Lock()
 		closed := d.closed
@@ -77,6 +85,7 @@ func (s *Server) connectDaemon() {
 			d.mu.Lock()
 			d.reason = err.Error()
 			d.mu.Unlock()
+			once.Do(func() { close(d.tried) })
 			time.Sleep(wait)
 			continue
 		}
@@ -88,6 +97,7 @@ func (s *Server) connectDaemon() {
 		d.mu.Lock()
 		d.c, d.reason = c, ""
 		d.mu.Unlock()
+		once.Do(func() { close(d.tried) })
 		<-c.Done()
 		d.mu.Lock()
 		d.c, d.reason = nil, "the connection closed"
@@ -99,7 +109,10 @@ func (s *Server) dial(socket string) (*client.Client, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	if s.cfg.Daemon == "auto" && s.cfg.Exe != "" {
-		c, _, err := client.Ensure(ctx, socket, "lsp", s.cfg.Exe, nil, filepath.Join(filepath.Dir(socket), "daemon.log"), 10*time.Second)
+		// A daemon this server starts stops once the server has exited: it
+		// must not outlive the editor (one that runs already is left alone).
+		exitWith := []string{"--exit-with", strconv.Itoa(os.Getpid())}
+		c, _, err := client.Ensure(ctx, socket, "lsp", s.cfg.Exe, exitWith, filepath.Join(filepath.Dir(socket), "daemon.log"), 10*time.Second)
 		return c, err
 	}
 	return client.Dial(ctx, socket, "lsp")

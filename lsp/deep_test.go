@@ -17,7 +17,7 @@ func TestDeepStack(t *testing.T) {
 	c.waitShown("deep.pickle")
 	for _, args := range []map[string]string{{}, {"function": "f", "file": "a.py"}} {
 		var tr flame.Tree
-		c.call("workspace/executeCommand", map[string]any{"command": cmdFlameGraph, "arguments": []any{args}}, &tr)
+		c.call("workspace/executeCommand", map[string]any{"command": cmdFlameGraph, "arguments": []any{withTree(args)}}, &tr)
 		depth := 0
 		tr.Walk(func(p []*flame.Node, _ *flame.Node) { depth = max(depth, len(p)) })
 		want := profiler.MaxStackDepth
@@ -28,4 +28,13 @@ func TestDeepStack(t *testing.T) {
 			t.Errorf("flame graph %v: depth %d (want %d), root %+v", args, depth, want, tr.Root)
 		}
 	}
+}
+
+// withTree asks flameGraph for the tree (the extension's webview) rather than a page.
+func withTree(args map[string]string) map[string]string {
+	out := map[string]string{"format": "tree"}
+	for k, v := range args {
+		out[k] = v
+	}
+	return out
 }

@@ -2,6 +2,9 @@ package lsp
 
 import (
 	"fmt"
+	"os"
+	"slices"
+	"strings"
 
 	"github.com/vramscope/vramscope/profiler"
 	"go.lsp.dev/protocol"
@@ -10,7 +13,8 @@ import (
 
 // publishDiagnostics turns the shown snapshot's findings into diagnostics on
 // the local files they point at, with the evidence lines as related
-// information, and clears the files that no longer have any.
+// information, and clears the files that no longer have any. Lines of open
+// files follow the user's edits (placeLine).
 func (s *Server) publishDiagnostics() {
 	l := s.shown()
 	byURI := map[string][]protocol.Diagnostic{}
@@ -20,9 +24,13 @@ func (s *Server) publishDiagnostics() {
 				continue
 			}
 			local := s.paths.local(f.File)
+			line, edited, ok := s.placeLine(l, local, f.Line)
+			if !ok {
+				continue // the user deleted the line
+			}
 			u := string(uri.File(local))
 			diag := protocol.Diagnostic{
-				Range:    lineRange(f.Line),
+				Range:    lineRange(line),
 				Severity: severity(f.Severity),
 				Code:     f.Kind,
 				Source:   "vramscope",
@@ -31,12 +39,20 @@ func (s *Server) publishDiagnostics() {
 			if f.Fix != "" {
 				diag.Message += "\nFix: " + f.Fix
 			}
+			if edited {
+				diag.Message += "\n(From before this line was edited.)"
+			}
 			for _, ev := range f.Evidence.Lines {
 				if ev.File == "" || ev.Line <= 0 {
 					continue
 				}
+				evLocal := s.paths.local(ev.File)
+				evLine, _, ok := s.placeLine(l, evLocal, ev.Line)
+				if !ok {
+					continue
+				}
 				diag.RelatedInformation = append(diag.RelatedInformation, protocol.DiagnosticRelatedInformation{
-					Location: protocol.Location{URI: uri.File(s.paths.local(ev.File)), Range: lineRange(ev.Line)},
+					Location: protocol.Location{URI: uri.File(evLocal), Range: lineRange(evLine)},
 					Message:  fmt.Sprintf("%s (%s)", ev.Note, profiler.FormatBytes(ev.Bytes)),
 				})
 			}
@@ -58,6 +74,52 @@ func (s *Server) publishDiagnostics() {
 			s.notify("textDocument/publishDiagnostics", protocol.PublishDiagnosticsParams{URI: uri.URI(u), Diagnostics: []protocol.Diagnostic{}})
 		}
 	}
+}
+
+// placeLine is where a recorded line of a local file is now: mapped through
+// the edits when the file is open, through the file on disk when it is not.
+func (s *Server) placeLine(l *loaded, local string, recorded int) (int, bool, bool) {
+	s.mu.Lock()
+	var d *document
+	for _, doc := range s.docs {
+		if doc.path == local {
+			d = doc
+		}
+	}
+	s.mu.Unlock()
+	if d == nil {
+		return placeOnDisk(l, local, recorded)
+	}
+	return s.toCurrent(s.lineMap(d, l), recorded)
+}
+
+// placeOnDisk maps a recorded line of a file no editor has open through a
+// diff of its recorded source against the file on disk now: saved with
+// edits and closed, or changed by a checkout, its diagnostics stay on their
+// statements.
+func placeOnDisk(l *loaded, local string, recorded int) (int, bool, bool) {
+	b, err := os.ReadFile(local)
+	if err != nil {
+		return recorded, false, true // not here: as recorded
+	}
+	now := strings.Split(string(b), "\n")
+	src := l.recordedSource(local, now)
+	if slices.Equal(src, now) {
+		return recorded, false, true
+	}
+	return newLineMap(src, now).toCurrent(recorded)
+}
+
+// hasDiagnostics says whether the local file has diagnostics from us.
+func (s *Server) hasDiagnostics(path string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for u := range s.published {
+		if filename(protocol.DocumentURI(u)) == path {
+			return true
+		}
+	}
+	return false
 }
 
 func lineRange(line int) protocol.Range {

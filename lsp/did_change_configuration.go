@@ -19,8 +19,8 @@ func (s *Server) didChangeConfiguration(_ context.Context, raw json.RawMessage) 
 	s.mu.Lock()
 	old := s.settings
 	s.settings = s.settings.merge(p.Settings)
-	st := s.settings
 	s.mu.Unlock()
+	st := s.resolveSettings()
 	s.resetPaths(st)
 	if st.Snapshot != "" && st.Snapshot != old.Snapshot {
 		n := s.nextShow(st.Snapshot)

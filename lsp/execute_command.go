@@ -24,7 +24,7 @@ const (
 	cmdAttach           = "vramscope.attach"           // {pid} -> {output}
 	cmdListProcesses    = "vramscope.listProcesses"    // {} -> api.ProcessListResult
 	cmdListSnapshots    = "vramscope.listSnapshots"    // {} -> api.ListResult
-	cmdFlameGraph       = "vramscope.flameGraph"       // {file?, function?, weight?} -> flame.Tree (local paths)
+	cmdFlameGraph       = "vramscope.flameGraph"       // {file?, function?, weight?, format?} -> FlamePage, or flame.Tree (local paths) with format "tree"
 	cmdStatus           = "vramscope.status"           // {pid?} -> status for the status bar
 )
 
@@ -38,6 +38,7 @@ type commandArgs struct {
 	Function string `json:"function"`
 	Weight   string `json:"weight"`
 	Group    string `json:"group"`
+	Format   string `json:"format"` // of flameGraph: "html" (a page, opened) or "tree" (the extension's webview)
 }
 
 // Summary is what opening or taking a snapshot answers.
@@ -58,11 +59,12 @@ func (s *Server) executeCommand(ctx context.Context, raw json.RawMessage) (any, 
 	if err := decode(raw, &p); err != nil {
 		return nil, err
 	}
-	var a commandArgs
-	if len(p.Arguments) > 0 {
-		if err := decode(p.Arguments[0], &a); err != nil {
-			return nil, err
-		}
+	if _, known := argShapes[p.Command]; !known {
+		return nil, invalid("unknown command " + strconv.Quote(p.Command))
+	}
+	a, err := decodeArgs(p.Command, p.Arguments)
+	if err != nil {
+		return nil, err
 	}
 	switch p.Command {
 	case cmdOpenSnapshot:
@@ -94,7 +96,7 @@ func (s *Server) cmdOpen(ctx context.Context, path, id string) (any, error) {
 	if path == "" {
 		return nil, invalid("openSnapshot needs a path")
 	}
-	l, err := s.openAndShowContext(ctx, path)
+	l, err := s.openAndShowContext(ctx, s.inWorkspace(path))
 	if err != nil {
 		return nil, invalid(err.Error())
 	}
@@ -106,11 +108,11 @@ func (s *Server) cmdCompare(ctx context.Context, a commandArgs) (any, error) {
 	if a.A == "" || a.B == "" {
 		return nil, invalid("compareSnapshots needs a and b")
 	}
-	la, err := s.snaps.loadContext(ctx, a.A)
+	la, err := s.snaps.loadContext(ctx, s.inWorkspace(a.A))
 	if err != nil {
 		return nil, invalid(err.Error())
 	}
-	lb, err := s.snaps.loadContext(ctx, a.B)
+	lb, err := s.snaps.loadContext(ctx, s.inWorkspace(a.B))
 	if err != nil {
 		return nil, invalid(err.Error())
 	}
@@ -181,8 +183,13 @@ func (s *Server) daemonCall(method string, params, result any) (any, error) {
 }
 
 // cmdFlame returns the shown snapshot's flame tree with local file names,
-// rooted at a function when one is given ("flame graph from here").
+// rooted at a function when one is given ("flame graph from here"): for the
+// extension's webview (format "tree") the tree, for any other client the
+// linked report as a page it is asked to open (flamePage).
 func (s *Server) cmdFlame(ctx context.Context, a commandArgs) (any, error) {
+	if a.Format != "" && a.Format != "html" && a.Format != "tree" {
+		return nil, invalid(`flameGraph: unknown format ` + strconv.Quote(a.Format) + `: "html" or "tree"`)
+	}
 	l := s.shownOrPending(ctx)
 	if l == nil {
 		return nil, invalid("no snapshot is open")
@@ -201,6 +208,9 @@ func (s *Server) cmdFlame(ctx context.Context, a commandArgs) (any, error) {
 		}
 	}
 	s.localize(t.Root)
+	if a.Format != "tree" {
+		return s.flamePage(l, t, a.Function)
+	}
 	return t, nil
 }
 

@@ -25,8 +25,11 @@ func (s *Server) hover(_ context.Context, raw json.RawMessage) (any, error) {
 	if d == nil || l == nil {
 		return nil, nil
 	}
-	line := int(p.Position.Line) + 1
-	site, ok := s.paths.sitesIn(l, d.path)[line]
+	recorded, edited, ok := s.toRecorded(s.lineMap(d, l), int(p.Position.Line)+1)
+	if !ok {
+		return nil, nil
+	}
+	site, ok := s.paths.sitesIn(l, d.path)[recorded]
 	if !ok {
 		return nil, nil
 	}
@@ -49,6 +52,9 @@ func (s *Server) hover(_ context.Context, raw json.RawMessage) (any, error) {
 		facts = append(facts, "at peak, by kind: "+strings.Join(parts, ", "))
 	}
 	b.WriteString(strings.Join(facts, " · ") + "\n")
+	if edited {
+		fmt.Fprintf(&b, "\n_These figures are from before this line was edited (it read `` %s ``)._\n", strings.TrimSpace(s.recordedText(l, d, recorded)))
+	}
 	stacks := l.index.Stacks(site.File, site.Line, hoverStacks)
 	if len(stacks) > 0 {
 		b.WriteString("\n**Top stacks through this line** (what it called, innermost last)\n\n")
@@ -81,9 +87,35 @@ func (s *Server) frameLink(f profiler.Frame) string {
 	return fmt.Sprintf("[%s](%s)", escapeMD(place(f)), u.String())
 }
 
+// escapeMD escapes what markdown would read as markup. An underscore between
+// two letters or digits (modeling_gpt2.py) cannot start or end emphasis, so
+// it stays as it is: editors that show the markdown's source (Neovim) showed
+// modeling\_gpt2.py.
 func escapeMD(s string) string {
-	r := strings.NewReplacer("[", "\\[", "]", "\\]", "*", "\\*", "_", "\\_", "`", "\\`", "|", "\\|")
-	return r.Replace(s)
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '_' && i > 0 && i+1 < len(s) && word(s[i-1]) && word(s[i+1]):
+		case strings.IndexByte("[]*_`|\\", c) >= 0:
+			b.WriteByte('\\')
+		}
+		b.WriteByte(c)
+	}
+	return b.String()
+}
+
+func word(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c >= 0x80
+}
+
+// recordedText is a recorded line's text as the server first read the file.
+func (s *Server) recordedText(l *loaded, d *document, line int) string {
+	src := l.recordedSource(d.path, nil)
+	if line < 1 || line > len(src) {
+		return ""
+	}
+	return src[line-1]
 }
 
 // elided stands for the frames a hover's stack leaves out.

@@ -41,3 +41,20 @@ func TestCalledFrom(t *testing.T) {
 		}
 	}
 }
+
+// TestEscapeMD: markup characters are escaped, but an underscore inside a
+// word stays (it cannot be emphasis; Neovim showed modeling\_gpt2.py).
+func TestEscapeMD(t *testing.T) {
+	for in, want := range map[string]string{
+		"modeling_gpt2.py:682": "modeling_gpt2.py:682",
+		"_private":             `\_private`,
+		"tail_":                `tail\_`,
+		"a*b[c]`d`|e":          "a\\*b\\[c\\]\\`d\\`\\|e",
+		`back\slash`:           `back\\slash`,
+		"snake__case":          `snake\_\_case`, // a run of them could be emphasis
+	} {
+		if got := escapeMD(in); got != want {
+			t.Errorf("escapeMD(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

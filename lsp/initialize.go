@@ -3,6 +3,7 @@ package lsp
 import (
 	"context"
 	"encoding/json"
+	"path/filepath"
 
 	"go.lsp.dev/protocol"
 )
@@ -22,6 +23,7 @@ func (s *Server) initialize(_ context.Context, raw json.RawMessage) (any, error)
 		RootURI               protocol.DocumentURI       `json:"rootUri"`
 		WorkspaceFolders      []protocol.WorkspaceFolder `json:"workspaceFolders"`
 		InitializationOptions json.RawMessage            `json:"initializationOptions"`
+		Capabilities          json.RawMessage            `json:"capabilities"`
 	}
 	if err := decode(raw, &p); err != nil {
 		return nil, err
@@ -39,19 +41,20 @@ func (s *Server) initialize(_ context.Context, raw json.RawMessage) (any, error)
 	}
 	s.mu.Lock()
 	s.roots = roots
+	s.clientCaps = parseClientCaps(p.Capabilities)
 	s.settings = s.settings.merge(p.InitializationOptions)
 	if s.cfg.Snapshot != "" && s.settings.Snapshot == "" {
-		s.settings.Snapshot = s.cfg.Snapshot
+		s.settings.Snapshot, _ = filepath.Abs(s.cfg.Snapshot) // a flag: the working directory's
 	}
-	st := s.settings
 	s.mu.Unlock()
+	st := s.resolveSettings()
 	s.resetPaths(st)
 
 	caps := serverCapabilities{
 		ServerCapabilities: protocol.ServerCapabilities{
 			TextDocumentSync: protocol.TextDocumentSyncOptions{
 				OpenClose: true,
-				Change:    protocol.TextDocumentSyncKindFull,
+				Change:    protocol.TextDocumentSyncKindIncremental,
 			},
 			HoverProvider:          true,
 			CodeLensProvider:       &protocol.CodeLensOptions{},
@@ -65,13 +68,23 @@ func (s *Server) initialize(_ context.Context, raw json.RawMessage) (any, error)
 // Version is the server's version, set by the CLI.
 var Version = "dev"
 
+// resolveSettings resolves the snapshot setting inWorkspace and returns the settings.
+func (s *Server) resolveSettings() Settings {
+	st := s.currentSettings()
+	snap := s.inWorkspace(st.Snapshot)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.settings.Snapshot = snap
+	return s.settings
+}
+
 // resetPaths rebuilds the path map from the settings and workspace folders,
 // telling the user about a malformed rule.
 func (s *Server) resetPaths(st Settings) {
 	s.mu.Lock()
 	roots := append([]string(nil), s.roots...)
 	s.mu.Unlock()
-	for _, err := range s.paths.reset(st.PathMap, roots) {
+	for _, err := range s.paths.reset(s.mapRules(st.PathMap), roots) {
 		s.showMessage(msgWarning, "vramscope: "+err.Error())
 	}
 }

@@ -13,7 +13,9 @@ func init() { register("textDocument/inlayHint", (*Server).inlayHint, false) }
 
 // inlayHint puts each memory-holding line's figure at its end. Lines holding
 // less than hintThreshold of the peak (or of all bytes allocated, with the
-// alloc weight) stay quiet; a file the snapshot does not know gets none.
+// alloc weight) stay quiet; a file the snapshot does not know gets none. The
+// recorded lines are mapped through the user's edits (lineMap): a deleted
+// line has no hint, an edited one says its figures are from before the edit.
 func (s *Server) inlayHint(_ context.Context, raw json.RawMessage) (any, error) {
 	var p InlayHintParams
 	if err := decode(raw, &p); err != nil {
@@ -26,29 +28,39 @@ func (s *Server) inlayHint(_ context.Context, raw json.RawMessage) (any, error) 
 	}
 	st := s.currentSettings()
 	sites := s.paths.sitesIn(l, d.path)
-	lines := make([]int, 0, len(sites))
-	for line := range sites {
-		lines = append(lines, line)
+	m := s.lineMap(d, l)
+	type placed struct {
+		line   int
+		edited bool
+		site   analyze.Site
 	}
-	sort.Ints(lines)
+	var at []placed
 	total := totalAlloc(l)
-	for _, line := range lines {
-		if uint32(line-1) < p.Range.Start.Line || uint32(line-1) > p.Range.End.Line {
-			continue
+	for recorded, site := range sites {
+		line, edited, ok := s.toCurrent(m, recorded)
+		if ok && loud(site, st, total) && uint32(line-1) >= p.Range.Start.Line && uint32(line-1) <= p.Range.End.Line {
+			at = append(at, placed{line, edited, site})
 		}
-		site := sites[line]
-		if !loud(site, st, total) {
-			continue
-		}
-		pos, ok := d.endOf(line)
+	}
+	sort.Slice(at, func(i, j int) bool { return at[i].line < at[j].line })
+	for _, x := range at {
+		pos, ok := d.endOf(x.line)
 		if !ok {
 			continue
 		}
-		hints = append(hints, InlayHint{Position: pos, Label: hintLabel(site, st.Weight), PaddingLeft: true,
-			Tooltip: "vramscope: " + filepath.Base(l.path)})
+		label, tip := hintLabel(x.site, st.Weight), "vramscope: "+filepath.Base(l.path)
+		if x.edited {
+			label += beforeEdit
+			tip += "; the figures are from before this line was edited"
+		}
+		hints = append(hints, InlayHint{Position: pos, Label: label, PaddingLeft: true, Tooltip: tip})
 	}
 	return hints, nil
 }
+
+// beforeEdit marks the figures of a line the user changed since the
+// snapshot: they describe the line as it was.
+const beforeEdit = " (before edit)"
 
 // loud says whether a line holds enough to be shown.
 func loud(site analyze.Site, st Settings, totalAlloc int64) bool {

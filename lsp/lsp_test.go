@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/sourcegraph/jsonrpc2"
 	"github.com/vramscope/vramscope/internal/golden"
+	"github.com/vramscope/vramscope/internal/reftool"
 	"go.lsp.dev/protocol"
 	"go.lsp.dev/uri"
 )
@@ -31,6 +33,9 @@ type fakeClient struct {
 	diags map[string][]protocol.Diagnostic
 	msgs  []string
 	asked map[string]int
+	// What the server sent beyond the above: $/progress values, window/showDocument params.
+	progress []map[string]any
+	shown    []map[string]any
 }
 
 func (c *fakeClient) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.Request) {
@@ -45,6 +50,19 @@ func (c *fakeClient) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonr
 		var p struct{ Message string }
 		json.Unmarshal(*req.Params, &p)
 		c.msgs = append(c.msgs, p.Message)
+	case "$/progress", "window/showDocument":
+		var p map[string]any
+		json.Unmarshal(*req.Params, &p)
+		if req.Method == "$/progress" {
+			c.progress = append(c.progress, p["value"].(map[string]any))
+		} else {
+			c.shown = append(c.shown, p)
+		}
+		c.asked[req.Method]++
+		if !req.Notif {
+			conn.Reply(ctx, req.ID, map[string]bool{"success": true})
+			return
+		}
 	default:
 		c.asked[req.Method]++
 	}
@@ -53,9 +71,22 @@ func (c *fakeClient) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonr
 	}
 }
 
+// vscodeCaps are the client capabilities the server acts on, as VS Code
+// advertises them.
+var vscodeCaps = map[string]any{
+	"workspace": map[string]any{"codeLens": map[string]any{"refreshSupport": true}, "inlayHint": map[string]any{"refreshSupport": true}},
+	"window":    map[string]any{"workDoneProgress": true, "showDocument": map[string]any{"support": true}},
+}
+
 // start runs a server on a pipe and initializes it with the fixtures as the
-// workspace and opts as initializationOptions.
+// workspace, opts as initializationOptions and VS Code's capabilities.
 func start(t *testing.T, cfg Config, opts map[string]any) *fakeClient {
+	t.Helper()
+	return startWith(t, cfg, opts, vscodeCaps)
+}
+
+// startWith is start for a client with the given capabilities.
+func startWith(t *testing.T, cfg Config, opts, caps map[string]any) *fakeClient {
 	t.Helper()
 	if cfg.Daemon == "" {
 		cfg.Daemon = "off"
@@ -74,7 +105,7 @@ func start(t *testing.T, cfg Config, opts map[string]any) *fakeClient {
 	var res initializeResult
 	c.call("initialize", map[string]any{"processId": os.Getpid(), "rootUri": uri.File(fixtures),
 		"workspaceFolders":      []any{map[string]string{"uri": string(uri.File(fixtures)), "name": "fixtures"}},
-		"initializationOptions": opts, "capabilities": map[string]any{}}, &res)
+		"initializationOptions": opts, "capabilities": caps}, &res)
 	if res.Capabilities.InlayHintProvider == nil || res.Capabilities.CodeLensProvider == nil {
 		t.Fatalf("capabilities: %+v", res.Capabilities)
 	}
@@ -111,7 +142,10 @@ func (c *fakeClient) waitShown(path string) {
 			return
 		}
 		if time.Now().After(deadline) {
-			c.t.Fatalf("snapshot %s never shown; messages %v", path, c.msgs)
+			c.mu.Lock()
+			msgs := fmt.Sprint(c.msgs)
+			c.mu.Unlock()
+			c.t.Fatalf("snapshot %s never shown; messages %s", path, msgs)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -176,6 +210,8 @@ func TestOfflineOnTheFixtures(t *testing.T) {
 	if h := c.hints(other); len(h) != 0 {
 		t.Errorf("hints on common.py: %v", h)
 	}
+	c.mu.Lock() // the client's handler records what the server sends on goroutines of its own
+	defer c.mu.Unlock()
 	if len(c.msgs) != 0 {
 		t.Errorf("messages: %v", c.msgs)
 	}
@@ -309,5 +345,43 @@ func TestPathMapSetting(t *testing.T) {
 	}
 	if !sort.IntsAreSorted(lines) {
 		t.Errorf("hints out of order: %v", lines)
+	}
+}
+
+// TestDiagnosticForAnOOMInGeneration: the OOM diagnostic on the generating
+// line says what the KV cache held and which batch and length fit
+// (snaptool.py's kv_oom, an OOM the agent named between sampled windows).
+func TestDiagnosticForAnOOMInGeneration(t *testing.T) {
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		reftool.Missing(t, "no python3")
+	}
+	snap := filepath.Join(t.TempDir(), "kv_oom.pickle")
+	if out, err := exec.Command(py, "../profiler/analyze/testdata/snaptool.py", "synth", "kv_oom", snap).CombinedOutput(); err != nil {
+		t.Fatalf("snaptool: %v %s", err, out)
+	}
+	c := start(t, Config{}, nil)
+	var sum Summary
+	c.call("workspace/executeCommand", map[string]any{"command": cmdOpenSnapshot,
+		"arguments": []any{map[string]string{"path": snap}}}, &sum)
+	local := string(uri.File("/workspace/proj/train.py"))
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		c.mu.Lock()
+		d := c.diags[local]
+		c.mu.Unlock()
+		if len(d) > 0 {
+			m := d[0].Message
+			if d[0].Code != "oom" || d[0].Range.Start.Line != 29 || !strings.Contains(m, "batch 8 x 100 tokens, 2.00 KiB a token") ||
+				!strings.Contains(m, "\nFix: the KV cache (past_key_values.layers[*].keys in generate) takes 2.00 KiB a token") ||
+				!strings.Contains(m, "at 100 tokens a batch of") {
+				t.Errorf("diagnostic %+v", d[0])
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no diagnostics on %s: %v", local, c.diags)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

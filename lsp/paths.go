@@ -1,6 +1,7 @@
 package lsp
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -75,21 +76,46 @@ func (p *paths) sitesIn(l *loaded, file string) map[int]analyze.Site {
 		}
 		for _, s := range sites {
 			if old, ok := out[s.Line]; ok { // one line, two functions (a lambda): add them up
-				old.PeakBytes += s.PeakBytes
-				old.PeakAllocs += s.PeakAllocs
-				old.AllocBytes += s.AllocBytes
-				old.Allocs += s.Allocs
-				old.CurrentBytes += s.CurrentBytes
-				old.MaxAlloc = max(old.MaxAlloc, s.MaxAlloc)
-				old.PeakShare += s.PeakShare
-				for _, c := range s.Categories.Named() {
-					old.Categories.Add(c.Name, c.Bytes)
-				}
+				old.Add(s)
 				out[s.Line] = old
 				continue
 			}
 			out[s.Line] = s
 		}
+	}
+	return out
+}
+
+// inWorkspace resolves a path from the settings or a command as the README
+// says: ~/ is the home folder, a relative path is inside the first workspace
+// folder (the server's own working directory is wherever the editor started
+// it), and with no folder it is left to the working directory.
+func (s *Server) inWorkspace(p string) string {
+	if p == "" || filepath.IsAbs(p) {
+		return p
+	}
+	if rest, ok := strings.CutPrefix(p, "~/"); ok {
+		if home, err := os.UserHomeDir(); err == nil {
+			return filepath.Join(home, rest)
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.roots) == 0 {
+		return p
+	}
+	return filepath.Join(s.roots[0], p)
+}
+
+// mapRules resolves the LOCAL side of each REMOTE=LOCAL rule (inWorkspace).
+func (s *Server) mapRules(rules []string) []string {
+	out := make([]string, len(rules))
+	for i, r := range rules {
+		remote, local, ok := strings.Cut(r, "=")
+		if ok && local != "" {
+			r = remote + "=" + s.inWorkspace(local)
+		}
+		out[i] = r
 	}
 	return out
 }

@@ -35,11 +35,11 @@ func (s *Server) diffReport(_ context.Context, raw json.RawMessage) (any, error)
 	if p.A == "" || p.B == "" {
 		return nil, invalid("diffReport needs a and b")
 	}
-	la, err := s.snaps.load(p.A)
+	la, err := s.snaps.load(s.inWorkspace(p.A))
 	if err != nil {
 		return nil, invalid(err.Error())
 	}
-	lb, err := s.snaps.load(p.B)
+	lb, err := s.snaps.load(s.inWorkspace(p.B))
 	if err != nil {
 		return nil, invalid(err.Error())
 	}

@@ -33,24 +33,26 @@ type Config struct {
 // Server is one language-server session.
 type Server struct {
 	cfg  Config
+	log  *serverLog // cfg.Logf goes through it
 	conn *jsonrpc2.Conn
 
-	mu        sync.Mutex
-	settings  Settings
-	roots     []string // workspace folders
-	paths     paths
-	docs      map[string]*document
-	snaps     *snapshots
-	current   *loaded         // the snapshot the editor shows
-	showAsks  int64           // show requests numbered so far (nextShow)
-	shownAsk  int64           // the number of the request whose snapshot is current
-	pending   string          // the snapshot of the newest show request, shown or not
-	published map[string]bool // URIs with diagnostics from us
-	daemon    *daemonLink
-	shutdown  bool
-	inited    bool // initialize was answered
-	exited    chan struct{}
-	ready     chan struct{} // closed once conn is set: handlers may run before NewConn returns
+	mu         sync.Mutex
+	settings   Settings
+	clientCaps clientCaps
+	roots      []string // workspace folders
+	paths      paths
+	docs       map[string]*document
+	snaps      *snapshots
+	current    *loaded         // the snapshot the editor shows
+	showAsks   int64           // show requests numbered so far (nextShow)
+	shownAsk   int64           // the number of the request whose snapshot is current
+	pending    string          // the snapshot of the newest show request, shown or not
+	published  map[string]bool // URIs with diagnostics from us
+	daemon     *daemonLink
+	shutdown   bool
+	inited     bool // initialize was answered
+	exited     chan struct{}
+	ready      chan struct{} // closed once conn is set: handlers may run before NewConn returns
 	// life ends when Serve returns (the editor closed or exited): analyses
 	// started in the background stop with it.
 	life     context.Context
@@ -79,7 +81,9 @@ func New(cfg Config) *Server {
 	if cfg.Daemon == "" {
 		cfg.Daemon = "auto"
 	}
-	return &Server{cfg: cfg, settings: defaultSettings(), docs: map[string]*document{}, snaps: newSnapshots(),
+	log := newServerLog(cfg.Logf)
+	cfg.Logf = log.printf // never blocks on stderr
+	return &Server{cfg: cfg, log: log, settings: defaultSettings(), docs: map[string]*document{}, snaps: newSnapshots(cfg.Logf),
 		published: map[string]bool{}, exited: make(chan struct{}), ready: make(chan struct{})}
 }
 
@@ -131,7 +135,7 @@ func (s *Server) handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.
 	}
 	if req.Notif {
 		if err != nil {
-			s.cfg.Logf("%s: %v", req.Method, err)
+			s.log.notifyError(req.Method, err) // at most a line per method and interval
 		}
 		return
 	}

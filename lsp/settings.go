@@ -6,7 +6,8 @@ import "encoding/json"
 // initializationOptions and workspace/didChangeConfiguration ({"vramscope":
 // {...}}). The extension's package.json documents the same keys.
 type Settings struct {
-	// Snapshot is a snapshot file to show (offline mode needs nothing else).
+	// Snapshot is a snapshot file to show (offline mode needs nothing else); a
+	// relative path is inside the first workspace folder, ~/ the home folder.
 	Snapshot string `json:"snapshot"`
 	// HintThreshold hides hints for lines holding less than this share of the peak.
 	HintThreshold float64 `json:"hintThreshold"`

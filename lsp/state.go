@@ -4,6 +4,7 @@ import (
 	"context"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 
 	"github.com/vramscope/vramscope/profiler/analyze"
 )
@@ -17,6 +18,12 @@ type loaded struct {
 	result *analyze.Result
 	index  *analyze.SiteIndex
 	byFile map[string][]analyze.Site // recorded file -> its user sites
+	// The recorded source of each local file, as first read (recordedSource).
+	srcMu   sync.Mutex
+	sources map[string][]string
+	checked map[string]bool // files checkRecorded looked at
+	// Bytes read of the snapshot's decoding passes, while it is analysed ($/progress).
+	read, total atomic.Int64
 	// While it is analysed (under snapshots.mu): the requests waiting, and
 	// how to stop the analysis once none is left.
 	waiters int
@@ -31,9 +38,12 @@ type snapshots struct {
 	byPath   map[string]*loaded
 	runs     int                     // analyses started, for the test that nothing is decoded twice
 	progress func(done, total int64) // each analysis's Options.Progress (tests)
+	logf     func(format string, args ...any)
 }
 
-func newSnapshots() *snapshots { return &snapshots{byPath: map[string]*loaded{}} }
+func newSnapshots(logf func(string, ...any)) *snapshots {
+	return &snapshots{byPath: map[string]*loaded{}, logf: logf}
+}
 
 // load analyses path once for the session (a request that may not be cancelled).
 func (c *snapshots) load(path string) (*loaded, error) {
@@ -80,7 +90,19 @@ func (c *snapshots) start(path string) *loaded {
 	c.runs++
 	go func() {
 		defer cancel()
-		l.analyse(ctx, c.progress)
+		progress := func(done, total int64) {
+			l.read.Store(done)
+			l.total.Store(total)
+			if c.progress != nil {
+				c.progress(done, total)
+			}
+		}
+		// A panic on this goroutine would end the server: it becomes the
+		// snapshot's error, which the requests waiting for it answer with.
+		if err := analyze.Guard(path, func() error { l.analyse(ctx, progress); return nil }); err != nil {
+			l.result, l.err = nil, err
+		}
+		analyze.LogPanic(c.logf, l.err)
 		c.mu.Lock()
 		l.cancel = nil
 		if l.err == nil {
@@ -159,11 +181,16 @@ func (s *Server) showAsked(l *loaded, n int64) bool {
 	return true
 }
 
-// redraw asks the editor for hints and lenses again and republishes the
-// diagnostics of the snapshot shown.
+// redraw asks the editor for hints and lenses again (when it said it takes
+// the refresh requests) and republishes the diagnostics of the snapshot shown.
 func (s *Server) redraw() {
-	s.ask(methodInlayHintRefresh)
-	s.ask(methodCodeLensRefresh)
+	caps := s.caps()
+	if caps.inlayHintRefresh {
+		s.ask(methodInlayHintRefresh)
+	}
+	if caps.codeLensRefresh {
+		s.ask(methodCodeLensRefresh)
+	}
 	s.publishDiagnostics()
 }
 

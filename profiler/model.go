@@ -4,11 +4,7 @@
 // (torchsnap), analyses (analyze) and renderers (flame, pprofenc) sit on top of it.
 package profiler
 
-import (
-	"fmt"
-	"path"
-	"strings"
-)
+import "fmt"
 
 // Frame is one Python (or C++) frame of an allocation's call stack.
 type Frame struct {
@@ -253,49 +249,3 @@ func (t *Frames) NumStacks() int { return len(t.stacks) }
 
 // NumFrames is the number of distinct frames.
 func (t *Frames) NumFrames() int { return len(t.frames) }
-
-// IsUserFile reports whether a frame's file is the user's own code rather than
-// an installed library, PyTorch itself, or the interpreter.
-func IsUserFile(file string) bool {
-	file = strings.ReplaceAll(file, "\\", "/")
-	if strings.Contains(file, "<ipython-input") || strings.Contains(file, "/ipykernel_") {
-		return true
-	}
-	if file == "" || file == "??" || strings.HasPrefix(file, "<") {
-		return false
-	}
-	for _, lib := range []string{"site-packages/", "dist-packages/", "/lib/python", "/torch/", "/_pytest/"} {
-		if strings.Contains(file, lib) {
-			return false
-		}
-	}
-	// vramscope's own agent (its backward() wrapper sits on every backward
-	// stack) is a library wherever it is installed from.
-	dir, base := path.Split(file)
-	if strings.HasSuffix(dir, "vramscope/") && strings.HasPrefix(base, "_") {
-		return false
-	}
-	return strings.HasSuffix(file, ".py")
-}
-
-// FormatBytes writes a byte count in binary units with two decimals ("1.53 GiB").
-func FormatBytes(n int64) string {
-	neg := n < 0
-	if neg {
-		n = -n
-	}
-	units := []string{"B", "KiB", "MiB", "GiB", "TiB"}
-	v, u := float64(n), 0
-	for v >= 1024 && u < len(units)-1 {
-		v /= 1024
-		u++
-	}
-	sign := ""
-	if neg {
-		sign = "-"
-	}
-	if u == 0 {
-		return fmt.Sprintf("%s%d B", sign, n)
-	}
-	return fmt.Sprintf("%s%.2f %s", sign, v, units[u])
-}

@@ -8,11 +8,15 @@ type NamedTensor struct {
 	Device int    `json:"device"`
 	Addr   uint64 `json:"addr"`
 	Bytes  int64  `json:"bytes"`
-	Kind   string `json:"kind"` // parameter, buffer, gradient, optimizer_state, attribute, local, activation
+	// Kind: parameter, buffer, gradient, optimizer_state, kv_cache, attribute, global, local, activation.
+	Kind   string `json:"kind"`
 	Name   string `json:"name"`
 	Module string `json:"module,omitempty"`
 	File   string `json:"file,omitempty"`
 	Line   int    `json:"line,omitempty"`
+	// Shape is the shape of the tensor that named the storage ([batch, heads,
+	// seq, head_dim] for a kv_cache entry); agents before it sent none.
+	Shape []int64 `json:"shape,omitempty"`
 }
 
 // TensorNames is the agent's walk over the tensors Python could see: what it

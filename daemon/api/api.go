@@ -90,7 +90,7 @@ const (
 	CodeStoreFailed    = -32007 // the store could not write (disk full, permissions)
 	CodeBadSnapshot    = -32008 // the file is not a readable snapshot
 	CodeTooLarge       = -32009 // a message longer than its limit (MaxHelloBytes, MaxMessageBytes, MaxRegisterBytes)
-	CodeBusy           = -32010 // too many TCP connections (per peer address or in total): try again later, or use the Unix socket
+	CodeBusy           = -32010 // too many TCP connections (per user or in total; a connection waiting for hello is closed for a newer one): try again, or use the Unix socket
 	CodeInternal       = -32603 // a bug: the request was recovered, the daemon goes on
 	CodeInvalidParams  = -32602 // JSON-RPC: the params do not fit the method
 	CodeCancelled      = -32800 // the client cancelled the request ($/cancelRequest, as LSP's RequestCancelled) or closed its connection
@@ -454,6 +454,22 @@ type OOMEvent struct {
 	// name (a tensor or a user line); Named its largest named groups.
 	NamedShare float64      `json:"named_share,omitempty"`
 	Named      []NamedGroup `json:"named,omitempty"` // the largest named groups alive at the failure
+	// Fix is the finding's fix; in generation it leads with the batch and
+	// length that fit (KVCache).
+	Fix     string   `json:"fix,omitempty"`
+	KVCache *KVCache `json:"kv_cache,omitempty"` // the KV cache the agent named at the failure
+}
+
+// KVCache is a key/value cache at an out-of-memory error in generation:
+// what it held and what would have fit the memory the process could use.
+type KVCache struct {
+	Bytes         int64 `json:"bytes"`
+	Batch         int64 `json:"batch"`
+	Tokens        int64 `json:"tokens"`          // the sequence length it held
+	BytesPerToken int64 `json:"bytes_per_token"` // one token of one sequence, every layer's keys and values
+	Limit         int64 `json:"limit"`           // the memory the process could use (a lower bound)
+	MaxBatch      int64 `json:"max_batch"`       // the largest batch at Tokens within Limit
+	MaxTokens     int64 `json:"max_tokens"`      // the longest sequence at Batch within Limit
 }
 
 // NamedGroup is one name the agent gave live tensors (the same name in

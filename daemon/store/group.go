@@ -9,10 +9,7 @@ package store
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -70,7 +67,9 @@ func (s *Store) NewGroupID() string {
 	return "job-" + s.nextID(time.Now())
 }
 
-func (s *Store) groupsDir() string { return filepath.Join(s.dir, "groups") }
+const groupsName = "groups"
+
+func (s *Store) groupsDir() string { return filepath.Join(s.dir, groupsName) }
 
 // WriteGroup commits g's record: temporary file, fsync, rename, directory fsync.
 func (s *Store) WriteGroup(g Group) error {
@@ -81,18 +80,18 @@ func (s *Store) WriteGroup(g Group) error {
 		return err
 	}
 	dir := s.groupsDir()
-	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
-		return wrap("creating directory", dir, err)
+	if err := s.subdir(groupsName); err != nil {
+		return err
 	}
 	data, err := json.MarshalIndent(g, "", "  ")
 	if err != nil {
 		return wrap("encoding group", g.ID, err)
 	}
 	final := filepath.Join(dir, g.ID+metaExt)
-	if err := writeFileAtomic(dir, final, "writing group", append(data, '\n')); err != nil {
+	if err := s.writeFileAtomic(dir, final, "writing group", append(data, '\n')); err != nil {
 		return err
 	}
-	return syncDir(dir)
+	return s.syncDir(dir)
 }
 
 // Group returns group id: its record, without the members the store has
@@ -119,7 +118,7 @@ func (s *Store) Group(id string) (Group, bool) {
 // Groups lists every group whose members are still stored, newest first.
 func (s *Store) Groups() []Group {
 	ids := map[string]bool{}
-	if ents, err := os.ReadDir(s.groupsDir()); err == nil {
+	if ents, err := s.readDir(s.groupsDir()); err == nil {
 		for _, e := range ents {
 			if id, ok := strings.CutSuffix(e.Name(), metaExt); ok && ValidGroupID(id) {
 				ids[id] = true
@@ -142,7 +141,7 @@ func (s *Store) Groups() []Group {
 }
 
 func (s *Store) readGroup(path string) (Group, error) {
-	b, err := os.ReadFile(path)
+	b, err := s.readFile(path)
 	if err != nil {
 		return Group{}, err
 	}

@@ -11,8 +11,8 @@ const oNoFollow = 0
 
 // lockDir only opens the lock file: there is no flock here, so two daemons on
 // one directory are not detected on this platform.
-func lockDir(path string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+func (s *Store) lockDir(path string) (*os.File, error) {
+	f, err := s.openFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, wrap("opening lock file", path, err)
 	}
@@ -20,3 +20,6 @@ func lockDir(path string) (*os.File, error) {
 }
 
 func linkCount(fs.FileInfo) uint64 { return 1 }
+
+// fileUID is unknown here.
+func fileUID(fs.FileInfo) int { return -1 }

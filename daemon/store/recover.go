@@ -20,7 +20,7 @@ const maxMetaSize = 1 << 20
 func (s *Store) recover() error {
 	note := func(format string, args ...any) { s.recovered = append(s.recovered, fmt.Sprintf(format, args...)) }
 	remove := func(path, why string) bool {
-		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := s.remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			note("could not remove %s (%s): %v", path, why, cause(err))
 			return false
 		}
@@ -30,7 +30,7 @@ func (s *Store) recover() error {
 
 	// incoming/: every .part is an upload that never got committed, every
 	// .part.fifo the stream of a capture the daemon was reading.
-	ents, err := os.ReadDir(s.incoming)
+	ents, err := s.readDir(s.incoming)
 	if err != nil {
 		return wrap("reading", s.incoming, err)
 	}
@@ -42,7 +42,7 @@ func (s *Store) recover() error {
 	}
 
 	// snapshots/: temporary files, metas, pickles.
-	ents, err = os.ReadDir(s.snapshots)
+	ents, err = s.readDir(s.snapshots)
 	if err != nil {
 		return wrap("reading", s.snapshots, err)
 	}
@@ -75,13 +75,13 @@ func (s *Store) recover() error {
 		}
 	}
 	if changed {
-		if err := syncDir(s.snapshots); err != nil {
+		if err := s.syncDir(s.snapshots); err != nil {
 			return wrap("syncing directory", s.snapshots, err)
 		}
 	}
 
 	// groups/: temporary files of a group record being written.
-	if ents, err := os.ReadDir(s.groupsDir()); err == nil {
+	if ents, err := s.readDir(s.groupsDir()); err == nil {
 		for _, e := range ents {
 			if strings.HasPrefix(e.Name(), tmpPrefix) {
 				remove(filepath.Join(s.groupsDir(), e.Name()), "temporary file of an interrupted group write")
@@ -90,21 +90,21 @@ func (s *Store) recover() error {
 	}
 
 	// cache/: one directory per live snapshot.
-	ents, err = os.ReadDir(s.cache)
+	ents, err = s.readDir(s.cache)
 	if err != nil {
 		return wrap("reading", s.cache, err)
 	}
 	for _, e := range ents {
 		p := filepath.Join(s.cache, e.Name())
 		if _, ok := s.metas[e.Name()]; !ok || !e.IsDir() {
-			if err := os.RemoveAll(p); err != nil {
+			if err := s.removeAll(p); err != nil {
 				note("could not remove %s (cache of a snapshot that no longer exists): %v", p, cause(err))
 			} else {
 				note("removed %s: cache of a snapshot that no longer exists", p)
 			}
 			continue
 		}
-		files, err := os.ReadDir(p)
+		files, err := s.readDir(p)
 		if err != nil {
 			note("could not read %s: %v", p, cause(err))
 			continue
@@ -121,7 +121,7 @@ func (s *Store) recover() error {
 // loadMeta reads and checks snapshots/<id>.json against the pickle's directory
 // entry (nil when there is no pickle). why is non-empty when it is unusable.
 func (s *Store) loadMeta(id string, pickle fs.DirEntry) (m Meta, why string) {
-	f, err := os.Open(s.metaPath(id))
+	f, err := s.openFile(s.metaPath(id), os.O_RDONLY, 0)
 	if err != nil {
 		return m, cause(err).Error()
 	}

@@ -45,6 +45,7 @@ type Limits struct {
 type Store struct {
 	dir, incoming, snapshots, cache string
 	lim                             Limits
+	root                            *os.Root // the data directory: every file operation goes through it (datadir.go)
 	lock                            *os.File
 
 	mu        sync.Mutex
@@ -104,7 +105,18 @@ func Open(dir string, lim Limits) (*Store, error) {
 	if err := os.MkdirAll(abs, 0o700); err != nil {
 		return nil, wrap("creating data directory", abs, err)
 	}
+	// The store, and the agents it tells where incoming is, use the path
+	// with its symbolic links resolved: one in it that another user owns
+	// could be pointed elsewhere once the store has checked it.
+	if abs, err = filepath.EvalSymlinks(abs); err != nil {
+		return nil, wrap("resolving data directory", dir, err)
+	}
+	root, err := openDataDir(abs)
+	if err != nil {
+		return nil, err
+	}
 	s := &Store{
+		root:      root,
 		dir:       abs,
 		incoming:  filepath.Join(abs, "incoming"),
 		snapshots: filepath.Join(abs, "snapshots"),
@@ -112,18 +124,17 @@ func Open(dir string, lim Limits) (*Store, error) {
 		lim:       lim,
 		metas:     map[string]Meta{},
 	}
-	s.lock, err = lockDir(filepath.Join(abs, "lock"))
+	s.lock, err = s.lockDir(filepath.Join(abs, "lock"))
 	if err != nil {
+		root.Close()
 		return nil, err
 	}
-	for _, d := range []string{s.incoming, s.snapshots, s.cache} {
-		if err := os.Mkdir(d, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
-			s.lock.Close()
-			return nil, wrap("creating directory", d, err)
-		}
+	if err = s.openDirs(); err == nil {
+		err = s.recover()
 	}
-	if err := s.recover(); err != nil {
+	if err != nil {
 		s.lock.Close()
+		root.Close()
 		return nil, err
 	}
 	for id := range s.metas {
@@ -145,8 +156,13 @@ func (s *Store) Close() error {
 		return nil
 	}
 	s.closed = true
-	return s.lock.Close() // closing the descriptor releases the flock
+	err := s.lock.Close() // closing the descriptor releases the flock
+	s.root.Close()
+	return err
 }
+
+// Limits are the store's retention limits, defaults filled in.
+func (s *Store) Limits() Limits { return s.lim }
 
 // Dir is the store's data directory (absolute).
 func (s *Store) Dir() string { return s.dir }
@@ -172,9 +188,15 @@ func (s *Store) OnRemove(fn func(id string)) {
 
 var prefixRE = regexp.MustCompile(`[^A-Za-z0-9_-]+`)
 
+// OwnPrefix starts the name of every file NewIncoming makes: the daemon's
+// own uploads and the files it asks agents to dump into, which no client may
+// hand over as its own.
+const OwnPrefix = "daemon-"
+
 // NewIncoming returns a fresh path in IncomingDir ending in ".part" for a
-// snapshot to be written to and then committed. prefix is sanitized for use in
-// a file name. The file is not created.
+// snapshot to be written to and then committed, named OwnPrefix, prefix and
+// a random part. prefix is sanitized for use in a file name. The file is not
+// created.
 func (s *Store) NewIncoming(prefix string) string {
 	prefix = prefixRE.ReplaceAllString(prefix, "_")
 	if len(prefix) > 40 {
@@ -185,7 +207,7 @@ func (s *Store) NewIncoming(prefix string) string {
 	}
 	var b [8]byte
 	rand.Read(b[:]) // never fails (crypto/rand)
-	return filepath.Join(s.incoming, fmt.Sprintf("%s-%s-%s%s", prefix,
+	return filepath.Join(s.incoming, fmt.Sprintf("%s%s-%s-%s%s", OwnPrefix, prefix,
 		time.Now().UTC().Format("20060102T150405"), hex.EncodeToString(b[:]), partExt))
 }
 
@@ -246,7 +268,7 @@ type Prepared struct {
 // is removed. A Prepared must be passed to CommitPrepared or Discard.
 func (s *Store) Prepare(part string) (Prepared, error) {
 	return s.prepare(part, func(abs string) (int64, string, error) {
-		size, sum, err := hashPart(abs)
+		size, sum, err := s.hashPart(abs)
 		if err == nil {
 			if herr := hook("hashed", abs); herr != nil {
 				err = wrap("hashing", abs, herr)
@@ -261,7 +283,7 @@ func (s *Store) Prepare(part string) (Prepared, error) {
 // and checks its size, without reading it again.
 func (s *Store) PrepareHashed(part string, size int64, sum string) (Prepared, error) {
 	return s.prepare(part, func(abs string) (int64, string, error) {
-		f, fi, err := openSynced(abs)
+		f, fi, err := s.openSynced(abs)
 		if err != nil {
 			return 0, "", err
 		}
@@ -285,7 +307,7 @@ func (s *Store) prepare(part string, finish func(abs string) (int64, string, err
 	}
 	size, sum, err := finish(abs)
 	if err != nil {
-		os.Remove(abs)
+		s.remove(abs)
 		return Prepared{}, err
 	}
 	return Prepared{abs: abs, size: size, sum: sum}, nil
@@ -294,7 +316,7 @@ func (s *Store) prepare(part string, finish func(abs string) (int64, string, err
 // Discard removes a prepared file that will not be committed.
 func (s *Store) Discard(p Prepared) {
 	if p.abs != "" {
-		os.Remove(p.abs)
+		s.remove(p.abs)
 	}
 }
 
@@ -304,7 +326,7 @@ func (s *Store) CommitPrepared(p Prepared, m Meta) (Meta, error) {
 	removePart := true
 	defer func() {
 		if removePart {
-			os.Remove(abs)
+			s.remove(abs)
 		}
 	}()
 	if err := s.checkOpen(); err != nil {
@@ -325,17 +347,17 @@ func (s *Store) CommitPrepared(p Prepared, m Meta) (Meta, error) {
 	if err := hook("rename", pickle); err != nil {
 		return Meta{}, wrap("moving snapshot into place", pickle, err)
 	}
-	if err := os.Rename(abs, pickle); err != nil {
+	if err := s.rename(abs, pickle); err != nil {
 		return Meta{}, wrap("moving snapshot into place", pickle, err)
 	}
 	removePart = false
 	if err := s.writeMeta(m); err != nil {
-		os.Remove(s.metaPath(id))
-		os.Remove(pickle)
-		syncDir(s.snapshots)
+		s.remove(s.metaPath(id))
+		s.remove(pickle)
+		s.syncDir(s.snapshots)
 		return Meta{}, err
 	}
-	syncDir(s.incoming) // the .part's name is gone; best effort (the commit is durable already)
+	s.syncDir(s.incoming) // the .part's name is gone; best effort (the commit is durable already)
 
 	s.mu.Lock()
 	if s.closed {
@@ -363,13 +385,13 @@ func (s *Store) writeMeta(m Meta) error {
 		return wrap("encoding snapshot meta", final, err)
 	}
 	data = append(data, '\n')
-	if err := writeFileAtomic(s.snapshots, final, "writing snapshot meta", data); err != nil {
+	if err := s.writeFileAtomic(s.snapshots, final, "writing snapshot meta", data); err != nil {
 		return err
 	}
 	if err := hook("sync-dir", s.snapshots); err != nil {
 		return wrap("syncing directory", s.snapshots, err)
 	}
-	if err := syncDir(s.snapshots); err != nil {
+	if err := s.syncDir(s.snapshots); err != nil {
 		return wrap("syncing directory", s.snapshots, err)
 	}
 	return nil
@@ -378,16 +400,15 @@ func (s *Store) writeMeta(m Meta) error {
 // writeFileAtomic writes data to final via a temporary file in dir: write,
 // fsync, close, rename. On error nothing new is left behind.
 // what names the operation in errors ("writing snapshot meta").
-func writeFileAtomic(dir, final, what string, data []byte) (err error) {
-	f, err := os.CreateTemp(dir, tmpPrefix+"*")
+func (s *Store) writeFileAtomic(dir, final, what string, data []byte) (err error) {
+	f, tmp, err := s.createTemp(dir)
 	if err != nil {
 		return wrap(what, final, err)
 	}
-	tmp := f.Name()
 	defer func() {
 		if err != nil {
 			f.Close()
-			os.Remove(tmp)
+			s.remove(tmp)
 		}
 	}()
 	if err = hook("write-meta", tmp); err == nil {
@@ -406,7 +427,7 @@ func writeFileAtomic(dir, final, what string, data []byte) (err error) {
 		return wrap(what, final, err)
 	}
 	if err = hook("rename-meta", final); err == nil {
-		err = os.Rename(tmp, final)
+		err = s.rename(tmp, final)
 	}
 	if err != nil {
 		return wrap(what, final, err)
@@ -448,6 +469,10 @@ func (s *Store) Stage(src string) (string, error) {
 	return s.stageFrom(f, src)
 }
 
+// StageFrom copies r (named name in errors) into a new .part file in
+// IncomingDir, like Stage, for a caller that opened the file itself.
+func (s *Store) StageFrom(r io.Reader, name string) (string, error) { return s.stageFrom(r, name) }
+
 // importFrom copies r (named name in errors) into a new .part file and commits
 // it. The .part is removed on any error.
 func (s *Store) importFrom(r io.Reader, name string, m Meta) (Meta, error) {
@@ -471,7 +496,7 @@ func (s *Store) stageFrom(r io.Reader, name string) (string, error) {
 		return "", err
 	}
 	part := s.NewIncoming("import")
-	w, err := os.OpenFile(part, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	w, err := s.openFile(part, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return "", wrap("creating", part, err)
 	}
@@ -481,7 +506,7 @@ func (s *Store) stageFrom(r io.Reader, name string) (string, error) {
 		if n > 0 {
 			if _, werr := w.Write(buf[:n]); werr != nil {
 				w.Close()
-				os.Remove(part)
+				s.remove(part)
 				return "", wrap("writing", part, werr)
 			}
 		}
@@ -490,12 +515,12 @@ func (s *Store) stageFrom(r io.Reader, name string) (string, error) {
 		}
 		if rerr != nil {
 			w.Close()
-			os.Remove(part)
+			s.remove(part)
 			return "", wrap("reading import", name, rerr)
 		}
 	}
 	if err := w.Close(); err != nil {
-		os.Remove(part)
+		s.remove(part)
 		return "", wrap("writing", part, err)
 	}
 	return part, nil
@@ -514,7 +539,7 @@ func (s *Store) Delete(id string) error {
 		return fmt.Errorf("%w: %q", ErrNotFound, id)
 	}
 	// Removing the meta file is the point of no return, as writing it was.
-	if err := os.Remove(s.metaPath(id)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := s.remove(s.metaPath(id)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		s.mu.Unlock()
 		return wrap("deleting snapshot meta", s.metaPath(id), err)
 	}
@@ -560,7 +585,7 @@ func (s *Store) afterRemove(ids []string, fns []func(string)) {
 		s.removeFiles(id)
 	}
 	if len(ids) > 0 {
-		syncDir(s.snapshots)
+		s.syncDir(s.snapshots)
 	}
 	for _, id := range ids {
 		for _, fn := range fns {
@@ -572,9 +597,9 @@ func (s *Store) afterRemove(ids []string, fns []func(string)) {
 // removeFiles removes a snapshot's files, meta first. Failures leave orphans
 // that the next Open removes, so they are not reported.
 func (s *Store) removeFiles(id string) {
-	os.Remove(s.metaPath(id))
-	os.Remove(s.Path(id))
-	os.RemoveAll(filepath.Join(s.cache, id))
+	s.remove(s.metaPath(id))
+	s.remove(s.Path(id))
+	s.removeAll(filepath.Join(s.cache, id))
 }
 
 // Verify re-hashes snapshot id's pickle and compares size and SHA-256 with its
@@ -585,7 +610,7 @@ func (s *Store) Verify(id string) error {
 		return fmt.Errorf("%w: %q", ErrNotFound, id)
 	}
 	p := s.Path(id)
-	f, err := os.Open(p)
+	f, err := s.openFile(p, os.O_RDONLY, 0)
 	if err != nil {
 		return wrap("verifying", p, err)
 	}
@@ -621,10 +646,10 @@ func (s *Store) WriteCache(id, name string, data []byte) error {
 		return fmt.Errorf("%w: %q", ErrNotFound, id)
 	}
 	dir := filepath.Join(s.cache, id)
-	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+	if err := s.mkdir(dir); err != nil && !errors.Is(err, fs.ErrExist) {
 		return wrap("creating cache directory", dir, err)
 	}
-	return writeFileAtomic(dir, filepath.Join(dir, name), "writing cache file", data)
+	return s.writeFileAtomic(dir, filepath.Join(dir, name), "writing cache file", data)
 }
 
 // ReadCache returns cache file name of snapshot id. A missing snapshot is
@@ -637,7 +662,7 @@ func (s *Store) ReadCache(id, name string) ([]byte, error) {
 		return nil, fmt.Errorf("%w: %q", ErrNotFound, id)
 	}
 	p := filepath.Join(s.cache, id, name)
-	data, err := os.ReadFile(p)
+	data, err := s.readFile(p)
 	if err != nil {
 		return nil, wrap("reading cache file", p, err)
 	}
@@ -680,7 +705,7 @@ func (s *Store) checkPart(part string) (string, error) {
 	if !strings.HasSuffix(abs, partExt) || strings.HasPrefix(filepath.Base(abs), ".") {
 		return "", fmt.Errorf("store: refusing to commit %s: the name must end in %q", abs, partExt)
 	}
-	fi, err := os.Lstat(abs)
+	fi, err := s.lstat(abs)
 	if err != nil {
 		return "", fmt.Errorf("store: refusing to commit %s: %w", abs, cause(err))
 	}
@@ -698,8 +723,8 @@ func (s *Store) checkPart(part string) (string, error) {
 
 // hashPart fsyncs the file and streams it through SHA-256. It refuses a file
 // that changes size while being read (a writer that has not finished).
-func hashPart(path string) (int64, string, error) {
-	f, fi, err := openSynced(path)
+func (s *Store) hashPart(path string) (int64, string, error) {
+	f, fi, err := s.openSynced(path)
 	if err != nil {
 		return 0, "", err
 	}
@@ -719,8 +744,8 @@ func hashPart(path string) (int64, string, error) {
 
 // openSynced opens a part file that must be a regular file (no symlink) and
 // fsyncs it.
-func openSynced(path string) (*os.File, os.FileInfo, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|oNoFollow|syscall.O_NONBLOCK, 0) // a FIFO put there waits for no writer
+func (s *Store) openSynced(path string) (*os.File, os.FileInfo, error) {
+	f, err := s.openFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0) // a FIFO put there waits for no writer
 	if err != nil {
 		return nil, nil, wrap("opening", path, err)
 	}
@@ -804,13 +829,4 @@ func cause(err error) error {
 		return se.Err
 	}
 	return err
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }

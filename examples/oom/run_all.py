@@ -26,7 +26,7 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "examples", "e2e"))
 import gpu_e2e  # noqa: E402  (Env, Client, paused_run)
 
-PROGRAMS = ["late_long_batch", "too_big", "kept_growth", "lora"]
+PROGRAMS = ["late_long_batch", "too_big", "kept_growth", "lora", "global_cache", "class_cache", "nested_cache", "lora_gpt2"]
 
 
 def newest_pickle(data, since):
@@ -52,11 +52,13 @@ def row(r):
         "live_bytes": t.get("live_bytes"), "named_bytes": t.get("named_bytes"), "line_bytes": t.get("line_bytes"),
         "named_share": t.get("named_share"), "walk_ms": t.get("walk_ms"), "walk_entries": t.get("entries"),
         "walk_objects": t.get("objects"), "walk_truncated": t.get("truncated"), "walk_error": t.get("error"),
-        "top_names": [{k: g.get(k) for k in ("bytes", "kind", "name", "tensors", "file", "line")} for g in (t.get("groups") or [])[:10]],
+        "top_names": [{k: g.get(k) for k in ("bytes", "kind", "name", "tensors", "file", "line", "growing")} for g in (t.get("groups") or [])[:10]],
         "categories": {c["name"]: c["bytes"] for c in (r.get("categories") or []) if c.get("bytes")},
         "attribution": r.get("attribution"),
         "trace_events": dev.get("events"),
         "oom": ooms[0] if ooms else None,
+        "oom_finding": next(({k: f.get(k) for k in ("cause", "title", "fix")} for f in r.get("findings") or []
+                             if f.get("kind") == "oom"), None),
     }
 
 

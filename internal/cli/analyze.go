@@ -74,10 +74,11 @@ func runAnalyze(args []string, stdout, stderr io.Writer) int {
 	if c.json {
 		return printJSON(stdout, stderr, res)
 	}
-	writeSummary(stdout, res, c.top)
-	writeDiagnosis(stdout, res)
+	out := terminal(stdout)
+	writeSummary(out, res, c.top)
+	writeDiagnosis(out, res)
 	if c.html != "" {
-		fmt.Fprintf(stdout, "\nreport: %s\n", c.html)
+		fmt.Fprintf(out, "\nreport: %s\n", c.html)
 	}
 	return exitOK
 }

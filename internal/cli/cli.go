@@ -41,6 +41,7 @@ func init() {
 		{"serve", "serve [--socket S] [--data-dir D] [--tcp 127.0.0.1:PORT]  run the per-user daemon", runServe},
 		{"run", "run [--socket S] [--max-entries N] [--python PY] -- COMMAND ARGS...  run a training command with the agent in every Python process", runRun},
 		{"attach", "attach PID  attach the agent to a running Python >= 3.14 process", runAttach},
+		{"mcp", "mcp [--socket S] [--http 127.0.0.1:PORT] [--token-file F]  the Model Context Protocol server for coding assistants, over stdio (or loopback HTTP with a token)", runMCP},
 		{"lsp", "lsp [--snapshot FILE] [--daemon auto|connect|off]  the language server, over stdio", runLSP},
 		{"status", "status  the daemon's state", runStatus},
 		{"ps", "ps  processes with an agent, and GPU processes without one", runPS},
@@ -166,7 +167,7 @@ func (m *multi) Set(v string) error { *m = append(*m, v); return nil }
 // fail prints one line for an error and picks the exit status: input errors
 // (unreadable or malformed snapshot) exit 2.
 func fail(stderr io.Writer, err error) int {
-	fmt.Fprintf(stderr, "vramscope: %v\n", err)
+	fmt.Fprintf(stderr, "vramscope: %s\n", termSafe(err.Error())) // errors quote snapshots and agents
 	var ie inputError
 	if errors.As(err, &ie) {
 		return exitInput

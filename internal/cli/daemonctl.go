@@ -116,6 +116,7 @@ func runPS(args []string, stdout, stderr io.Writer) int {
 	if f.json {
 		return printJSON(stdout, stderr, res)
 	}
+	stdout = terminal(stdout) // argv and notes come from the processes
 	fmt.Fprintf(stdout, "%8s %5s %4s %10s %10s  %s\n", "PID", "RANK", "GPU", "GPU MEM", "TORCH", "COMMAND")
 	for _, p := range res.Processes {
 		rank := "-"
@@ -183,6 +184,7 @@ func runSnapshots(args []string, stdout, stderr io.Writer) int {
 	if f.json {
 		return printJSON(stdout, stderr, res)
 	}
+	stdout = terminal(stdout) // sources (argv[0]) and pods come from the processes
 	writeSnapshots(stdout, res.Snapshots)
 	return exitOK
 }

@@ -2,6 +2,7 @@ package cli_test
 
 import (
 	"net"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -52,5 +53,33 @@ func TestServeFlagErrors(t *testing.T) {
 		if o.code != 2 || !strings.Contains(o.stderr, tc[0]) || strings.Count(strings.TrimSuffix(o.stderr, "\n"), "\n") != 0 || strings.Contains(o.stderr, "{") {
 			t.Errorf("serve %s: %v", strings.Join(tc, " "), o)
 		}
+	}
+}
+
+// TestServeRefusesUnsafeDataDir: a --data-dir others may write to, or one
+// with a planted lock symlink, stops serve before it listens, in one line
+// naming the path and the problem; the symlink's target is untouched.
+func TestServeRefusesUnsafeDataDir(t *testing.T) {
+	dir := t.TempDir()
+	open := filepath.Join(dir, "open")
+	os.Mkdir(open, 0o700)
+	os.Chmod(open, 0o777)
+	planted := filepath.Join(dir, "planted")
+	os.Mkdir(planted, 0o700)
+	target := filepath.Join(dir, "target")
+	os.WriteFile(target, []byte("keep me\n"), 0o600)
+	os.Symlink(target, filepath.Join(planted, "lock"))
+	for data, want := range map[string]string{open: open + " is writable by others", planted: filepath.Join(planted, "lock") + " is a symbolic link"} {
+		sock := filepath.Join(dir, "d.sock")
+		o := run("serve", "--quiet", "--socket", sock, "--data-dir", data, "--spool", "-", "--no-counters")
+		if o.code != 1 || !strings.Contains(o.stderr, want) || strings.Count(strings.TrimSuffix(o.stderr, "\n"), "\n") != 0 {
+			t.Errorf("serve --data-dir %s: %v", data, o)
+		}
+		if _, err := os.Lstat(sock); err == nil {
+			t.Errorf("serve --data-dir %s made its socket", data)
+		}
+	}
+	if b, _ := os.ReadFile(target); string(b) != "keep me\n" {
+		t.Errorf("the lock symlink's target now reads %q", b)
 	}
 }

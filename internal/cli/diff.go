@@ -51,6 +51,7 @@ func runDiff(args []string, stdout, stderr io.Writer) int {
 	if c.json {
 		return printJSON(stdout, stderr, d)
 	}
+	stdout = terminal(stdout) // the sites' names come from the snapshots
 	fmt.Fprintf(stdout, "peak %s -> %s (%s)\n", fb(d.PeakA), fb(d.PeakB), signed(d.PeakDelta))
 	writeDiffOOM(stdout, "before", d.OOMBefore)
 	writeDiffOOM(stdout, "after", d.OOMAfter)

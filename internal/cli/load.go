@@ -5,10 +5,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/vramscope/vramscope/profiler"
 	"github.com/vramscope/vramscope/profiler/analyze"
+	"github.com/vramscope/vramscope/profiler/torchsnap"
 )
 
 // source is the flags every command that reads a snapshot shares.
@@ -34,7 +34,7 @@ func (s *source) options() (analyze.Options, error) {
 	if s.names == "" {
 		return opt, nil
 	}
-	b, err := os.ReadFile(s.names)
+	b, err := readNames(s.names)
 	if err != nil {
 		return opt, inputError{fmt.Errorf("--names: %w", err)}
 	}
@@ -42,6 +42,31 @@ func (s *source) options() (analyze.Options, error) {
 		return opt, inputError{fmt.Errorf("--names %s: want a JSON object of file names to names: %w", s.names, err)}
 	}
 	return opt, nil
+}
+
+// maxNamesBytes bounds a --names file: a name for each of 100,000 files
+// fits in 16 MiB; /dev/zero read whole exhausted the memory.
+const maxNamesBytes = 16 << 20
+
+// readNames reads a --names file: a regular file only (a FIFO blocked
+// for ever), of at most maxNamesBytes. Errors name the file.
+func readNames(path string) ([]byte, error) {
+	f, fi, err := torchsnap.OpenFile(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if fi.Size() > maxNamesBytes {
+		return nil, fmt.Errorf("%s is %d bytes, more than the %d a names file may have", path, fi.Size(), maxNamesBytes)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxNamesBytes+1))
+	if err == nil && len(b) > maxNamesBytes {
+		err = fmt.Errorf("%s grew past the %d bytes a names file may have", path, maxNamesBytes)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return b, nil
 }
 
 func (s *source) pathMap() (*profiler.PathMap, error) {

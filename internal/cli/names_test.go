@@ -5,7 +5,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // TestNamesFlag: --names gives recorded files the names texts use for them
@@ -59,5 +61,33 @@ func TestNamesFlag(t *testing.T) {
 	o := run("analyze", "--names", names, snap)
 	if o.code == 0 || !strings.Contains(o.stderr, names) {
 		t.Errorf("a bad names file: %v", o)
+	}
+}
+
+// TestNamesNotAFile: --names of a FIFO hung for ever, of /dev/zero read
+// until memory ran out; a regular file past 16 MiB is refused too. Each is
+// a quick error naming the file.
+func TestNamesNotAFile(t *testing.T) {
+	snap := abs(t, example(t, "example_train"))
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "names.fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	big := filepath.Join(dir, "big.json")
+	if err := os.WriteFile(big, nil, 0o600); err != nil || os.Truncate(big, 17<<20) != nil {
+		t.Fatal("making a 17 MiB file")
+	}
+	for file, want := range map[string]string{fifo: "named pipe", "/dev/zero": "character device", big: "more than"} {
+		done := make(chan outcome, 1)
+		go func() { done <- run("analyze", "--names", file, snap) }()
+		select {
+		case o := <-done:
+			if o.code != 2 || !strings.Contains(o.stderr, file) || !strings.Contains(o.stderr, want) {
+				t.Errorf("--names %s: %v", file, o)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatalf("--names %s: no answer in 20 s", file)
+		}
 	}
 }

@@ -18,7 +18,8 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	var cfg daemon.Config
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.StringVar(&cfg.Socket, "socket", "", "Unix socket (default $VRAMSCOPE_SOCKET, else $XDG_RUNTIME_DIR/vramscope/daemon.sock)")
-	fs.StringVar(&cfg.DataDir, "data-dir", "", "snapshot store (default $XDG_STATE_HOME/vramscope)")
+	fs.StringVar(&cfg.DataDir, "data-dir", "", "snapshot store (default $XDG_STATE_HOME/vramscope); yours, writable by nobody else")
+	fs.StringVar(&cfg.Spool, "spool", "", "import the out-of-memory snapshots agents spooled here once their process has exited (default $XDG_CACHE_HOME/vramscope/spool; - for none)")
 	fs.StringVar(&cfg.TCP, "tcp", "", "also listen on this loopback address, e.g. 127.0.0.1:7425 (token in the token file)")
 	fs.StringVar(&cfg.TokenFile, "token-file", "", "where the TCP token is written (default the socket's path and .token); never over a file vramscope did not write")
 	fs.DurationVar(&cfg.Interval, "interval", 100*time.Millisecond, "NVML sampling interval")
@@ -33,6 +34,7 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&cfg.Kube.CAFile, "kubelet-ca", "", "CA of the kubelet's serving certificate (default the system roots)")
 	fs.BoolVar(&cfg.Kube.Insecure, "kubelet-insecure-skip-verify", false, "do not verify the kubelet's certificate (it is often self-signed)")
 	quiet := fs.Bool("quiet", false, "log nothing")
+	exitWith := fs.Int("exit-with", 0, "stop once process PID has exited (the language server passes its own pid when it starts a daemon, so the daemon goes with the editor)")
 	if _, ok := parse(fs, args, stderr); !ok {
 		return exitInput
 	}
@@ -52,6 +54,9 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if *exitWith > 0 {
+		go stopAfter(ctx, *exitWith, stop)
+	}
 	if err := d.Serve(ctx); err != nil {
 		return fail(stderr, err)
 	}
@@ -82,4 +87,22 @@ func gibBytes(flag string, gib float64) (int64, error) {
 		return 0, fmt.Errorf("%s %g: give a number of GiB above 0 and at most %d", flag, gib, int64(maxGiB))
 	}
 	return int64(gib * (1 << 30)), nil
+}
+
+// stopAfter calls stop once process pid has exited (polled: a process that is
+// not our child cannot be waited for).
+func stopAfter(ctx context.Context, pid int, stop func()) {
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			if syscall.Kill(pid, 0) == syscall.ESRCH {
+				stop()
+				return
+			}
+		}
+	}
 }

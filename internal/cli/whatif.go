@@ -20,6 +20,8 @@ type whatifCmd struct {
 	model    string
 	device   byteSize
 	overhead byteSize
+	generate string // whatif_generate.go
+	recorded string
 }
 
 func runWhatIf(args []string, stdout, stderr io.Writer) int {
@@ -34,9 +36,15 @@ func runWhatIf(args []string, stdout, stderr io.Writer) int {
 	fs.Var(&c.device, "device-memory", "SIZE: the GPU's memory (e.g. 80GiB); needed for the largest size that fits")
 	fs.Var(&c.overhead, "overhead", "SIZE: device memory outside PyTorch's allocator (CUDA context, cuBLAS, NCCL); "+
 		"default 1GiB (0.74 GiB measured beside a GPT-2 run on an H200, torch 2.11)")
+	fs.StringVar(&c.generate, "generate", "", "BxP+N,...: generation sizes (batch x prompt + new tokens) to predict "+
+		"from one recorded generate() run (give its size with --recorded)")
+	fs.StringVar(&c.recorded, "recorded", "", "BxP+N: the size of the recorded generation (with --generate)")
 	pos, ok := parse(fs, args, stderr)
 	if !ok {
 		return exitInput
+	}
+	if c.generate != "" {
+		return c.runGenerate(pos, stdout, stderr)
 	}
 	if len(pos) < 2 {
 		fmt.Fprintln(stderr, "vramscope whatif: want snapshot files of the same script at two or more sizes")

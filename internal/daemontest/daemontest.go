@@ -35,7 +35,7 @@ func Start(t testing.TB) *Daemon {
 		t.Fatal(err)
 	}
 	d := &Daemon{Socket: filepath.Join(dir, "d.sock"), DataDir: filepath.Join(dir, "data")}
-	srv, err := daemon.New(daemon.Config{Socket: d.Socket, DataDir: d.DataDir, NoCounters: true})
+	srv, err := daemon.New(daemon.Config{Socket: d.Socket, DataDir: d.DataDir, Spool: filepath.Join(dir, "spool"), NoCounters: true})
 	if err != nil {
 		os.RemoveAll(dir)
 		t.Fatal(err)

@@ -22,49 +22,33 @@ import (
 // 600,000 frames (1.2 MB) overflowed the goroutine stack of every recursive
 // walk of the flame tree; 1,000,000 took 4 GB to decode.
 func DeepStack(depth int) []byte {
-	var b []byte
-	w := pickle.NewWriter(sliceWriter{&b})
-	w.BeginDict()
-	w.Key("segments")
-	w.BeginList()
-	w.EndList()
-	w.Key("device_traces")
-	w.BeginList()
-	w.BeginList()
-	w.BeginDict()
-	for _, kv := range []struct {
-		k string
-		v int64
-	}{{"addr", 0}, {"size", 512}, {"stream", 0}, {"time_us", 1}} {
-		if kv.k == "addr" {
-			w.Key("action")
-			w.Str("alloc")
+	return traces(func(w *pickle.Writer) {
+		w.BeginDict()
+		w.Key("action")
+		w.Str("alloc")
+		for _, kv := range []struct {
+			k string
+			v int64
+		}{{"addr", 0}, {"size", 512}, {"stream", 0}, {"time_us", 1}} {
+			w.Key(kv.k)
+			w.Int(kv.v)
 		}
-		w.Key(kv.k)
-		w.Int(kv.v)
-	}
-	w.Key("frames")
-	w.BeginList()
-	frame := w.BeginDict()
-	w.Key("name")
-	w.Str("f")
-	w.Key("filename")
-	w.Str("a.py")
-	w.Key("line")
-	w.Int(1)
-	w.EndDict()
-	for i := 1; i < depth; i++ {
-		w.Get(frame)
-	}
-	w.EndList()
-	w.EndDict()
-	w.EndList()
-	w.EndList()
-	w.EndDict()
-	if err := w.Close(); err != nil {
-		panic(err) // writing to a slice does not fail
-	}
-	return b
+		w.Key("frames")
+		w.BeginList()
+		frame := w.BeginDict()
+		w.Key("name")
+		w.Str("f")
+		w.Key("filename")
+		w.Str("a.py")
+		w.Key("line")
+		w.Int(1)
+		w.EndDict()
+		for i := 1; i < depth; i++ {
+			w.Get(frame)
+		}
+		w.EndList()
+		w.EndDict()
+	}, nil)
 }
 
 // WriteDeepStack writes DeepStack(depth) to a file in a test's temporary

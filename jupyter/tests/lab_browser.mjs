@@ -6,7 +6,8 @@
 //   LAB_NOTEBOOK  the notebook to open, relative to the server's root; its cells
 //                 load the extension, run `%vramscope open examples/snapshots/example_train.pickle`
 //                 (kept as `w`), show a 100k-frame tree with notebook.flame(), then
-//                 `%vramscope open examples/snapshots/agent_oom.pickle` (findings, an OOM)
+//                 `%vramscope open examples/snapshots/agent_oom.pickle` (findings, an OOM), then
+//                 a snapshot of a 1,000-frame stack (its tree comes as JSON text)
 //   LAB_SOURCE    examples/record/record_examples.py (for the source line the kernel sends back)
 //   VRAMSCOPE_ARTIFACTS  where the screenshots go (test-artifacts/)
 //   VRAMSCOPE_CHROMIUM   the browser (default /usr/bin/chromium)
@@ -225,6 +226,14 @@ try {
   assert.ok(await oom.locator(".vm-bar-request").isVisible(), "the failing request is drawn beside the largest free block");
   const linked = await findingClickThrough(page, oom, analysis, (name) => shot(page, name));
   step(`finding "${linked.finding}": band ${linked.band.join("-")}, ${linked.matches} frames; OOM map: ${oomMap.summary.slice(0, 60)}`);
+
+  // --- a stack of 1,000 frames: its tree comes from the kernel as JSON text -------------
+  await page.waitForFunction(() => document.querySelectorAll(".vs-widget[data-render-ms]").length >= 4, null, { timeout: 120_000 });
+  const deep = page.locator(".vs-widget").nth(3);
+  await deep.scrollIntoViewIfNeeded();
+  const deepNodes = await deep.evaluate((el) => Number(el.dataset.nodes));
+  assert.equal(deepNodes, 1001, "the 1,000-frame stack draws under its root");
+  step(`deep stack: ${deepNodes} frames drawn`);
 
   // --- JupyterLab Dark, then Light ----------------------------------------------------
   await widget.scrollIntoViewIfNeeded();

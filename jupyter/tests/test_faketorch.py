@@ -275,7 +275,8 @@ def test_sampled_recording_windows(daemon, env, spawn):
     assert records(c(CALLS)) == [("all", False), (None, False), ("all", True), (None, False), ("all", True),
                                  (None, False)]
     st = c("vramscope.status()['sampling']")
-    assert st == {"sampled": True, "recording_now": False, "steps": 12, "windows": 3, "recorded_steps": 5}
+    assert st == {"sampled": True, "recording_now": False, "steps": 12, "windows": 3, "recorded_steps": 5,
+                  "clock_windows": 0}
     cost = c("vramscope.status()['cost']")
     assert cost["hook_s"] > 0 and cost["agent_threads_cpu_s"] > 0, cost
     c("vramscope.detach()")
@@ -375,8 +376,13 @@ def test_sample_off_and_bad_specs(env, spawn):
     for bad in ("every=2,window=2", "window=0", "often=3", "every=x"):
         with pytest.raises(ValueError):
             _schedule.parse(bad)
-    assert _schedule.parse("every=10") == {"every": 10, "window": 2, "warmup": 3}
-    assert _schedule.parse("off") is None and _schedule.parse({"every": 8}) == {"every": 8, "window": 2, "warmup": 3}
+    for bad in ("period_s=1,window_s=1", "window_s=0", "warmup_allocs=-1"):
+        with pytest.raises(ValueError):
+            _schedule.parse(bad)
+    d = {"every": 100, "window": 2, "warmup": 3, "period_s": 30.0, "window_s": 0.3, "warmup_allocs": 20000}
+    assert _schedule.parse("every=10") == dict(d, every=10)
+    assert _schedule.parse("off") is None and _schedule.parse({"every": 8}) == dict(d, every=8)
+    assert _schedule.parse("window_s=0.5,period_s=10") == dict(d, window_s=0.5, period_s=10.0)
 
 
 def test_snapshot_when_training_pauses_between_windows(daemon, env, spawn):
@@ -394,3 +400,58 @@ def test_snapshot_when_training_pauses_between_windows(daemon, env, spawn):
     assert snap["device_traces"] == [[]]  # no stale history: the allocator's state only
     assert snap["segments"][0]["allocated_size"] == 4096
     assert records(c(CALLS)) == [("all", False), (None, False)]  # no window was opened for it
+
+
+# --- a program without optimizer steps: the sampling clock ------------------------
+
+NO_STEPS = """import threading, time, torch, vramscope
+vramscope.attach(sample='period_s=1.5,window_s=0.3,warmup_allocs=5')
+torch.cuda.init()
+def serve(n):  # a request loop on its own thread: one allocation every 10 ms, freed
+    def run():
+        for _ in range(n):
+            torch.cuda.memory._fake_free(torch.cuda.memory._fake_alloc(4096))
+            time.sleep(0.01)
+    threading.Thread(target=run, daemon=True).start()
+"""
+
+
+def test_no_steps_warmup_ends_after_its_allocations_then_clock_windows(daemon, env, spawn):
+    c = spawn(faketorch_env(env), NO_STEPS)
+    daemon.wait_register(pid=c.pid)
+    assert c("vramscope.status()['sampling']['recording_now']")  # the warm-up, from CUDA init
+    for _ in range(4):
+        c("torch.cuda.memory._fake_alloc(512)")
+    time.sleep(0.6)
+    assert c("vramscope.status()['sampling']['recording_now']")  # 4 of the 5 allocations: still warming up
+    c("torch.cuda.memory._fake_alloc(512)")
+    assert c.wait("not vramscope.status()['sampling']['recording_now']", timeout=3) is True
+    t = time.monotonic()
+    assert c.wait("vramscope.status()['sampling']['clock_windows'] >= 1", timeout=5) is True
+    opened = time.monotonic() - t
+    assert 0.3 < opened < 4, opened  # period_s - window_s (1.2 s) after the warm-up closed, not at once
+    assert c.wait("not vramscope.status()['sampling']['recording_now']", timeout=3) is True
+    st = c("vramscope.status()['sampling']")
+    assert st["steps"] == 0 and st["recorded_steps"] == 0 and st["sampled"] is True
+    assert records(c(CALLS))[:4] == [("all", False), (None, False), ("all", True), (None, False)]
+
+
+def test_no_steps_snapshot_gets_a_clock_window_promptly(daemon, env, spawn):
+    c = spawn(faketorch_env(env, VRAMSCOPE_SAMPLE="period_s=600,window_s=0.3,warmup_allocs=5"),
+              NO_STEPS.replace("sample='period_s=1.5,window_s=0.3,warmup_allocs=5'", ""))
+    daemon.wait_register(pid=c.pid)
+    assert c.wait("vramscope.status()['registered']")
+    c("serve(1000)")
+    assert c.wait("not vramscope.status()['sampling']['recording_now']", timeout=3) is True
+    time.sleep(0.3)
+    t = time.monotonic()
+    resp = daemon.dump(c.pid, os.path.join(daemon.incoming_dir, "serving.part"), timeout=10)
+    took = time.monotonic() - t
+    assert "result" in resp, resp
+    assert 0.25 < took < 3, took  # a window of window_s opened for it at the clock's next tick
+    with open(resp["result"]["path"], "rb") as f:
+        snap = pickle.load(f)
+    allocs = [e for e in snap["device_traces"][0] if e["action"] == "alloc"]
+    assert len(allocs) >= 5 and all(e["size"] == 4096 for e in allocs)  # the requests of that window only
+    assert c.wait("not vramscope.status()['sampling']['recording_now']", timeout=3) is True  # closed after it
+    assert c("vramscope.status()['sampling']['clock_windows']") == 1

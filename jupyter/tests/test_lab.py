@@ -58,6 +58,12 @@ def write_notebook(path, tree_path):
         "import json\nfrom vramscope import notebook\nw = notebook.last()\n"
         "notebook.flame(json.load(open(%r)), '100k frames')" % tree_path,
         "%vramscope open examples/snapshots/agent_oom.pickle",
+        # A stack of 1,000 frames: the kernel sends its tree as JSON text (_deepjson.py).
+        "import pickle, tempfile\nf = {'name': 'f', 'filename': 'a.py', 'line': 1}\n"
+        "deep = os.path.join(tempfile.mkdtemp(), 'deep.pickle')\n"
+        "pickle.dump({'segments': [], 'device_traces': [[{'action': 'alloc', 'addr': 0, 'size': 512, 'stream': 0, "
+        "'time_us': 1, 'frames': [f] * 1000}]]}, open(deep, 'wb'), protocol=4)\n"
+        "%vramscope open $deep",
     ]]
     nbformat.write(nb, path)
 

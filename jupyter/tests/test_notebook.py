@@ -151,6 +151,12 @@ CPU_CELLS = [
     "%vramscope open $CELLSNAP",                                                               # 15 [16]
     "import vramscope.notebook as vn\nw = vn.last()\nw.selected = {'name': 'example_train', 'file': 'cell [15]', "
     "'line': 69, 'path': ['all']}\nw.selected_info",                                          # 16 [17]
+    # 17 [18], 18 [19]: a stack of 1,000 frames (600 raised RecursionError in the json module).
+    "f = {'name': 'f', 'filename': 'a.py', 'line': 1}\n"
+    "DEEPSNAP = os.path.join(os.path.dirname(os.environ['CELLSNAP']), 'deep.pickle')\n"
+    "pickle.dump({'segments': [], 'device_traces': [[{'action': 'alloc', 'addr': 0, 'size': 512, 'stream': 0, "
+    "'time_us': 1, 'frames': [f] * 1000}]]}, open(DEEPSNAP, 'wb'), protocol=4)",
+    "%vramscope open $DEEPSNAP",
 ]
 
 
@@ -188,6 +194,19 @@ def test_open_shows_widget_and_html(cpu_nb, engine, index, path):
     with open(os.path.join(STATIC, "widget.js"), encoding="utf-8") as f:
         assert state["_esm"].endswith(f.read())
     assert "const VramscopeFlame" in state["_esm"]
+
+
+def test_open_deep_stack(cpu_nb):
+    """%vramscope open of a 1,000-frame stack shows its report (600 frames raised
+    RecursionError): the widget's tree comes as JSON text, 1,001 levels deep."""
+    from vramscope import _deepjson
+
+    cell = cpu_nb.cells[18]
+    assert not outputs(cell, "error") and not stderr(cell), cell.outputs
+    data = report(cell)
+    tree = widget_state(cpu_nb, data)["tree"]
+    assert isinstance(tree, str) and _deepjson.depth(_deepjson.loads(tree)) == 1001
+    assert svg_total(static_svg(data["text/html"])) == 512
 
 
 def test_open_example_matches_cli_peak(cpu_nb, engine):

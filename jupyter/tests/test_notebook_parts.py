@@ -258,3 +258,20 @@ def test_without_anywidget_reports_are_static_html(monkeypatch):
     assert isinstance(r, _widget.Static) and _widget.last() is r
     b = r._repr_mimebundle_()
     assert set(b) == {"text/plain", "text/html"} and 'class="vs-flame"' in b["text/html"]
+
+
+def test_report_of_an_oom_in_generation(tmp_path):
+    """The notebook's findings of an OOM in generation (snaptool.py's kv_oom,
+    through the real engine) say what the KV cache held and which batch and
+    length fit, as the editor's diagnostic and the daemon's event do."""
+    from vramscope import _report
+
+    snap = str(tmp_path / "kv_oom.pickle")
+    subprocess.run([sys.executable, os.path.join(ROOT, "profiler", "analyze", "testdata", "snaptool.py"), "synth",
+                    "kv_oom", snap], check=True)
+    rows = _report.findings(_engine.analyze(snap), None)
+    oom = next(r for r in rows if r["kind"] == "oom")
+    assert "the KV cache holds 1.56 MiB: batch 8 x 100 tokens, 2.00 KiB a token" in oom["title"]
+    assert oom["fix"].startswith("the KV cache (past_key_values.layers[*].keys in generate) takes 2.00 KiB a token")
+    assert "at 100 tokens a batch of" in oom["fix"] and "and at batch 8, " in oom["fix"]
+    assert oom["where"] == "/workspace/proj/train.py:30"

@@ -54,7 +54,7 @@ def job(engine, tmp_path_factory):
     """A daemon and two agents of one launch (ranks 0 and 1: batch 4 and 8)."""
     d = str(tmp_path_factory.mktemp("ranks"))
     sock = os.path.join("/tmp", "vsr-%d.sock" % os.getpid())  # short: Unix socket paths are limited
-    serve = subprocess.Popen([engine, "serve", "--socket", sock, "--data-dir", os.path.join(d, "data")],
+    serve = subprocess.Popen([engine, "serve", "--socket", sock, "--data-dir", os.path.join(d, "data"), "--spool", "-"],
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     agents = []
     try:

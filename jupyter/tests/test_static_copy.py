@@ -62,8 +62,38 @@ def test_colours_are_flame_js_light_palette():
     assert [[hexof(c) for c in fills] for fills in js] == [_flamesvg.PALETTE[k]
                                                            for k in ("user", "library", "synthetic")]
     assert _flamesvg.fnv1a("a") == 0xE40C292C and _flamesvg.fnv1a("") == 0x811C9DC5  # FNV-1a test vectors
-    files = ("", "<frozen os>", "/x/site-packages/t.py", "/opt/torch/nn.py", "cell [3]")
-    assert [_flamesvg.kind(f) for f in files] == ["synthetic", "library", "library", "library", "user"]
+
+
+def drawn_kinds(svg_text):
+    """How many frames an SVG fills in each kind's palette."""
+    svg, by_fill = ET.fromstring(svg_text), {}
+    for k, fills in _flamesvg.PALETTE.items():
+        by_fill.update((f, k) for f in fills)
+    out = {}
+    for g in svg.findall(SVG + "g"):
+        if g.get("fill") in by_fill:
+            k = by_fill[g.get("fill")]
+            out[k] = out.get(k, 0) + len(g.findall(SVG + "rect"))
+    return out
+
+
+def test_frames_are_coloured_by_the_engines_kind(example_tree):
+    """Each frame is filled in the palette of the kind the engine put on it
+    ("t"), the top row in the synthetic one; a file decides nothing here."""
+    frames, _ = _flamesvg.layout(example_tree["root"])
+    want = {}
+    for n, _, _, _, is_root in frames:
+        k = "synthetic" if is_root else n.get("t", "library")  # a library's kind goes unsaid
+        want[k] = want.get(k, 0) + 1
+    assert want.get("user") and want.get("library")  # a real run has both
+    assert drawn_kinds(_flamesvg.render(example_tree).svg) == want
+    flipped = json.loads(json.dumps(example_tree))
+    stack = list(flipped["root"]["c"])
+    while stack:
+        n = stack.pop()
+        n["t"] = "user"
+        stack.extend(n.get("c") or [])
+    assert drawn_kinds(_flamesvg.render(flipped).svg) == {"synthetic": 1, "user": len(frames) - 1}
 
 
 def test_svg_of_a_real_tree(example_tree):

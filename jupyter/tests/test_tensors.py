@@ -23,8 +23,9 @@ class Storage:
 
 
 class Tensor:
-    def __init__(self, ptr, n=1024, dev=0, cuda=True, grad_fn=None):
+    def __init__(self, ptr, n=1024, dev=0, cuda=True, grad_fn=None, shape=None):
         self._st, self.is_cuda, self._dev, self.grad_fn, self.grad = Storage(ptr, n), cuda, dev, grad_fn, None
+        self.shape = tuple(shape) if shape is not None else (n // 4,)
 
     def untyped_storage(self):
         return self._st
@@ -49,10 +50,14 @@ class Optimizer:
 
 
 class Node:
-    """An autograd node: next_functions, name(), _saved_* attributes."""
+    """An autograd node: next_functions, name(), _saved_* attributes; one
+    class per node name, as torch has (MulBackward0)."""
+    classes = {}
 
     def __init__(node, name, nexts=(), **saved):
         self = node
+        if type(self) is Node:
+            self.__class__ = Node.classes.setdefault(name, type(name, (Node,), {}))
         self._name, self.next_functions = name, tuple((n, 0) for n in nexts)
         for k, v in saved.items():
             setattr(self, "_saved_" + k, v)
@@ -105,6 +110,7 @@ def run_step(model, opt, graph_top):
     outs = [Tensor(0xA000, 128), Tensor(0xB000, 128)]
     weight_again = model._modules["layers"]._modules["0"]._parameters["weight"]  # noqa: F841 a local naming a parameter
     on_cpu = Tensor(0xC000, cuda=False)  # noqa: F841
+    gc.collect()  # models of earlier tests left in reference cycles would be walked too
     return _tensors.name_tensors(fake_torch), (logits, outs)
 
 

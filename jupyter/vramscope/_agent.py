@@ -182,7 +182,12 @@ class Agent(_Link, _Captures):
                         self.annotations = _torch.start_recording(torch, self.opts["max_entries"],
                                                                   self.opts["stacks"], clear=clear)
 
-                    sched = _schedule.Schedule(torch, start, lambda: _torch.stop_recording(torch), self.opts["sample"])
+                    def allocations():
+                        idx = _torch.torch_index(torch, _env_rank("LOCAL_RANK"), self.init_device)
+                        return _torch.allocations(torch, idx) if idx is not None else -1
+
+                    sched = _schedule.Schedule(torch, start, lambda: _torch.stop_recording(torch), self.opts["sample"],
+                                               allocations)
                     sched.begin()
                     self.schedule = sched
                     self.recording = "on"
@@ -190,7 +195,8 @@ class Agent(_Link, _Captures):
                     log.info("vramscope: recording the allocator's history (max_entries=%d, stacks=%s, %s)",
                              self.opts["max_entries"], self.opts["stacks"],
                              "every step" if not self.opts["sample"] else
-                             "steps sampled: %(warmup)d first, then %(window)d of every %(every)d" % self.opts["sample"])
+                             "steps sampled: %(warmup)d first, then %(window)d of every %(every)d; without steps "
+                             "%(window_s)g s of every %(period_s)g s" % self.opts["sample"])
                 except Exception as e:
                     self.recording = "failed"
                     self.recording_error = "recording could not start: %s" % (e,)
@@ -274,7 +280,7 @@ class Agent(_Link, _Captures):
         bound the default mode's cost per step."""
         hook = self.schedule.hook_s if self.schedule is not None else 0.0
         threads = 0.0
-        for t in (self.thread, self.worker):
+        for t in (self.thread, self.worker, self.schedule.clock if self.schedule is not None else None):
             threads += _thread_cpu_s(t)
         return {"hook_s": round(hook, 6), "backward_wrapper_s": round(_torch.wrapper_s[0], 6),
                 "agent_threads_cpu_s": round(threads, 6)}

@@ -53,7 +53,7 @@ CODE_AGENT_FAILED = -32006  # the agent could not dump (it died, timed out, or r
 CODE_STORE_FAILED = -32007  # the store could not write (disk full, permissions)
 CODE_BAD_SNAPSHOT = -32008  # the file is not a readable snapshot
 CODE_TOO_LARGE = -32009  # a message longer than its limit (MaxHelloBytes, MaxMessageBytes, MaxRegisterBytes)
-CODE_BUSY = -32010  # too many TCP connections (per peer address or in total): try again later, or use the Unix socket
+CODE_BUSY = -32010  # too many TCP connections (per user or in total; a connection waiting for hello is closed for a newer one): try again, or use the Unix socket
 CODE_INTERNAL = -32603  # a bug: the request was recovered, the daemon goes on
 CODE_INVALID_PARAMS = -32602  # JSON-RPC: the params do not fit the method
 CODE_CANCELLED = -32800  # the client cancelled the request ($/cancelRequest, as LSP's RequestCancelled) or closed its connection
@@ -429,6 +429,17 @@ class NamedGroup(TypedDict, total=False):
     tensors: int  # how many tensors
 
 
+class KVCache(TypedDict, total=False):
+    """KVCache is a key/value cache at an out-of-memory error in generation: what it held and what would have fit the memory the process could use."""
+    bytes: int
+    batch: int
+    tokens: int  # the sequence length it held
+    bytes_per_token: int  # one token of one sequence, every layer's keys and values
+    limit: int  # the memory the process could use (a lower bound)
+    max_batch: int  # the largest batch at Tokens within Limit
+    max_tokens: int  # the longest sequence at Batch within Limit
+
+
 class OOMEvent(TypedDict, total=False):
     """OOMEvent is the payload of oom_captured, sent once the snapshot is analysed: what filled the device, as far as it is named."""
     snapshot: "SnapshotResult"  # the stored snapshot
@@ -436,3 +447,5 @@ class OOMEvent(TypedDict, total=False):
     title: str  # (omitted when empty) Title is the analysis's out-of-memory finding ("CUDA out of memory: ... (cause: ...)"); empty when the analysis failed.
     named_share: float  # (omitted when empty) NamedShare is the share of the memory alive at the failure that has a name (a tensor or a user line); Named its largest named groups.
     named: Optional[List["NamedGroup"]]  # (omitted when empty) the largest named groups alive at the failure
+    fix: str  # (omitted when empty) Fix is the finding's fix; in generation it leads with the batch and length that fit (KVCache).
+    kv_cache: Optional["KVCache"]  # (omitted when empty) the KV cache the agent named at the failure

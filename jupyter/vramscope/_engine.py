@@ -14,6 +14,8 @@ import subprocess
 import sys
 import tempfile
 
+from . import _deepjson
+
 PKG_DIR = os.path.dirname(os.path.abspath(__file__))
 BUNDLED = os.path.join(PKG_DIR, "bin", "vramscope")
 CHECKOUT = os.path.join(os.path.dirname(os.path.dirname(PKG_DIR)), "bin", "vramscope")
@@ -101,7 +103,7 @@ def run_json(args, timeout=None, names=None):
     else:
         out = run(args, timeout)
     try:
-        return json.loads(out)
+        return _deepjson.loads(out)  # a flame tree nests deeper than json.loads goes
     except ValueError as e:
         raise EngineError("vramscope %s printed no JSON (%s)" % (args[0], e)) from None
 

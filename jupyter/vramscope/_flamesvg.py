@@ -3,10 +3,10 @@ copy of a report (nbconvert, "Export as HTML", static viewers) shows it where
 no script runs.
 
 It draws the same JSON tree as flame.js (profiler/flame: Tree{title, weight,
-unit, root}, nodes {n, f, l, v, c}) with the same layout (root on top,
+unit, root}, nodes {n, f, l, t, v, c}) with the same layout (root on top,
 children left to right in the tree's order, width proportional to bytes) and
-the same light-theme colours (kind of file times a shade hashed from the
-name), so the picture matches the interactive widget. Each frame carries a
+the same light-theme colours (the node's kind, decided by the engine, times a
+shade hashed from the name), so the picture matches the interactive widget. Each frame carries a
 <title> (name, place, bytes), which a browser shows as a tooltip when the
 image is opened on its own.
 
@@ -18,7 +18,7 @@ import math
 import re
 from xml.sax.saxutils import escape
 
-from ._report import fmt_bytes
+from ._report import fmt_bytes, fmt_percent
 
 WIDTH = 1000  # px, about a notebook column; a narrower page scales it down
 ROW = 19  # px per stack level (flame.js: round(12px * 1.55))
@@ -51,16 +51,11 @@ class Drawing:
         return self.svg is not None
 
 
-def kind(file):
-    """flame.js's frameKind: user code, library code or synthetic (no file)."""
-    if not file:
-        return "synthetic"
-    f = str(file).replace("\\", "/")
-    if f.startswith("<") or "site-packages" in f or "dist-packages" in f:
-        return "library"
-    if "/torch/" in f or f.startswith("torch/"):
-        return "library"
-    return "user"
+def kind(node):
+    """The kind the engine put on a node ("t": profiler.KindOfFile), which
+    flame.js draws too; a node that says none is a library's."""
+    k = node.get("t")
+    return k if isinstance(k, str) and k in BASES else "library"
 
 
 def fnv1a(s):
@@ -179,9 +174,9 @@ def render(tree, width=WIDTH):
     for node, d, x, w, is_root in frames:
         name = str(node.get("n") or "")
         shown = str(node.get("d") or name)  # flame.js's frameLabel: the engine's label for people
-        k = "synthetic" if is_root else kind(node.get("f"))
+        k = "synthetic" if is_root else kind(node)
         fill = PALETTE[k][fnv1a(name) % SHADES]
-        tip = "%s \u2014 %s (%.2f%%)" % (shown, fmt_bytes(_value(node)), 100 * _value(node) / total)
+        tip = "%s \u2014 %s (%s)" % (shown, fmt_bytes(_value(node)), fmt_percent(_value(node), total))
         if _place(node):
             tip += " \u2014 " + _place(node)
         rects.setdefault(fill, []).append('<rect x="%.1f" y="%d" width="%.1f" height="%d"><title>%s</title></rect>'

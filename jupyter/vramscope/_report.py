@@ -8,7 +8,9 @@ UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB")
 
 
 def fmt_bytes(n):
-    """Binary units, two decimals, as flame.js's formatBytes: 1536 -> "1.50 KiB"."""
+    """Binary units, two decimals, as the engine's FormatBytes and flame.js's
+    formatBytes: 1536 -> "1.50 KiB" (the shared cases:
+    profiler/flame/testdata/format_vectors.json)."""
     n = int(n or 0)
     sign = "-" if n < 0 else ""
     v = float(abs(n))
@@ -28,7 +30,18 @@ def fmt_delta(n):
 
 
 def fmt_count(n):
+    """Thousands grouped with commas, as flame.js's formatCount: 1234567 -> "1,234,567"."""
     return "{:,}".format(int(n or 0))
+
+
+def fmt_percent(part, whole):
+    """part/whole as flame.js's formatPercent: "12.34%", a tiny non-zero share "<0.01%"."""
+    if not (whole > 0):
+        return "0.00%"
+    p = (part / whole) * 100
+    if 0 < p < 0.005:
+        return "<0.01%"
+    return "%.2f%%" % p
 
 
 def fmt_share(x):

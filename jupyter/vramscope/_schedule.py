@@ -1,4 +1,4 @@
-"""When the agent records the allocator's history: sampled training steps.
+"""When the agent records the allocator's history: sampled steps, or sampled time.
 
 PyTorch's history recording costs every allocation a Python stack walk: 4-12%
 of a GPT-2 step on an H200 (docs/gpu-e2e.md). The agent must not slow the
@@ -8,21 +8,41 @@ state is made), then `window` steps out of every `every`, and nothing in
 between. A recorded step costs +13-15% on GPT-2 124M (H200, docs/oom-naming.md),
 so the share of recorded steps bounds the mean cost: 2 of every 100 is ~0.3%.
 (2 of every 25 was ~1%: the default moved to 100 once the OOM tensor walk named
-what the windows used to, docs/oom-naming.md.) Steps are counted by torch.optim's global step post-hook; a program
-that never steps an optimizer is recorded all along, as before.
+what the windows used to, docs/oom-naming.md.) Steps are counted by torch.optim's
+global step post-hook.
+
+A program that makes no optimizer step (generation, evaluation, a server
+answering requests) has no step boundary, and recording it all along cost
+generation +26% (docs/inference.md). There a clock thread samples wall-clock
+time instead: the warm-up ends once the allocator has served `warmup_allocs`
+allocations without a step, then a window of `window_s` seconds opens every
+`period_s` (1% of the time by default), which bounds the mean cost the same
+way. The clock acts only while no step came for `period_s`: a training
+program stays on its steps (and its evaluation phases get clock windows). No
+per-module or per-call hook is needed, so nothing is added to the program's
+own calls; the clock starts and stops recording from its own thread while it
+holds the GIL, as a snapshot already is taken from the worker thread (torch
+gathers an allocation's stack before it takes the allocator's lock:
+c10/cuda/CUDACachingAllocator.cpp, malloc, so no lock order is inverted).
+warmup_allocs leaves a training program's first step recorded: the recorded
+runs made 670-1457 allocations before their first optimizer step (gpt2_train,
+llama_lora_gc, agent_gpt2).
 
 A window starts with an empty history (clear_history), so each recorded
 window is consistent with the allocator's state while it is open: a snapshot
 is taken only while recording is on. A snapshot asked for between windows
-opens the next window at once (at the next step boundary) and is taken once
-that window has recorded `window` whole steps; the window stays open until
-the snapshot is taken. If the program makes no optimizer step for a while
-(paused, evaluating), the snapshot is the allocator's state without a history. An out-of-memory error between windows is captured
-without a trace (the allocator's segments, plus the failing request and the
-Python stack that made it).
+opens the next window at once (at the next step boundary, or at the clock's
+next tick in a program without steps) and is taken once that window has
+recorded `window` whole steps or `window_s` seconds; the window stays open
+until the snapshot is taken. If a training program made no step for a while
+(paused) but less than `period_s`, the snapshot is the allocator's state
+without a history. An out-of-memory error between windows is captured without
+a trace (the allocator's segments, plus the failing request and the Python
+stack that made it).
 
-VRAMSCOPE_SAMPLE: "off" records every step; else "every=N,window=K,warmup=W"
-(any subset; defaults 100, 2, 3).
+VRAMSCOPE_SAMPLE: "off" records all along; else any subset of
+"every=N,window=K,warmup=W,period_s=S,window_s=T,warmup_allocs=A"
+(defaults 100, 2, 3, 30, 0.3, 20000).
 """
 import os
 import threading
@@ -31,8 +51,15 @@ import time
 from . import _torch
 from ._common import log
 
-DEFAULTS = {"every": 100, "window": 2, "warmup": 3}
+DEFAULTS = {"every": 100, "window": 2, "warmup": 3, "period_s": 30.0, "window_s": 0.3, "warmup_allocs": 20000}
+FLOATS = ("period_s", "window_s")
 STALLED = "stalled"  # wait_recorded: no step came; take the allocator's state only
+# How often the clock thread wakes: it bounds how late a clock window opens for
+# a snapshot. Each wake-up takes the GIL for some microseconds.
+TICK_S = 0.05
+# During the warm-up the clock asks the allocator how many allocations it
+# served (torch.cuda.memory_stats, ~0.1 ms) this often.
+COUNT_S = 0.25
 
 
 def stall_seconds():
@@ -45,7 +72,8 @@ def stall_seconds():
 
 
 def parse(spec):
-    """None (record every step) or a dict with every/window/warmup."""
+    """None (record all along) or a dict with every/window/warmup (steps),
+    period_s/window_s (seconds) and warmup_allocs."""
     if spec is None:
         spec = os.environ.get("VRAMSCOPE_SAMPLE", "")
     if isinstance(spec, dict):
@@ -58,22 +86,26 @@ def parse(spec):
         for part in filter(None, (p.strip() for p in s.split(","))):
             k, _, v = part.partition("=")
             if k not in DEFAULTS:
-                raise ValueError("VRAMSCOPE_SAMPLE: unknown key %r (every, window, warmup)" % k)
-            out[k] = int(v)
+                raise ValueError("VRAMSCOPE_SAMPLE: unknown key %r (%s)" % (k, ", ".join(DEFAULTS)))
+            out[k] = float(v) if k in FLOATS else int(v)
     if out["every"] <= 0 or out["window"] <= 0 or out["warmup"] < 0 or out["window"] >= out["every"]:
         raise ValueError("sampling wants every > window > 0 and warmup >= 0, not %r" % (out,))
+    if not 0 < out["window_s"] < out["period_s"] or out["warmup_allocs"] < 0:
+        raise ValueError("sampling wants period_s > window_s > 0 and warmup_allocs >= 0, not %r" % (out,))
     return out
 
 
 class Schedule:
-    """Turns the recording on and off at optimizer-step boundaries. on_step runs
-    on the training thread (inside optimizer.step's post-hook); wait_recorded runs
-    on the agent's worker thread."""
+    """Turns the recording on and off at optimizer-step boundaries, or by the
+    clock where no step comes. on_step runs on the training thread (inside
+    optimizer.step's post-hook); wait_recorded on the agent's worker thread;
+    tick on the clock thread."""
 
-    def __init__(self, torch, start, stop, sample):
+    def __init__(self, torch, start, stop, sample, allocations=None):
         self.torch = torch
         self._start = start  # start(clear) -> starts recording (clear: empty history)
         self._stop = stop
+        self._allocations = allocations  # () -> allocations the allocator served, or None
         self.sample = sample
         self.cond = threading.Condition()
         self.on = False
@@ -86,25 +118,44 @@ class Schedule:
         self.recorded_steps = 0
         self.hook = None
         self.last_start = 0
+        # The clock's state: the open window is the clock's (no step came in it),
+        # when it opened, whether it has recorded enough for a snapshot, when the
+        # last window closed and the last step came (monotonic seconds).
+        self.by_clock = False
+        self.warming = False
+        self.opened_t = 0.0
+        self.clock_done = False
+        self.closed_t = 0.0
+        self.last_step_t = None
+        self.counted_t = 0.0
+        self.clock_windows = 0
+        self.clock = None
+        self.quit = threading.Event()
         # Seconds spent inside on_step (on the training thread), recording
         # switches included: the agent's own measure of what it costs a step.
         self.hook_s = 0.0
 
     def begin(self):
-        """Start recording (the warm-up window) and hook optimizer steps."""
+        """Start recording (the warm-up window), hook optimizer steps and start the clock."""
         self._start(False)
         with self.cond:
             self.on = True
             self.left = self.sample["warmup"] if self.sample else 0
             self.since_start = 0
             self.windows = 1
+            self.by_clock = self.warming = bool(self.sample)
+            self.opened_t = time.monotonic()
         if self.sample:
             self.hook = _torch.register_step_hook(self.torch, self.on_step)
             if self.hook is None:
                 log.info("vramscope: no optimizer step hook in this torch: recording every step")
+                return
+            self.clock = threading.Thread(target=self._run_clock, name="vramscope-clock", daemon=True)
+            self.clock.start()
 
     def end(self):
         h, self.hook = self.hook, None
+        self.quit.set()
         if h is not None:
             try:
                 h.remove()
@@ -113,11 +164,15 @@ class Schedule:
         with self.cond:
             self.on = False
             self.cond.notify_all()
+        c = self.clock
+        if c is not None and c is not threading.current_thread():
+            c.join(1.0)
 
     def state(self):
         with self.cond:
             return {"sampled": bool(self.sample and self.hook is not None), "recording_now": self.on,
-                    "steps": self.step, "windows": self.windows, "recorded_steps": self.recorded_steps}
+                    "steps": self.step, "windows": self.windows, "recorded_steps": self.recorded_steps,
+                    "clock_windows": self.clock_windows}
 
     def on_step(self, *_args, **_kw):
         """After every optimizer step: close a finished window, or open one when
@@ -126,33 +181,94 @@ class Schedule:
         try:
             with self.cond:
                 self.step += 1
+                self.last_step_t = time.monotonic()
                 if self.on:
+                    self.by_clock = self.warming = False  # steps are in charge of this window now
                     self.recorded_steps += 1
                     self.since_start += 1
                     self.left -= 1
                     if self.left <= 0 and not self.hold and not self.want:
-                        self._stop()
-                        self.on = False
-                        self.last_start = self.step
+                        self._close()
                 else:
                     due = self.step - self.last_start >= self.sample["every"] - self.sample["window"]
-                    if due or self.want:
-                        self._start(True)
-                        self.on, self.left, self.since_start = True, self.sample["window"], 0
-                        self.windows += 1
+                    if due or self.want or self.step == 1:  # step 1 after a clock warm-up: the steps' own
+                        self._open(self.sample["warmup"] if self.step == 1 else self.sample["window"])
                 self.cond.notify_all()
         except Exception:
             log.warning("vramscope: step hook failed", exc_info=True)
         finally:
             self.hook_s += time.perf_counter() - t0
 
+    def _open(self, steps, by_clock=False):
+        """Start a window with an empty history (under self.cond)."""
+        self._start(True)
+        self.on, self.left, self.since_start = True, steps, 0
+        self.by_clock, self.warming, self.clock_done = by_clock, False, False
+        self.opened_t = time.monotonic()
+        self.windows += 1
+        self.clock_windows += by_clock
+
+    def _close(self):
+        self._stop()
+        self.on = self.by_clock = self.warming = False
+        self.last_start = self.step
+        self.closed_t = time.monotonic()
+
+    # --- the clock: windows in wall-clock time where no step comes --------------
+
+    def _run_clock(self):
+        while not self.quit.wait(TICK_S):
+            try:
+                self.tick(time.monotonic())
+            except Exception:
+                log.warning("vramscope: sampling clock failed; it stops", exc_info=True)
+                return
+
+    def idle(self, now):
+        """No optimizer step for period_s (or none ever): the clock's turn."""
+        return self.last_step_t is None or now - self.last_step_t >= self.sample["period_s"]
+
+    def tick(self, now):
+        """Open a window when one is due or a snapshot waits, close one that has
+        recorded window_s (the warm-up: warmup_allocs allocations)."""
+        count = None
+        if self.warming and now - self.counted_t >= COUNT_S:
+            self.counted_t = now
+            count = self._allocations() if self._allocations is not None else None
+        with self.cond:
+            if self.hook is None:
+                return
+            if not self.on:
+                due = now - self.closed_t >= self.sample["period_s"] - self.sample["window_s"]
+                if self.idle(now) and (due or self.want):
+                    self._open(self.sample["window"], by_clock=True)
+                    self.cond.notify_all()
+                return
+            if not self.by_clock:
+                return
+            if self.warming:
+                if count is None and self._allocations is not None:
+                    return  # not counted at this tick
+                if count is None or count < 0:  # no count from this torch: ten windows' time
+                    done = now - self.opened_t >= 10 * self.sample["window_s"]
+                else:  # counted from the process's start: the agent starts with CUDA, as a rule
+                    done = count >= self.sample["warmup_allocs"]
+            else:
+                done = now - self.opened_t >= self.sample["window_s"]
+            if done:
+                self.clock_done = True
+                if not self.hold and not self.want:
+                    self._close()
+                self.cond.notify_all()
+
     def wait_recorded(self, timeout):
         """For a snapshot: block (the worker thread) until recording is on — at
         once when it is (the history is consistent with the allocator whenever
         recording is on), else until the window opened for it has recorded its
-        steps — and keep it on until release(). Returns None; STALLED when the
-        program made no step for stall_seconds() (take the allocator's state
-        alone); or why no snapshot can be taken. release() only after None."""
+        steps (or its seconds, by the clock) — and keep it on until release().
+        Returns None; STALLED when a training program made no step for
+        stall_seconds() (take the allocator's state alone); or why no snapshot
+        can be taken. release() only after None."""
         now = time.monotonic()
         deadline, stall = now + timeout, now + stall_seconds()
         with self.cond:
@@ -162,15 +278,17 @@ class Schedule:
             self.want += 1
             first = self.step
             try:
-                while not (self.on and (self.since_start >= self.sample["window"] or self.left <= 0)):
+                while not (self.on and (self.since_start >= self.sample["window"] or self.left <= 0 or
+                                        self.clock_done)):
                     now = time.monotonic()
-                    if self.step == first and now >= stall:
+                    if self.step == first and now >= stall and not self.idle(now):
                         return STALLED
                     if now >= deadline or self.hook is None:
-                        return ("no recorded training step within %.0f s: the agent records %d of every %d optimizer "
-                                "steps (VRAMSCOPE_SAMPLE=off records every step)" % (timeout, self.sample["window"],
-                                                                                    self.sample["every"]))
-                    self.cond.wait((min(stall, deadline) if self.step == first else deadline) - now)
+                        return ("no recorded window within %.0f s: the agent records %d of every %d optimizer "
+                                "steps, or %.1f s of every %.0f s without steps (VRAMSCOPE_SAMPLE=off records "
+                                "all along)" % (timeout, self.sample["window"], self.sample["every"],
+                                                self.sample["window_s"], self.sample["period_s"]))
+                    self.cond.wait(max(0.001, min(stall if now < stall else deadline, deadline) - now))
                 self.hold += 1
                 return None
             finally:

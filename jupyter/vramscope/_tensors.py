@@ -7,32 +7,58 @@ observer, on the failing thread, the GIL held) and for a snapshot the daemon
 asks for, the agent walks
 
 - the nn.Modules and optimizers the garbage collector knows: parameters and
-  buffers by module path (``model.transformer.h.3.mlp.c_fc.weight``), their
-  ``.grad``, optimizer state by parameter (``exp_avg of ...``), tensors kept
-  in a module's other attributes (caches);
+  buffers (persistent or not) by module path
+  (``model.transformer.h.3.mlp.c_fc.weight``), their ``.grad``, optimizer
+  state by parameter (``exp_avg of ...``), tensors kept in a module's other
+  attributes (caches);
 - the Python stack of every thread: tensors held by locals (``logits in
   forward (modeling_gpt2.py:702)``), one level into lists, tuples and dicts;
 - the autograd graph reachable from those tensors: activations saved for
-  backward, named by the node that saved them and the module of the
-  parameters nearest to it.
+  backward, named by the node that saved them and the module whose
+  parameters (trainable or frozen) the node or the nodes below it used;
+- then, only while some CUDA tensor the garbage collector knows is still
+  unnamed, what holds it however deep (_holders.py): objects nested in locals
+  and module attributes (``cache.layers[3].k in main (serve.py:40)``), and the
+  module-level globals of every imported module: dicts, lists, objects,
+  class attributes, closures' cells, functools.lru_cache entries
+  (``masks._CACHE[(16, 512, 4821)]``, ``pos.Rotary._tables[(1024, 1.0)]``,
+  ``masks.build.<lru_cache>[(16, 512)]``, ``masks.make.<locals>.cache[3]``),
+  with the file and line where the global is defined.
+
+Key/value caches (contract with the inference findings, issue #27): wherever
+a cache is reached (locals, module attributes, globals, nested), a
+``transformers`` Cache (``layers[i].keys``/``.values``, or
+``key_cache``/``value_cache`` lists; DynamicCache, StaticCache, ...) or any
+object whose class name ends with "Cache" laid out the same way gives entries
+of kind "kv_cache" named ``<holder path>.layers[<i>].keys`` and
+``...values``; legacy ``past_key_values`` tuples (one (k, v) tuple of 4-D
+tensors per layer, under a name with past, present or cache in it) give
+``<holder path>[<i>][0]`` and ``[1]``. Every entry carries the shape of the
+tensor that named it (kv_cache: [batch, heads, seq, head_dim]).
+
+The result: {"version", "took_ms", "truncated", "objects", "routes",
+"entries": [[device, storage address, bytes, kind, name, module, file, line,
+shape], ...], "methods": [...]} (shape: a list of ints, or None).
 
 Each CUDA tensor's storage pointer is the address of its allocator block, so
 the analysis matches names to blocks exactly. Where one storage has several
-names the most specific kind wins (a parameter over a local that refers to
-it); a local that the graph also saves for backward keeps its local name and
-becomes an "activation". The walk is bounded in time (BUDGET_S) and entries; what it could not
-finish is marked ``truncated``. It never raises: the caller is torch's OOM
-observer, which must not mask the user's OutOfMemoryError.
+names the most specific kind wins (KINDS: a parameter over a local that
+refers to it); a local that the graph also saves for backward keeps its
+local name and becomes an "activation". The walk is bounded in time
+(BUDGET_S) and entries; what it could not finish is marked ``truncated``. It
+never raises: the caller is torch's OOM observer, which must not mask the
+user's OutOfMemoryError. Nothing of it runs during training steps.
 
-Measured on the H200 (docs/oom-naming.md) for four OOM programs.
+Measured on the H200 (docs/oom-naming.md).
 """
 import gc
-import itertools
 import os
 import re
 import sys
 import time
 import types
+
+from . import _autograd, _globals, _holders
 
 VERSION = 1
 BUDGET_S = 2.0          # at most this long in one walk
@@ -43,7 +69,8 @@ _LAYER = re.compile(r"\.\d+(?=\.|$)")
 _CHECK_EVERY = 4096     # objects between two looks at the clock
 
 # When one storage has several names, the first kind in this order wins.
-KINDS = ("parameter", "buffer", "gradient", "optimizer_state", "attribute", "local", "activation")
+KINDS = ("parameter", "buffer", "gradient", "optimizer_state", "kv_cache", "attribute", "global", "local",
+         "activation")
 _RANK = {k: i for i, k in enumerate(KINDS)}
 
 _PKG = os.path.dirname(os.path.abspath(__file__)) + os.sep
@@ -53,10 +80,6 @@ def _is(v, cls):
     """isinstance() by type alone: isinstance also asks an object for its
     __class__, which runs code in lazy proxies (one of torch's own warns)."""
     return issubclass(type(v), cls)
-
-
-class _OutOfTime(Exception):
-    pass
 
 
 class _Walk:
@@ -70,38 +93,45 @@ class _Walk:
         self.truncated = False
         self.routes = {}
         self.ticks = 0
+        self.errors = 0         # objects the holder walk could not read (and went past)
+        self.slots = {}         # class -> its slots' (name, descriptor), for the holder walk
         self.param_names = {}   # id(parameter) -> (name, module path)
+        self.saved_attrs = {}   # graph node class -> its _saved_* attribute names
+        self.module_paths = []  # (path, module) of every module walked
+        self.param_shapes = {}  # a parameter's shape (and a matrix's transposed) -> module paths
+        self.remaining = set()  # storages of CUDA tensors the garbage collector knows, not named yet
+        self.skip = (types.ModuleType,)  # and modules and optimizers (name_tensors): named by their own routes
         self.methods = {}       # module class -> [file, first line, last line, qualname] of its forward
 
     def tick(self):
         self.ticks += 1
         if self.ticks % _CHECK_EVERY == 0 and time.perf_counter() > self.deadline:
-            raise _OutOfTime()
+            raise _holders.OutOfTime()
 
     def add(self, t, kind, name, module="", file="", line=0):
-        """Name tensor t's storage, if it is on a CUDA device."""
-        try:
-            if not t.is_cuda:
-                return
-            st = t.untyped_storage()
-            ptr, n = int(st.data_ptr()), int(st.nbytes())
-            dev = int(t.get_device())
-        except Exception:
-            return
-        if not ptr or n <= 0:
-            return
+        """Name tensor t's storage, if it is on a CUDA device; the entry's row
+        when this name is the one kept."""
+        st = _holders.storage(t)
+        if st is None:
+            return None
+        dev, ptr, n = st
         old = self.by_ptr.get(ptr)
-        if old is not None and _RANK[old[3]] <= _RANK[kind]:
+        if old is not None and (_RANK[old[3]] <= _RANK[kind] or (kind, old[3]) == ("local", "activation")):
             if kind == "activation" and old[3] == "local":
                 old[3] = "activation"  # a local that backward needs: keep its name, say what it is
-            return
+                old[5] = old[5] or module
+            return None
         if old is None and len(self.by_ptr) >= MAX_ENTRIES:
             self.truncated = True
-            return
-        self.by_ptr[ptr] = [dev, ptr, n, kind, name, module, file, int(line)]
+            return None
+        row = self.by_ptr[ptr] = [dev, ptr, n, kind, name, module, file, int(line), _holders.shape_of(t)]
         self.routes[kind] = self.routes.get(kind, 0) + 1
+        self.remaining.discard(ptr)
+        return row
 
     def result(self, objects):
+        if self.errors:
+            self.routes["unreadable"] = self.errors
         return {"version": VERSION, "took_ms": round((time.perf_counter() - self.t0) * 1000.0, 3),
                 "truncated": self.truncated, "objects": objects, "routes": dict(self.routes),
                 "entries": list(self.by_ptr.values()), "methods": self.method_list()}
@@ -169,16 +199,19 @@ def name_tensors(torch, budget_s=BUDGET_S):
         return None
     objects = 0
     try:
-        tensor_cls = torch.Tensor
         modules, optims, tensors = _gc_objects(w, torch)
+        w.skip = (torch.nn.Module, torch.optim.Optimizer, types.ModuleType)
         objects = w.ticks
         roots = _root_names(modules)
         _modules(w, modules, roots)
         _optimizers(w, optims)
-        graph_roots = _stacks(w, tensor_cls)
+        graph_roots = _stacks(w)
         graph_roots.extend(t for t in tensors if getattr(t, "grad_fn", None) is not None)
-        _graph(w, graph_roots)
-    except _OutOfTime:
+        _autograd.activations(w, graph_roots)
+        _unnamed(w, tensors)
+        if w.remaining:
+            _globals.holders(w, _frames())
+    except _holders.OutOfTime:
         w.truncated = True
     except Exception as e:  # a torch we do not know: keep what was named
         w.truncated = True
@@ -244,11 +277,13 @@ def _modules(w, modules, roots):
             done.add(id(m))
             w.tick()
             w.method(type(m), path)
+            w.module_paths.append((path, m))
             for k, p in list((getattr(m, "_parameters", None) or {}).items()):
                 if p is None:
                     continue
                 name = "%s.%s" % (path, k)
                 w.param_names.setdefault(id(p), (name, path))
+                _autograd.index_shape(w, p, path)
                 w.add(p, "parameter", name, path)
                 g = getattr(p, "grad", None)
                 if g is not None:
@@ -256,10 +291,11 @@ def _modules(w, modules, roots):
             for k, b in list((getattr(m, "_buffers", None) or {}).items()):
                 if b is not None:
                     w.add(b, "buffer", "%s.%s" % (path, k), path)
+            site, seen = _holders.Site("attribute", module=path), set()
             for k, v in list(getattr(m, "__dict__", {}).items()):
                 if k.startswith("_") or k == "training":
                     continue
-                _values(w, v, "attribute", "%s.%s" % (path, k), "", path, "", 0, w.torch.Tensor)
+                _holders.reach(w, v, "%s.%s" % (path, k), site, seen, depth=1)
             for k, c in list((getattr(m, "_modules", None) or {}).items()):
                 if c is not None:
                     stack.append(("%s.%s" % (path, k), c))
@@ -304,112 +340,31 @@ def _frames():
     return own + lib
 
 
-def _stacks(w, tensor_cls):
+def _stacks(w):
     """Tensors held by locals of every thread's frames (one level into
-    containers); returns the tensors with an autograd history, roots of the
-    graph walk."""
-    roots = []
+    containers, and key/value caches); returns the tensors with an autograd
+    history, roots of the graph walk."""
+    roots, seen = [], set()
     for f in _frames():
         w.tick()
         code = f.f_code
-        where = "%s (%s:%d)" % (code.co_name, os.path.basename(code.co_filename), f.f_lineno)
+        where = " in %s (%s:%d)" % (code.co_name, os.path.basename(code.co_filename), f.f_lineno)
         try:
             items = list(f.f_locals.items())
         except Exception:
             continue
+        site = _holders.Site("local", where, file=code.co_filename, line=f.f_lineno, roots=roots)
         for k, v in items:
             if _is(k, str):
-                _values(w, v, "local", k, " in " + where, "", code.co_filename, f.f_lineno, tensor_cls, roots)
+                _holders.reach(w, v, k, site, seen, depth=1)
     return roots
 
 
-def _values(w, v, kind, name, where, module, file, line, tensor_cls, roots=None):
-    """Name v if it is a tensor ("name where"), or the tensors directly inside
-    a list, tuple or dict ("name[key] where")."""
-    if _is(v, tensor_cls):
-        w.add(v, kind, name + where, module, file, line)
-        if roots is not None and getattr(v, "grad_fn", None) is not None:
-            roots.append(v)
-        return
-    if _is(v, (list, tuple)):
-        items = enumerate(itertools.islice(v, 4096))
-    elif _is(v, dict):
-        try:
-            items = list(itertools.islice(v.items(), 4096))  # a copy: the dict may change under us
-        except RuntimeError:
-            return
-    else:
-        return
-    for k, x in items:
-        if _is(x, tensor_cls):
-            w.tick()
-            key = repr(k) if _is(k, (int, str)) else type(k).__name__
-            w.add(x, kind, "%s[%s]%s" % (name, key, where), module, file, line)
-            if roots is not None and getattr(x, "grad_fn", None) is not None:
-                roots.append(x)
-
-
-def _graph(w, tensors):
-    """Activations saved for backward in the autograd graph reachable from the
-    given tensors: named by the node that saved them, and by the module of the
-    parameters nearest to that node (its own, else those of its inputs)."""
-    order, seen = [], set()
-    stack = [t.grad_fn for t in tensors]
-    while stack:
-        fn = stack.pop()
-        if fn is None or id(fn) in seen:
-            continue
+def _unnamed(w, tensors):
+    """The storages of the garbage collector's CUDA tensors still unnamed:
+    what the holder walk looks for (and stops once all are found)."""
+    for t in tensors:
         w.tick()
-        seen.add(id(fn))
-        order.append(fn)
-        try:
-            nexts = fn.next_functions
-        except Exception:
-            continue
-        for nxt, _ in nexts:
-            if nxt is not None and id(nxt) not in seen:
-                stack.append(nxt)
-    module_of = {}
-    for fn in reversed(order):  # inputs before the nodes that use them, mostly
-        mod = ""
-        try:
-            nexts = fn.next_functions
-        except Exception:
-            nexts = ()
-        for nxt, _ in nexts:
-            var = getattr(nxt, "variable", None) if nxt is not None else None
-            if var is not None and id(var) in w.param_names:
-                mod = w.param_names[id(var)][1]
-                break
-        if not mod:
-            for nxt, _ in nexts:
-                if nxt is not None and module_of.get(id(nxt)):
-                    mod = module_of[id(nxt)]
-                    break
-        module_of[id(fn)] = mod
-    saved_attrs = {}
-    tensor_cls = w.torch.Tensor
-    for fn in order:
-        w.tick()
-        attrs = saved_attrs.get(type(fn))
-        if attrs is None:
-            attrs = saved_attrs[type(fn)] = [a for a in dir(fn) if a.startswith("_saved_")]
-        if not attrs:
-            continue
-        try:
-            node = fn.name()
-        except Exception:
-            node = type(fn).__name__
-        mod = module_of.get(id(fn), "")
-        name = "saved by %s%s" % (node, (" in " + mod) if mod else "")
-        for a in attrs:
-            try:
-                v = getattr(fn, a)
-            except Exception:  # freed by an earlier backward
-                continue
-            if _is(v, tensor_cls):
-                w.add(v, "activation", name, mod)
-            elif _is(v, (list, tuple)):
-                for x in v:
-                    if _is(x, tensor_cls):
-                        w.add(x, "activation", name, mod)
+        st = _holders.storage(t)
+        if st is not None and st[1] not in w.by_ptr:
+            w.remaining.add(st[1])

@@ -183,6 +183,15 @@ def counters(torch, index):
     return int(c.memory_allocated(index)), int(c.memory_reserved(index)), int(c.max_memory_allocated(index))
 
 
+def allocations(torch, index):
+    """How many allocations torch's caching allocator has served on a device
+    since the process began (the sampling clock's warm-up counts them), or -1."""
+    try:
+        return int(torch.cuda.memory_stats(index).get("allocation.all.allocated", -1))
+    except Exception:
+        return -1
+
+
 def used_device(torch):
     """The device this process holds memory on (the most reserved), by CUDA's
     numbering, or None before it holds any or before CUDA is up. Asked of the

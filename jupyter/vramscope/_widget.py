@@ -31,7 +31,7 @@ import threading
 import time
 import uuid
 
-from . import _engine, _html
+from . import _deepjson, _engine, _html
 
 log = logging.getLogger("vramscope")
 _lock = threading.Lock()
@@ -189,7 +189,7 @@ def _flame_widget(anywidget, t):
         _esm = esm("widget.js")
         _css = css()
 
-        tree = t.Dict().tag(sync=True)
+        tree = t.Dict().tag(sync=True, to_json=_deepjson.tree_to_json)  # a deep tree travels as JSON text
         # analyze --report: the timeline, moments, top lines and findings (report.js)
         report = t.Dict(allow_none=True, default_value=None).tag(sync=True)
         weight = t.Unicode("peak").tag(sync=True)

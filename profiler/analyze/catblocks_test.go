@@ -8,7 +8,7 @@ import (
 	"github.com/vramscope/vramscope/profiler/analyze"
 )
 
-func category(cats []analyze.Category, name string) analyze.Category {
+func peakCategory(cats []analyze.Category, name string) analyze.Category {
 	for _, c := range cats {
 		if c.Name == name {
 			return c
@@ -70,17 +70,17 @@ func TestOptimizerStateFromFrames(t *testing.T) {
 		reftool.Missing(t, "gpt2_long_1000k: %s", why)
 	} else {
 		held, cats := line24(long)
-		st := category(long.Categories, analyze.CatOptimizerState)
+		st := peakCategory(long.Categories, analyze.CatOptimizerState)
 		if held == 0 || cats.OptimizerState != held || st.Bytes < held || st.Blocks == 0 {
 			t.Errorf("gpt2_long_1000k: opt.step() holds %d at the peak (%v); optimizer_state %+v", held, cats, st)
 		}
 	}
 	r = result(t, "gpt2_12l_python_stacks")
 	d := r.Devices[0]
-	if p := category(r.Categories, analyze.CatParameter); p.Bytes != 0 {
+	if p := peakCategory(r.Categories, analyze.CatParameter); p.Bytes != 0 {
 		t.Errorf("gpt2_12l_python_stacks: frameless pre-trace blocks claimed as parameters: %+v", p)
 	}
-	if u := category(r.Categories, analyze.CatUnknown); u.Bytes != d.PreTraceBytes || u.Blocks == 0 {
+	if u := peakCategory(r.Categories, analyze.CatUnknown); u.Bytes != d.PreTraceBytes || u.Blocks == 0 {
 		t.Errorf("gpt2_12l_python_stacks: unknown %+v, pre-trace bytes %d", u, d.PreTraceBytes)
 	}
 }

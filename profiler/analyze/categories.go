@@ -46,6 +46,11 @@ type lifetimes struct {
 	ends      []int64 // step ends
 	optCode   map[profiler.StackID]bool
 	build     map[profiler.StackID]bool
+	// inference memory (categories_infer.go)
+	hasKV    bool
+	kvFrames bool // blocks allocated in a cache's code are kv_cache (not in training: there they are activations)
+	kvCode   map[profiler.StackID]bool
+	pools    []addrRange
 }
 
 func newLifetimes(a *analysis, lv levels, opt []window, steps []Step, pre preTraceSplit) *lifetimes {
@@ -131,6 +136,9 @@ func (lt *lifetimes) classify(b block, h int64, future bool) string {
 		ft = math.MaxInt64
 	}
 	alive := ft == math.MaxInt64
+	if c := lt.inferenceCategory(b); c != "" {
+		return c
+	}
 	if b.seq < 0 {
 		if alive {
 			return CatParameter
@@ -296,7 +304,7 @@ func (lt *lifetimes) categoryTimeline(tl *Timeline, t *tracker, preLive int64) {
 	for i, c := range lt.order {
 		catIdx[c] = i
 	}
-	cats := lt.classifyLog(t, catIdx)
+	cats := lt.classifyLog(t, catIdx, lt.pooledEntries(t))
 	level := make([]int64, len(lt.order))
 	for c, n := range lt.untracked(preLive) {
 		level[catIdx[c]] += n
@@ -360,7 +368,7 @@ func (lt *lifetimes) categoryTimeline(tl *Timeline, t *tracker, preLive int64) {
 // byte an entry; frees keep 0). It walks the log backwards, so each
 // allocation's free has been met by the time the allocation is; only the
 // blocks live at that moment wait in the map.
-func (lt *lifetimes) classifyLog(t *tracker, catIdx map[string]int) []uint8 {
+func (lt *lifetimes) classifyLog(t *tracker, catIdx map[string]int, pooled map[int32]uint64) []uint8 {
 	n := t.log.len()
 	cats := make([]uint8, n)
 	freedAt := map[int]int64{} // allocation index -> when it was freed
@@ -376,7 +384,7 @@ func (lt *lifetimes) classifyLog(t *tracker, catIdx map[string]int) []uint8 {
 		if old, ok := t.replaced[int32(i)]; ok {
 			freedAt[int(old)] = max(at, 1) // ended by this allocation over its address
 		}
-		b := block{seq: int64(i), t: at, origin: int32(e.stack - 1), li: int32(i), ft: freedAt[i]}
+		b := block{seq: int64(i), t: at, origin: int32(e.stack - 1), li: int32(i), ft: freedAt[i], addr: pooled[int32(i)]}
 		delete(freedAt, i)
 		cats[i] = uint8(catIdx[lt.classify(b, at, true)])
 	}

@@ -7,7 +7,9 @@ import (
 
 // oomFinding reports one OOM event with the state around it and its cause:
 // the finding kind that explains it, decided from the evidence in this order —
-// fragmentation (enough was cached, not in one piece), leak (memory grew step
+// fragmentation (enough was cached, not in one piece), unbounded_cache (a
+// holder the agent named at the failure is a cache that grows and holds a
+// quarter or more of the memory: growingHolder), leak (memory grew step
 // after step until it ran out), large_allocation (one request is a large share
 // of what was needed), activation_peak (activations saved for backward are
 // most of it), optimizer_state (optimizer state is most of it), and otherwise
@@ -18,9 +20,12 @@ func (dg *devDiag) oomFinding(i int, leak bool) Finding {
 	cached := o.Reserved - o.Allocated
 	need := o.Allocated + o.Requested
 	cause := "capacity"
+	grows := dg.growingHolder(od)
 	switch {
 	case od.frag:
 		cause = KindFragmentation
+	case grows != nil:
+		cause = KindUnboundedCache
 	case leak:
 		cause = KindLeak
 	case od.large:
@@ -63,6 +68,8 @@ func (dg *devDiag) oomFinding(i int, leak bool) Finding {
 	switch cause {
 	case KindFragmentation:
 		f.Fix = fragFix(dg.r.Settings.ExpandableSegments || dg.d.Allocator.ExpandableSegs > 0)
+	case KindUnboundedCache:
+		f.Fix = growingFix(grows)
 	case KindLeak:
 		f.Fix = "memory grew every step until it ran out: see the leak finding for the lines whose blocks are never freed"
 	case KindLargeAllocation:
@@ -74,6 +81,7 @@ func (dg *devDiag) oomFinding(i int, leak bool) Finding {
 	default:
 		f.Fix = "the working set does not fit: lower the batch size, enable gradient checkpointing, or shard the model and optimizer state"
 	}
+	dg.oomKV(&f, od) // the batch and length that fit lead the fix
 	return f
 }
 
@@ -100,4 +108,40 @@ func (dg *devDiag) namedEvidence(f *Finding, od oomDiag) {
 	}
 	f.Evidence.Numbers["named"] = t.NamedBytes + t.LineBytes
 	f.Title += fmt.Sprintf("; filled by %s; %.0f%% of the memory named", strings.Join(parts, ", "), 100*t.NamedShare)
+}
+
+// growingShare: a growing holder is the OOM's cause when it holds at least
+// this share of the memory alive at the failure. The caches of the measured
+// OOM programs held 60-90% (docs/oom-naming.md); a quarter leaves room for a
+// model whose parameters and optimizer state are most of the device.
+const growingShare = 0.25
+
+// growingHolder is the largest named group that is a cache that grows
+// (TensorGroup.Growing), for an OOM whose snapshot the agent named at the
+// failure, if it holds growingShare of the live memory; else nil.
+func (dg *devDiag) growingHolder(od oomDiag) *TensorGroup {
+	t := dg.r.Tensors
+	if t == nil || !od.atEnd || t.LiveBytes <= 0 {
+		return nil
+	}
+	for i := range t.Groups {
+		if g := &t.Groups[i]; g.Growing {
+			if float64(g.Bytes) >= growingShare*float64(t.LiveBytes) {
+				return g
+			}
+			return nil
+		}
+	}
+	return nil
+}
+
+// growingFix names the cache that grows and where it is defined.
+func growingFix(g *TensorGroup) string {
+	where := ""
+	if g.File != "" && g.Line > 0 {
+		where = fmt.Sprintf(" (%s:%d)", g.File, g.Line)
+	}
+	return fmt.Sprintf("a cache that grows: %s%s holds %d tensors of one shape family, %s; "+
+		"bound it (evict old entries, functools.lru_cache(maxsize=...), fewer distinct keys) or clear it",
+		g.Name, where, g.Tensors, fb(g.Bytes))
 }

@@ -134,6 +134,7 @@ func (a *analysis) diagnose(d *Device, t *tracker, snap *torchsnap.Snapshot, oom
 	if t == nil {
 		if a.names != nil { // no trace, only the allocator's state: the names still say what it holds
 			lt := &lifetimes{a: a, order: namedCategoryOrder, pre: d.pre}
+			lt.inference(a.namedKV(d.Device), false, privatePools(snap.Segments, d.Device))
 			d.Categories, _ = lt.tally(nil, d.PreTraceBytes, 0, false)
 		}
 		return dg
@@ -148,6 +149,7 @@ func (a *analysis) diagnose(d *Device, t *tracker, snap *torchsnap.Snapshot, oom
 	d.Steps, d.StepSource, d.StepsBeforeTrace = findSteps(lv, dg.opt, t.truncated)
 	d.StepsIncomplete = t.truncated
 	dg.lt = newLifetimes(a, lv, dg.opt, d.Steps, d.pre)
+	dg.lt.inference(a.namedKV(d.Device), a.cacheFrames(), dg.pools)
 	dg.lt.named = a.namedLive(d.Device, t)
 	var blocks []block
 	for _, b := range t.live {

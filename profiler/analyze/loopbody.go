@@ -92,3 +92,45 @@ func stackEven(seq []int32, ps []int32, anchor []int, m int) bool {
 	}
 	return true
 }
+
+// coarser is, of the tried counts that divide best's, the largest one with
+// minKeys stacks or more that run a multiple of its count times but not of
+// best's, evenly spaced (regular): such stacks run once in every few of
+// best's iterations, so best splits the real iteration. An evaluation loop
+// over a deep model is the case: its layers' stacks run layers x batches
+// times and hold nearly every allocation, while the batch's own (its inputs,
+// the embedding, the logits it keeps) run once a batch; the layers' windows
+// hold the body almost as evenly (evenSlack) and, as the loop keeps its
+// logits, sit lower. Stacks that run a few times at irregular places (caches
+// filled for new shapes, CUDA graphs captured for new batch sizes) do not
+// count. Returns best when none is.
+func (occ *occurrences) coarser(tried []tryResult, best *tryResult) *tryResult {
+	if best == nil {
+		return nil
+	}
+	out := best
+	for i := range tried {
+		r := &tried[i]
+		if r.c >= best.c || best.c%r.c != 0 || (out != best && r.c <= out.c) {
+			continue // not a divisor, or not larger than one already found
+		}
+		if occ.regularBetween(r.c, best.c) >= minKeys {
+			out = r
+		}
+	}
+	return out
+}
+
+// regularBetween counts the stacks that run a multiple of c times but not of
+// finer's, once every len(seq)/c allocations.
+func (occ *occurrences) regularBetween(c, finer int) int {
+	period := float64(len(occ.seq)) / float64(c)
+	n := 0
+	for _, k := range occ.keys {
+		ps := occ.pos[k]
+		if len(ps)%c == 0 && len(ps)%finer != 0 && regular(ps, len(ps)/c, period) {
+			n++
+		}
+	}
+	return n
+}

@@ -18,6 +18,7 @@ import (
 	"sort"
 
 	"github.com/vramscope/vramscope/profiler"
+	"github.com/vramscope/vramscope/profiler/flame"
 )
 
 // MaxMoments bounds the buckets of the moment grid.
@@ -46,11 +47,13 @@ type Moments struct {
 	Buckets [][]int64 `json:"buckets"`
 }
 
-// MomentFrame is one frame: name, file and line as a flame-graph node has them.
+// MomentFrame is one frame: name, file, line and kind as a flame-graph node
+// has them (the front end builds each moment's flame tree from these).
 type MomentFrame struct {
-	N string `json:"n"`
-	F string `json:"f,omitempty"`
-	L int    `json:"l,omitempty"`
+	N string             `json:"n"`
+	F string             `json:"f,omitempty"`
+	L int                `json:"l,omitempty"`
+	T profiler.FrameKind `json:"t,omitempty"` // flame.NodeKind
 }
 
 // momentKey names where a block's bytes go: an origin, or a gap's recorded
@@ -93,12 +96,12 @@ func (m *momentGrid) add(t int64, k momentKey, bytes int64) {
 	if !m.started {
 		m.t0, m.started = t, true
 	}
-	i := max(0, (t-m.t0)/m.width)
-	i = max(i, m.openIdx) // clocks of different threads can step back a little
-	for i >= 2*MaxMoments {
+	u := bucketOf(t, m.t0, m.width)
+	for u >= 2*MaxMoments {
 		m.halve()
-		i = max((t-m.t0)/m.width, m.openIdx)
+		u = bucketOf(t, m.t0, m.width)
 	}
+	i := max(int64(u), m.openIdx) // clocks of different threads can step back a little
 	if i != m.openIdx {
 		m.flush()
 		m.openIdx = i
@@ -266,6 +269,7 @@ func (t *momentTable) index(id int32) int32 {
 }
 
 func (t *momentTable) frame(f MomentFrame) int32 {
+	f.T = flame.NodeKind(f.F)
 	if i, ok := t.frames[f]; ok {
 		return i
 	}

@@ -136,7 +136,7 @@ func (occ *occurrences) loop(log *levelLog, keep bool) []int {
 			tried = append(tried, r)
 		}
 	}
-	if best := bestTry(tried); best != nil {
+	if best := occ.coarser(tried, bestTry(tried)); best != nil {
 		return best.ends
 	}
 	return nil

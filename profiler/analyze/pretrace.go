@@ -20,8 +20,10 @@ import (
 // optimizer whose state no live block's frames show may be a parameter or
 // that state (recording began after the first opt.step()): unknown.
 // Otherwise it is taken for a parameter (the model is built first).
-func (a *analysis) preCategory(stack profiler.StackID, name *profiler.NamedTensor, stateUnseen bool) string {
+func (a *analysis) preCategory(stack profiler.StackID, name *profiler.NamedTensor, stateUnseen, pool bool) string {
 	switch {
+	case pool: // a private pool's segment: CUDA graphs' memory (categories_infer.go)
+		return CatGraphPool
 	case name != nil:
 		return tensorCategory(name.Kind)
 	case a.names != nil:

@@ -6,6 +6,7 @@ package analyze
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"sort"
 
@@ -39,17 +40,21 @@ type Peak struct {
 // Result is a finished analysis. It keeps per-origin totals, so flame graphs,
 // pprof profiles and diffs are made from it without decoding again.
 type Result struct {
-	File      string    `json:"file"`
-	Bytes     int64     `json:"file_bytes"`
-	Events    int64     `json:"events"`
-	Peak      Peak      `json:"peak"`
-	Devices   []Device  `json:"devices"`
-	Sites     []Site    `json:"sites"`
-	LeafSites []Site    `json:"leaf_sites"`
-	Stacks    []Stack   `json:"top_stacks"`
-	Coverage  Coverage  `json:"attribution"`
-	OOMs      []OOM     `json:"ooms"`
-	Findings  []Finding `json:"findings"`
+	File      string   `json:"file"`
+	Bytes     int64    `json:"file_bytes"`
+	Events    int64    `json:"events"`
+	Peak      Peak     `json:"peak"`
+	Devices   []Device `json:"devices"`
+	Sites     []Site   `json:"sites"`
+	LeafSites []Site   `json:"leaf_sites"`
+	// SitesMore and LeafSitesMore count the sites past MaxSummarySites that
+	// the JSON of a result leaves out (the result itself keeps them all).
+	SitesMore     int       `json:"sites_more,omitempty"`
+	LeafSitesMore int       `json:"leaf_sites_more,omitempty"`
+	Stacks        []Stack   `json:"top_stacks"`
+	Coverage      Coverage  `json:"attribution"`
+	OOMs          []OOM     `json:"ooms"`
+	Findings      []Finding `json:"findings"`
 	// Steps and Categories are those of the device with the highest peak.
 	Steps      []Step `json:"steps"`
 	StepSource string `json:"step_source"` // "annotations", "periodicity" or "" (none found)
@@ -97,6 +102,8 @@ type Device struct {
 	// StepsIncomplete: the trace has more allocations and frees than the
 	// level log can index (2^31); steps cover its beginning only.
 	StepsIncomplete bool `json:"steps_incomplete,omitempty"`
+	// KVCache is the key/value cache the agent named at the snapshot (kvcache.go).
+	KVCache *KVCache `json:"kv_cache,omitempty"`
 
 	pre     preTraceSplit // pre-trace memory alive at the end, by category (pretrace.go)
 	moments *momentSource
@@ -127,7 +134,7 @@ func RunStream(name string, r io.Reader, opt Options) (*Result, error) {
 
 // FromBytes analyses a snapshot held in memory.
 func FromBytes(name string, b []byte, opt Options) (*Result, error) {
-	return run(opt, func(frames *profiler.Frames, on torchsnap.EventFunc) (*torchsnap.Snapshot, error) {
+	return run(name, opt, func(frames *profiler.Frames, on torchsnap.EventFunc) (*torchsnap.Snapshot, error) {
 		snap, err := torchsnap.Decode(b, frames, on)
 		if err != nil {
 			return nil, err
@@ -137,14 +144,24 @@ func FromBytes(name string, b []byte, opt Options) (*Result, error) {
 	})
 }
 
-// run decodes with read, replaying its events on a second goroutine.
-func run(opt Options, read func(*profiler.Frames, torchsnap.EventFunc) (*torchsnap.Snapshot, error)) (*Result, error) {
+// run decodes with read, replaying its events on a second goroutine. A
+// panic on either goroutine is returned as a *PanicError naming the file
+// (name) instead of ending the process.
+func run(name string, opt Options, read func(*profiler.Frames, torchsnap.EventFunc) (*torchsnap.Snapshot, error)) (_ *Result, err error) {
+	defer recovered(name, &err)
 	frames := profiler.NewFrames()
 	a := &analysis{frames: frames, origins: newOrigins(frames)}
 	a.origins.fileNames = opt.FileNames
 	p := a.pipe()
+	defer p.close()
 	snap, err := read(frames, p.event)
 	p.close()
+	if perr := p.err(); perr != nil {
+		// First: a read the panic stopped fails with its message only (the
+		// pickle machine keeps no wrapped errors), and the caller logs the
+		// panic's stack from this one.
+		return nil, fmt.Errorf("%s: %w", name, perr)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -233,7 +250,7 @@ func devicesOf(snap *torchsnap.Snapshot, byDevice map[int]*tracker) []int {
 // device settles one device: baselines from the snapshot's segments, the
 // blocks live at the peak, and the bytes alive at the end.
 func (a *analysis) device(dev int, t *tracker, snap *torchsnap.Snapshot) Device {
-	d := Device{Device: dev}
+	d := Device{Device: dev, KVCache: a.kvCache(dev)}
 	var segs []profiler.Segment
 	var reserved int64
 	for _, s := range snap.Segments {
@@ -269,7 +286,7 @@ func (a *analysis) device(dev int, t *tracker, snap *torchsnap.Snapshot) Device 
 				preLive += int64(b.Size)
 				d.moments.base[o] += int64(b.Size)
 				a.addPeak(o, int64(b.Size))
-				c := a.preCategory(b.Stack, name, stateUnseen)
+				c := a.preCategory(b.Stack, name, stateUnseen, s.PrivatePool())
 				d.pre.add(c, int64(b.Size))
 				a.origins.at(o).addCat(c, int64(b.Size))
 			}

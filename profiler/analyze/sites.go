@@ -39,6 +39,8 @@ type CategoryBytes struct {
 	Temporary      int64 `json:"temporary,omitempty"`
 	Other          int64 `json:"other,omitempty"`
 	Unknown        int64 `json:"unknown,omitempty"`
+	KVCache        int64 `json:"kv_cache,omitempty"`
+	GraphPool      int64 `json:"graph_pool,omitempty"`
 }
 
 // Add counts n bytes of category c.
@@ -58,14 +60,33 @@ func (cb *CategoryBytes) Add(c string, n int64) {
 		cb.Other += n
 	case CatUnknown:
 		cb.Unknown += n
+	case CatKVCache:
+		cb.KVCache += n
+	case CatGraphPool:
+		cb.GraphPool += n
 	}
+}
+
+// addAll counts every category of o.
+func (cb *CategoryBytes) addAll(o CategoryBytes) {
+	for _, c := range o.all() {
+		cb.Add(c.Name, c.Bytes)
+	}
+}
+
+// all lists every category with its bytes: with Add, the one place a new
+// category is added (TestCategoryBytesFields fails on one left out). An
+// array, so that summing sites allocates nothing.
+func (cb CategoryBytes) all() [9]Category {
+	return [...]Category{{Name: CatParameter, Bytes: cb.Parameter}, {Name: CatGradient, Bytes: cb.Gradient},
+		{Name: CatOptimizerState, Bytes: cb.OptimizerState}, {Name: CatActivation, Bytes: cb.Activation},
+		{Name: CatTemporary, Bytes: cb.Temporary}, {Name: CatOther, Bytes: cb.Other}, {Name: CatUnknown, Bytes: cb.Unknown},
+		{Name: CatKVCache, Bytes: cb.KVCache}, {Name: CatGraphPool, Bytes: cb.GraphPool}}
 }
 
 // Named lists the non-zero categories, largest first.
 func (cb CategoryBytes) Named() []Category {
-	all := []Category{{Name: CatParameter, Bytes: cb.Parameter}, {Name: CatGradient, Bytes: cb.Gradient},
-		{Name: CatOptimizerState, Bytes: cb.OptimizerState}, {Name: CatActivation, Bytes: cb.Activation},
-		{Name: CatTemporary, Bytes: cb.Temporary}, {Name: CatOther, Bytes: cb.Other}, {Name: CatUnknown, Bytes: cb.Unknown}}
+	all := cb.all()
 	var total int64
 	var out []Category
 	for _, c := range all {
@@ -185,15 +206,31 @@ func addSite(m map[siteKey]*Site, k siteKey, x *origin) {
 		s = &Site{File: k.file, Line: k.line, Function: k.fn, Kind: k.kind, Window: k.window}
 		m[k] = s
 	}
-	s.PeakBytes += x.peakBytes
-	s.PeakAllocs += x.peakCount
-	s.CurrentBytes += x.currentBytes
-	s.AllocBytes += x.allocBytes
-	s.Allocs += x.allocs
-	s.MaxAlloc = max(s.MaxAlloc, x.maxAlloc)
+	s.Add(x.totals())
+}
+
+// totals is an origin's memory as a Site's figures (no place, no share).
+func (x *origin) totals() Site {
+	t := Site{PeakBytes: x.peakBytes, PeakAllocs: x.peakCount, CurrentBytes: x.currentBytes,
+		AllocBytes: x.allocBytes, Allocs: x.allocs, MaxAlloc: x.maxAlloc}
 	for c, n := range x.cats {
-		s.Categories.Add(c, n)
+		t.Categories.Add(c, n)
 	}
+	return t
+}
+
+// Add counts o's memory into s: the totals, shares and categories add up, the
+// largest single allocation is the larger of the two. The engine sums a
+// site's origins with it, and the language server the sites of one line.
+func (s *Site) Add(o Site) {
+	s.PeakBytes += o.PeakBytes
+	s.PeakAllocs += o.PeakAllocs
+	s.CurrentBytes += o.CurrentBytes
+	s.AllocBytes += o.AllocBytes
+	s.Allocs += o.Allocs
+	s.MaxAlloc = max(s.MaxAlloc, o.MaxAlloc)
+	s.PeakShare += o.PeakShare
+	s.Categories.addAll(o.Categories)
 }
 
 func sortSites(m map[siteKey]*Site, peak int64) []Site {

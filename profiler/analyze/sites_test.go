@@ -3,6 +3,7 @@ package analyze_test
 import (
 	"math"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -335,4 +336,49 @@ func TestLeakedOutputsStayOnTheirLine(t *testing.T) {
 		}
 	}
 	t.Fatal("no site at record_examples.py:87")
+}
+
+// Site.Add (the one place site figures are summed: the engine's sites and the
+// language server's lines of two functions) folds the sites of a real run into
+// the run's totals, and its two splits of the same memory (by user line, by
+// innermost frame) into the same figures.
+func TestSiteAdd(t *testing.T) {
+	r := result(t, "example_train")
+	fold := func(sites []analyze.Site) (all analyze.Site) {
+		for _, s := range sites {
+			all.Add(s)
+		}
+		return all
+	}
+	user, leaf := fold(r.Sites), fold(r.LeafSites)
+	if user.PeakBytes != r.Coverage.PeakBytes || math.Abs(user.PeakShare-1) > 1e-9 {
+		t.Errorf("summed sites: peak %d (run %d), share %v (one device: 1)", user.PeakBytes, r.Coverage.PeakBytes, user.PeakShare)
+	}
+	user.PeakShare, leaf.PeakShare = 0, 0 // sums of floats in two orders
+	if user != leaf || user.Allocs == 0 || user.MaxAlloc == 0 || len(user.Categories.Named()) < 2 {
+		t.Errorf("sites by user line sum to %+v, by innermost frame to %+v", user, leaf)
+	}
+}
+
+// Every category field is listed where sites are summed and named: a category
+// added to the struct alone would be dropped from summed sites (as kv_cache
+// and graph_pool once were from the language server's lines).
+func TestCategoryBytesFields(t *testing.T) {
+	var cb analyze.CategoryBytes
+	v := reflect.ValueOf(&cb).Elem()
+	for i := range v.NumField() {
+		v.Field(i).SetInt(int64(i + 1))
+	}
+	var sum analyze.Site
+	sum.Add(analyze.Site{Categories: cb})
+	sum.Add(analyze.Site{Categories: cb})
+	got := reflect.ValueOf(sum.Categories)
+	for i := range v.NumField() {
+		if got.Field(i).Int() != int64(2*(i+1)) {
+			t.Errorf("%s: summed %d, want %d", v.Type().Field(i).Name, got.Field(i).Int(), 2*(i+1))
+		}
+	}
+	if n := len(cb.Named()); n != v.NumField() {
+		t.Errorf("Named lists %d categories of %d", n, v.NumField())
+	}
 }

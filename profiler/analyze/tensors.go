@@ -2,7 +2,9 @@ package analyze
 
 import (
 	"regexp"
+	"slices"
 	"sort"
+	"strings"
 
 	"github.com/vramscope/vramscope/profiler"
 	"github.com/vramscope/vramscope/profiler/flame"
@@ -41,6 +43,9 @@ type TensorGroup struct {
 	Line    int    `json:"line,omitempty"`
 	Bytes   int64  `json:"bytes"`
 	Tensors int    `json:"tensors"`
+	// Growing: a holder of many entries of one shape family, a cache that
+	// grows (holderGrows).
+	Growing bool `json:"growing,omitempty"`
 }
 
 // maxTensorGroups bounds the section.
@@ -56,16 +61,21 @@ type tensorIndex struct {
 	byAddr map[[2]uint64]*profiler.NamedTensor // (device, addr)
 	groups map[groupKey]*TensorGroup
 	origin map[groupKey]int32
+	family map[groupKey]*shapeFamily
 }
 
 type groupKey struct{ kind, name string }
+
+// shapeFamily is what a group's tensors' shapes have in common: their rank,
+// while all have one (-1: some have none or ranks differ).
+type shapeFamily struct{ rank int }
 
 func newTensorIndex(w *profiler.TensorNames) *tensorIndex {
 	if w == nil {
 		return nil
 	}
 	x := &tensorIndex{walk: w, byAddr: make(map[[2]uint64]*profiler.NamedTensor, len(w.Entries)),
-		groups: map[groupKey]*TensorGroup{}, origin: map[groupKey]int32{}}
+		groups: map[groupKey]*TensorGroup{}, origin: map[groupKey]int32{}, family: map[groupKey]*shapeFamily{}}
 	for i := range w.Entries {
 		e := &w.Entries[i]
 		x.byAddr[[2]uint64{uint64(e.Device), e.Addr}] = e
@@ -81,15 +91,61 @@ func (x *tensorIndex) at(dev int, addr uint64) *profiler.NamedTensor {
 	return x.byAddr[[2]uint64{uint64(dev), addr}]
 }
 
-var (
-	layerIndex = regexp.MustCompile(`\.\d+(\.|$| )`)
-	listIndex  = regexp.MustCompile(`\[\d+\]`)
-)
+var layerIndex = regexp.MustCompile(`\.\d+(\.|$| )`)
 
-// groupName puts the layers of a module stack, and the elements of a list,
-// together: "h.3.mlp" -> "h.*.mlp", "kept[17] in main" -> "kept[*] in main".
+// groupName puts the layers of a module stack, and the entries of a list or
+// a dict, together: "h.3.mlp" -> "h.*.mlp", "kept[17] in main" -> "kept[*]
+// in main", "masks._CACHE[(16, 512, 4821)]" -> "masks._CACHE[*]".
 func groupName(s string) string {
-	return listIndex.ReplaceAllString(layerIndex.ReplaceAllString(s, ".*$1"), "[*]")
+	return subscripts(layerIndex.ReplaceAllString(s, ".*$1"))
+}
+
+// subscripts replaces each outermost [...] of s by [*]; brackets inside a
+// quoted key ("d['a]']") do not count. An unclosed bracket is left as is.
+func subscripts(s string) string {
+	if !strings.Contains(s, "[") {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		end := -1
+		if s[i] == '[' {
+			end = closing(s, i)
+		}
+		if end < 0 {
+			b.WriteByte(s[i])
+			continue
+		}
+		b.WriteString("[*]")
+		i = end
+	}
+	return b.String()
+}
+
+// closing is the index of the bracket that closes the one at s[open], or -1.
+func closing(s string, open int) int {
+	depth, quote := 0, byte(0)
+	for i := open; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case quote != 0:
+			if c == '\\' {
+				i++
+			} else if c == quote {
+				quote = 0
+			}
+		case c == '\'' || c == '"':
+			quote = c
+		case c == '[' || c == '(':
+			depth++
+		case c == ']' || c == ')':
+			depth--
+			if depth == 0 {
+				return i
+			}
+		}
+	}
+	return -1
 }
 
 func (x *tensorIndex) key(e *profiler.NamedTensor) groupKey {
@@ -106,6 +162,37 @@ func (x *tensorIndex) count(e *profiler.NamedTensor, size int64) {
 	}
 	g.Bytes += size
 	g.Tensors++
+	f := x.family[k]
+	switch {
+	case f == nil && len(e.Shape) > 0:
+		x.family[k] = &shapeFamily{rank: len(e.Shape)}
+	case f == nil:
+		x.family[k] = &shapeFamily{rank: -1}
+	case f.rank != len(e.Shape):
+		f.rank = -1
+	}
+}
+
+// minGrowingEntries is the fewest tensors a growing holder has. A model's
+// per-layer tensors are held by names with an attribute after the index
+// ("cache.layers[*].k"), which holderGrows leaves out; what grows step after
+// step holds its tensors directly ("kept[*]", "masks._CACHE[*]",
+// "fn.<lru_cache>[*]") or per key and entry ("SERVER.sessions[*][*].v").
+const minGrowingEntries = 8
+
+// holderGrows tells a group that is a cache that grows: kept by a global, a
+// module attribute or a local (key/value caches and the model's own tensors
+// are sized by design), in a container that holds its tensors directly or
+// nested in two, with minGrowingEntries tensors or more all of one rank.
+func (x *tensorIndex) holderGrows(k groupKey, g *TensorGroup) bool {
+	if !slices.Contains([]string{"global", "attribute", "local"}, g.Kind) || g.Tensors < minGrowingEntries {
+		return false
+	}
+	if f := x.family[k]; f == nil || f.rank < 0 {
+		return false
+	}
+	name, _, _ := strings.Cut(g.Name, " in ") // a local's name, without where it is
+	return strings.HasSuffix(name, "[*]") || strings.Count(name, "[*]") >= 2
 }
 
 // tensorOrigin is the synthetic origin of a named block: its group, or the
@@ -117,7 +204,7 @@ func (a *analysis) tensorOrigin(e *profiler.NamedTensor) int32 {
 		return id
 	}
 	s := synthetic{kind: "tensor", label: "[" + e.Kind + "] " + k.name}
-	if e.Kind == "local" && profiler.IsUserFile(e.File) {
+	if (e.Kind == "local" || e.Kind == "global") && e.Line > 0 && profiler.IsUserFile(e.File) {
 		s.call = profiler.Frame{File: e.File, Line: e.Line, Func: k.name}
 	}
 	id := a.origins.add(s)
@@ -136,6 +223,8 @@ func tensorCategory(kind string) string {
 		return CatOptimizerState
 	case "activation":
 		return CatActivation
+	case "kv_cache":
+		return CatKVCache
 	}
 	return CatOther // locals and attributes: kept, not saved for backward
 }
@@ -151,7 +240,8 @@ func (x *tensorIndex) section(live, named, lines int64) *Tensors {
 	if live > 0 {
 		t.NamedShare = float64(named+lines) / float64(live)
 	}
-	for _, g := range x.groups {
+	for k, g := range x.groups {
+		g.Growing = x.holderGrows(k, g)
 		t.Groups = append(t.Groups, *g)
 	}
 	sort.Slice(t.Groups, func(i, j int) bool {

@@ -50,23 +50,39 @@ func (tl *timeline) add(t, cur, rcur int64) {
 	if !tl.started {
 		tl.t0, tl.started = t, true
 	}
-	if t < tl.t0 {
-		t = tl.t0 // clocks of different threads can step back a little
-	}
-	i := (t - tl.t0) / tl.width
-	for i >= 2*MaxTimelinePoints {
+	u := bucketOf(t, tl.t0, tl.width)
+	for u >= 2*MaxTimelinePoints {
 		tl.halve()
-		i = (t - tl.t0) / tl.width
+		u = bucketOf(t, tl.t0, tl.width)
 	}
+	i := int(u)
 	// Buckets skipped over hold the level that lasted through them.
-	for int64(len(tl.buckets)) <= i {
-		tl.buckets = append(tl.buckets, Point{TimeUS: tl.t0 + int64(len(tl.buckets))*tl.width, Allocated: tl.lastA, Reserved: tl.lastR, Low: tl.lastA})
+	for len(tl.buckets) <= i {
+		tl.buckets = append(tl.buckets, Point{TimeUS: bucketStart(tl.t0, int64(len(tl.buckets)), tl.width), Allocated: tl.lastA, Reserved: tl.lastR, Low: tl.lastA})
 	}
 	b := &tl.buckets[i]
 	b.Allocated = max(b.Allocated, cur)
 	b.Low = min(b.Low, cur)
 	b.Reserved = max(b.Reserved, rcur)
 	tl.lastA, tl.lastR = cur, rcur
+}
+
+// bucketOf is the bucket of width microseconds from t0 that holds t; a t
+// before t0 (clocks of different threads can step back a little) is in the
+// first. The difference is taken in uint64: t - t0 of two int64 times can
+// exceed the int64 range (-2^63 and 2^62 made a negative index), never the
+// uint64 one.
+func bucketOf(t, t0, width int64) uint64 {
+	if t <= t0 {
+		return 0
+	}
+	return (uint64(t) - uint64(t0)) / uint64(width)
+}
+
+// bucketStart is t0 + i*width, which lies between t0 and a time already
+// seen, computed without an intermediate overflow.
+func bucketStart(t0, i, width int64) int64 {
+	return int64(uint64(t0) + uint64(i)*uint64(width))
 }
 
 func (tl *timeline) halve() {

@@ -233,7 +233,7 @@ func (t *tracker) logLevel(at int64, stack uint32, back int) {
 	if t.truncated {
 		return
 	}
-	rel := at - t.firstT
+	rel := int64(bucketOf(at, t.firstT, 1)) // no overflow (the decoder bounds times to ±2^53 µs); 0 before the first
 	if n := t.log.len(); n > 0 {
 		rel = max(rel, t.log.last.t) // clocks of different threads can step back a little
 	}

@@ -12,7 +12,8 @@ import (
 	"fmt"
 	"html/template"
 	"io"
-	"strconv"
+
+	"github.com/vramscope/vramscope/profiler"
 )
 
 var (
@@ -71,8 +72,8 @@ func newPageData(t *Tree, data []byte) pageData {
 	return pageData{
 		Title:   title,
 		Weight:  t.Weight,
-		Total:   humanBytes(t.Root.Value),
-		Nodes:   groupDigits(int64(t.NumNodes())),
+		Total:   profiler.FormatBytes(t.Root.Value),
+		Nodes:   profiler.FormatCount(int64(t.NumNodes())),
 		CSS:     template.CSS(stylesheet),
 		PageCSS: template.CSS(pageCSS),
 		Script:  template.JS(script),
@@ -113,46 +114,4 @@ func WriteReport(w io.Writer, t *Tree, report []byte) error {
 	d.ReportScript = template.JS(reportScript)
 	d.Report = template.JS(esc.String())
 	return pageTmpl.Execute(w, d)
-}
-
-// humanBytes formats like flame.js's formatBytes, so header and tooltips agree.
-func humanBytes(n int64) string {
-	units := []string{"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"}
-	sign := ""
-	v := float64(n)
-	if v < 0 {
-		sign, v = "-", -v
-	}
-	u := 0
-	for v >= 1024 && u < len(units)-1 {
-		v /= 1024
-		u++
-	}
-	if u == 0 {
-		return fmt.Sprintf("%s%.0f B", sign, v)
-	}
-	if s := strconv.FormatFloat(v, 'f', 2, 64); s == "1024.00" && u < len(units)-1 {
-		v, u = 1, u+1
-	}
-	return fmt.Sprintf("%s%.2f %s", sign, v, units[u])
-}
-
-// groupDigits writes 123456 as "123,456".
-func groupDigits(n int64) string {
-	s := strconv.FormatInt(n, 10)
-	neg := n < 0
-	if neg {
-		s = s[1:]
-	}
-	out := make([]byte, 0, len(s)+len(s)/3)
-	for i := range len(s) {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			out = append(out, ',')
-		}
-		out = append(out, s[i])
-	}
-	if neg {
-		return "-" + string(out)
-	}
-	return string(out)
 }

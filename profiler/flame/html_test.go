@@ -121,23 +121,6 @@ func TestWriteHTMLRejectsEmptyTree(t *testing.T) {
 	}
 }
 
-func TestHumanBytes(t *testing.T) {
-	for n, want := range map[int64]string{
-		0: "0 B", 1023: "1023 B", 1024: "1.00 KiB", 1536: "1.50 KiB", 5 << 20: "5.00 MiB",
-		1<<20 - 1: "1.00 MiB", 3 << 30: "3.00 GiB", -2048: "-2.00 KiB",
-	} {
-		if got := humanBytes(n); got != want {
-			t.Errorf("humanBytes(%d) = %q, want %q", n, got, want)
-		}
-	}
-	if got := groupDigits(1234567); got != "1,234,567" {
-		t.Errorf("groupDigits = %q", got)
-	}
-	if got := groupDigits(-999); got != "-999" {
-		t.Errorf("groupDigits(-999) = %q", got)
-	}
-}
-
 func TestWriteHTMLGolden(t *testing.T) {
 	page := writePage(t, smallTree())
 	golden.Check(t, "small.html.golden", []byte(page))

@@ -29,6 +29,11 @@ func ScanAt(src io.ReaderAt, size int64, lim Limits, workers int) (*Plan, error)
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
+			defer func() {
+				if r := recover(); r != nil { // not on the caller's goroutine: the serial scan says what is wrong
+					parts[i] = chunkScan{fallback: true}
+				}
+			}()
 			parts[i] = scanChunk(src, cuts[i], cuts[i+1], size, lim, i == len(parts)-1)
 		}(i)
 	}

@@ -30,6 +30,7 @@ type decoder struct {
 		f int
 	}
 	actions strCache // action string -> profiler.Action
+	lim     limits
 }
 
 func newDecoder(frames *profiler.Frames, onEvent EventFunc) *decoder {
@@ -64,10 +65,8 @@ func (d *decoder) onAppend(m *pickle.Machine) func(*pickle.List, []pickle.Value)
 				return false, fmt.Errorf("device trace %d, entry %d: %w", tag, d.traces[tag], err)
 			}
 			d.traces[tag]++
-			if d.onEvent != nil {
-				if err := d.onEvent(int(tag), &d.ev); err != nil {
-					return false, err
-				}
+			if err := d.emit(int(tag), &d.ev); err != nil {
+				return false, err
 			}
 			m.Release(dict)
 		}
@@ -310,8 +309,16 @@ func (d *decoder) flatEvent(l *pickle.List, keys []string, vals []pickle.Value) 
 		return fmt.Errorf("device trace %d, entry %d: no \"action\" string", tag, seq)
 	}
 	d.traces[tag]++
+	return d.emit(int(tag), &d.ev)
+}
+
+// emit range-checks an event (limits.go) and passes it on.
+func (d *decoder) emit(tag int, e *profiler.Event) error {
+	if err := d.lim.checkEvent(tag, e); err != nil {
+		return err
+	}
 	if d.onEvent != nil {
-		return d.onEvent(int(tag), &d.ev)
+		return d.onEvent(tag, e)
 	}
 	return nil
 }

@@ -34,7 +34,10 @@ func (d *decoder) finish(root pickle.Value) (*Snapshot, error) {
 			}
 		}
 		if v, ok := dict.Get("external_annotations"); ok {
-			s.Annotations = annotations(v)
+			var err error
+			if s.Annotations, err = d.annotations(v); err != nil {
+				return nil, err
+			}
 		}
 		if v, ok := dict.Get("allocator_settings"); ok {
 			s.Settings = settings(v)
@@ -56,6 +59,9 @@ func (d *decoder) finish(root pickle.Value) (*Snapshot, error) {
 		for i, it := range items {
 			seg, legacy, err := d.segment(it)
 			if err != nil {
+				return nil, fmt.Errorf("segment %d: %w", i, err)
+			}
+			if err := d.lim.checkSegment(&seg); err != nil {
 				return nil, fmt.Errorf("segment %d: %w", i, err)
 			}
 			s.Legacy = s.Legacy || legacy
@@ -85,6 +91,9 @@ func (d *decoder) traceDevices(s *Snapshot, v pickle.Value) error {
 		}
 		l := it.Ref.(*pickle.List)
 		if tag, ok := l.Tag.(traceTag); ok {
+			if err := checkDevice("device_traces", int64(dev)); err != nil {
+				return fmt.Errorf("device_traces[%d] holds entries: %w", dev, err)
+			}
 			s.TraceDevices[tag] = dev
 		} else if len(l.Items) > 0 {
 			return fmt.Errorf("device_traces[%d] holds %ss, not trace entries", dev, l.Items[0].TypeName())
@@ -176,23 +185,27 @@ func (d *decoder) block(v pickle.Value, next uint64) (profiler.Block, bool, erro
 	return b, true, nil
 }
 
-func annotations(v pickle.Value) []profiler.Annotation {
+func (d *decoder) annotations(v pickle.Value) ([]profiler.Annotation, error) {
 	items, _ := v.Items()
 	var out []profiler.Annotation
-	for _, it := range items {
+	for i, it := range items {
 		if it.Kind != pickle.DictKind {
 			continue
 		}
 		dict := it.Ref.(*pickle.Dict)
-		out = append(out, profiler.Annotation{
+		a := profiler.Annotation{
 			Name:   getString(dict, "name"),
 			Start:  getString(dict, "stage") == "START",
 			Device: int(getInt(dict, "device")),
 			TimeUS: getInt(dict, "time_us"),
-		})
+		}
+		if err := d.lim.checkTime("time_us", a.TimeUS); err != nil {
+			return nil, fmt.Errorf("external_annotations[%d]: %w", i, err)
+		}
+		out = append(out, a)
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].TimeUS < out[j].TimeUS })
-	return out
+	return out, nil
 }
 
 func settings(v pickle.Value) profiler.Settings {

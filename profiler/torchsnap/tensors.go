@@ -2,6 +2,7 @@ package torchsnap
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/vramscope/vramscope/profiler"
 	"github.com/vramscope/vramscope/profiler/pickle"
@@ -9,7 +10,8 @@ import (
 
 // tensorNames reads the agent's "vramscope_tensors" entry: {"version": 1,
 // "took_ms", "truncated", "objects", "routes", "entries": [[device, addr,
-// bytes, kind, name, module, file, line], ...], "methods": [...]}. Entries of a shape it does
+// bytes, kind, name, module, file, line, shape], ...], "methods": [...]} (shape, a list
+// of ints or None, since the walk reached holders; older agents send eight fields). Entries of a shape it does
 // not know are skipped, so a newer agent's snapshot still reads; a value
 // that is not a dict at all is an error.
 func tensorNames(v pickle.Value) (*profiler.TensorNames, error) {
@@ -19,7 +21,7 @@ func tensorNames(v pickle.Value) (*profiler.TensorNames, error) {
 	d := v.Ref.(*pickle.Dict)
 	out := &profiler.TensorNames{Objects: getInt(d, "objects")}
 	if t, ok := d.Get("took_ms"); ok {
-		out.TookMS, _ = t.AsFloat()
+		out.TookMS = duration(t)
 	}
 	if t, ok := d.Get("truncated"); ok {
 		out.Truncated, _ = t.AsBool()
@@ -40,16 +42,46 @@ func tensorNames(v pickle.Value) (*profiler.TensorNames, error) {
 		n, ok3 := f[2].AsInt()
 		kind, ok4 := f[3].AsString()
 		name, ok5 := f[4].AsString()
-		if !(ok1 && ok2 && ok3 && ok4 && ok5) || n <= 0 || addr == 0 {
+		if !(ok1 && ok2 && ok3 && ok4 && ok5) || n <= 0 || n > MaxBytes || addr == 0 {
 			continue
 		}
 		module, _ := f[5].AsString()
 		file, _ := f[6].AsString()
 		line, _ := f[7].AsInt()
 		out.Entries = append(out.Entries, profiler.NamedTensor{Device: int(dev), Addr: addr, Bytes: n, Kind: kind,
-			Name: name, Module: module, File: file, Line: int(line)})
+			Name: name, Module: module, File: file, Line: int(line), Shape: shape(f[8:])})
 	}
 	return out, nil
+}
+
+// duration reads the walk's took_ms: a number of milliseconds, or 0 when it
+// is not one (NaN, ±Inf or negative: JSON cannot carry the first two, and a
+// summary holding one failed to encode).
+func duration(v pickle.Value) float64 {
+	ms, _ := v.AsFloat()
+	if math.IsNaN(ms) || math.IsInf(ms, 0) || ms < 0 {
+		return 0
+	}
+	return ms
+}
+
+// shape reads an entry's ninth field, a tensor's shape: nil when absent, not
+// a list, or holding anything but ints.
+func shape(rest []pickle.Value) []int64 {
+	if len(rest) == 0 {
+		return nil
+	}
+	dims, ok := rest[0].Items()
+	if !ok || len(dims) == 0 || len(dims) > 64 {
+		return nil
+	}
+	out := make([]int64, len(dims))
+	for i, d := range dims {
+		if out[i], ok = d.AsInt(); !ok {
+			return nil
+		}
+	}
+	return out
 }
 
 // methods reads "methods": [[file, first line, last line, qualname, [module

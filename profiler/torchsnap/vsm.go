@@ -103,10 +103,8 @@ func (d *decoder) chunk(c *vsmChunk, l *pickle.List, stacks *stackMap) error {
 	for i := range c.events {
 		e := &c.events[i]
 		e.Stack = stacks.global(e.Stack, d.frames)
-		if d.onEvent != nil {
-			if err := d.onEvent(c.tag, e); err != nil {
-				return fmt.Errorf("VSM1 chunk at byte %d: %w", c.f.Offset, err)
-			}
+		if err := d.emit(c.tag, e); err != nil {
+			return fmt.Errorf("VSM1 chunk at byte %d: %w", c.f.Offset, err)
 		}
 	}
 	d.traces[tag] = c.seq + int64(len(c.events))

@@ -202,7 +202,7 @@ func (p *vsmPipe) work() {
 		select {
 		case <-p.quit:
 		default:
-			w.decode(c)
+			w.decodeSafely(c)
 		}
 		c.done <- struct{}{}
 	}
@@ -234,6 +234,18 @@ type vsmWorker struct {
 	list pickle.List // the trace, as flatEvent knows it
 	c    *vsmChunk
 	n    int64 // entries handed out
+}
+
+// decodeSafely is decode on a worker goroutine, where a panic would end the
+// process: it becomes the chunk's error, and the worker starts afresh.
+func (w *vsmWorker) decodeSafely(c *vsmChunk) {
+	defer func() {
+		if r := recover(); r != nil {
+			c.decodeErr = fmt.Errorf("VSM1 chunk at byte %d: internal error decoding it: %v", c.f.Offset, r)
+			*w = vsmWorker{}
+		}
+	}()
+	w.decode(c)
 }
 
 func (w *vsmWorker) decode(c *vsmChunk) {

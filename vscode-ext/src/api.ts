@@ -65,7 +65,7 @@ export const ErrorCode = {
   BadSnapshot: -32008,
   /** a message longer than its limit (MaxHelloBytes, MaxMessageBytes, MaxRegisterBytes) */
   TooLarge: -32009,
-  /** too many TCP connections (per peer address or in total): try again later, or use the Unix socket */
+  /** too many TCP connections (per user or in total; a connection waiting for hello is closed for a newer one): try again, or use the Unix socket */
   Busy: -32010,
   /** a bug: the request was recovered, the daemon goes on */
   Internal: -32603,
@@ -631,6 +631,22 @@ export interface NamedGroup {
   tensors: number;
 }
 
+/** KVCache is a key/value cache at an out-of-memory error in generation: what it held and what would have fit the memory the process could use. */
+export interface KVCache {
+  bytes: number;
+  batch: number;
+  /** the sequence length it held */
+  tokens: number;
+  /** one token of one sequence, every layer's keys and values */
+  bytes_per_token: number;
+  /** the memory the process could use (a lower bound) */
+  limit: number;
+  /** the largest batch at Tokens within Limit */
+  max_batch: number;
+  /** the longest sequence at Batch within Limit */
+  max_tokens: number;
+}
+
 /** OOMEvent is the payload of oom_captured, sent once the snapshot is analysed: what filled the device, as far as it is named. */
 export interface OOMEvent {
   /** the stored snapshot */
@@ -643,4 +659,8 @@ export interface OOMEvent {
   named_share?: number;
   /** the largest named groups alive at the failure */
   named?: NamedGroup[];
+  /** Fix is the finding's fix; in generation it leads with the batch and length that fit (KVCache). */
+  fix?: string;
+  /** the KV cache the agent named at the failure */
+  kv_cache?: KVCache;
 }

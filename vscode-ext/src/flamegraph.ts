@@ -2,7 +2,7 @@
 // flame.css of the CLI's HTML page (copied from profiler/flame/web into
 // media/ at build time), offline, under a Content-Security-Policy with a
 // nonce; colours come from the VS Code theme through flame.css's
-// --vscode-* variables. The tree comes from the server (vramscope.flameGraph,
+// --vscode-* variables. The tree comes from the server (vramscope.flameGraph with format "tree",
 // file paths already local); clicking a frame opens its file at its line.
 // Beside the whole graph the webview draws the linked report (report.js,
 // timeline.js, moments.js, allocmap.js: the files of media/files.json, the same
@@ -37,7 +37,7 @@ export class FlameGraphPanel implements vscode.Disposable {
 
   /** show opens the flame graph (or brings it forward) rooted where args say. */
   static async show(ctx: Ctx, args: FlameArgs = {}): Promise<void> {
-    const tree = await ctx.exec<unknown>(Server.flameGraph, { ...args, weight: args.weight || ctx.config.weight });
+    const tree = await ctx.exec<unknown>(Server.flameGraph, { ...args, weight: args.weight || ctx.config.weight, format: "tree" });
     const report = await reportFor(ctx, args);
     let p = FlameGraphPanel.current;
     if (!p) {
@@ -57,7 +57,7 @@ export class FlameGraphPanel implements vscode.Disposable {
     const p = FlameGraphPanel.current;
     if (!p) return;
     try {
-      const tree = await ctx.exec<unknown>(Server.flameGraph, { ...p.args, weight: p.args.weight || ctx.config.weight });
+      const tree = await ctx.exec<unknown>(Server.flameGraph, { ...p.args, weight: p.args.weight || ctx.config.weight, format: "tree" });
       if (sameTree(p.tree, tree)) return; // the snapshot it draws already: keep the user's zoom and moment
       p.setTree(tree, await reportFor(ctx, p.args));
     } catch (err) {

@@ -1,4 +1,6 @@
-// format.ts formats bytes the way flame.js and the CLI do ("1.50 KiB").
+// format.ts formats bytes the way flame.js and the CLI do ("1.50 KiB"); the
+// shared cases are profiler/flame/testdata/format_vectors.json
+// (test/format.test.mjs).
 
 const UNITS = ["B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
 
@@ -12,11 +14,24 @@ export function formatBytes(n: number): string {
     u++;
   }
   if (u === 0) return `${sign}${Math.round(v)} B`;
-  if (v.toFixed(2) === "1024.00" && u < UNITS.length - 1) {
-    v = 1;
+  let s = fixed2(v);
+  if (s === "1024.00" && u < UNITS.length - 1) {
+    s = "1.00";
     u++;
   }
-  return `${sign}${v.toFixed(2)} ${UNITS[u]}`;
+  return `${sign}${s} ${UNITS[u]}`;
+}
+
+/**
+ * fixed2 writes x >= 0 with two decimals, an exact tie (8x an odd integer) to
+ * even as Go's and Python's %.2f do; toFixed rounds it up ("1.13 KiB" for
+ * 1152 bytes where the CLI says "1.12 KiB").
+ */
+function fixed2(x: number): string {
+  const e = x * 8;
+  if (!Number.isSafeInteger(e) || e % 2 !== 1) return x.toFixed(2);
+  const down = Math.floor(x * 100);
+  return down % 2 === 0 ? (down / 100).toFixed(2) : x.toFixed(2);
 }
 
 /** formatDelta puts a sign on growth: "+1.00 GiB", "-12.00 MiB", "0 B". */

@@ -83,6 +83,12 @@ const keys = {
   showHover: ["Control+Alt+Shift+F4", "editor.action.showHover"],
   settings: ["Control+Alt+Shift+F5", "workbench.action.openSettings2"],
   focusEditor: ["Control+Alt+Shift+F6", "workbench.action.focusActiveEditorGroup"],
+  insertLineBefore: ["Control+Alt+Shift+F7", "editor.action.insertLineBefore"],
+  undo: ["Control+Alt+Shift+F8", "undo"],
+  // The fixtures open read-only (files.readonlyInclude below); the edit step
+  // makes train_gpt2.py's editor writeable for a while (never saved: autoSave off).
+  writeable: ["Control+Alt+Shift+F9", "workbench.action.files.setActiveEditorWriteableInSession"],
+  readonly: ["Control+Alt+Shift+F10", "workbench.action.files.setActiveEditorReadonlyInSession"],
 };
 
 // The user settings every run starts from; a test adds its own.

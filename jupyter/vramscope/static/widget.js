@@ -185,7 +185,9 @@ function render({ model, el }) {
     flameHost.textContent = "";
     flameHost.style.height = "";
     flameHost.classList.remove("vs-report");
-    const tree = model.get("tree");
+    let tree = model.get("tree");
+    // The kernel sends a tree deeper than its JSON encoder goes as JSON text (_deepjson.py).
+    if (typeof tree === "string") tree = JSON.parse(tree);
     if (!tree || !tree.root) {
       h("div", "vs-note", flameHost, "no flame graph");
       return;

@@ -409,8 +409,111 @@ def synth_hours():
             "external_annotations": anns}
 
 
+
+def synth_kv_oom():
+    """An OOM in batch generation captured between sampled windows (the trace holds only the failure),
+    named by the agent: 32 MiB of weights, a KV cache of 2 layers' keys and values [8, 4, 100, 64] in
+    fp16 (2 KiB a token), 1 MiB of logits; the request (a layer's keys grown to 101 tokens) fails under
+    a cap (the device had far more free, the cache less than the request)."""
+    M = 1 << 20
+    gen = frames(("/usr/lib/python3/site-packages/transformers/cache_utils.py", 120, "update"),
+                 (USER, 30, "main"))
+    kv_size = 8 * 4 * 100 * 64 * 2
+    blocks, entries, addr = [], [], 0x7F0000000000
+    blocks.append(block(addr, 32 * M, "active_allocated"))
+    entries.append([0, addr, 32 * M, "parameter", "model.lm_head.weight", "model.lm_head", "", 0, [8192, 2048]])
+    addr += 32 * M
+    for layer in range(2):
+        for kind in ("keys", "values"):
+            blocks.append(block(addr, kv_size, "active_allocated"))
+            entries.append([0, addr, kv_size, "kv_cache", "past_key_values.layers[%d].%s in generate" % (layer, kind),
+                            "", "", 0, [8, 4, 100, 64]])
+            addr += kv_size
+    blocks.append(block(addr, M, "active_allocated"))
+    entries.append([0, addr, M, "local", "logits in generate", "", "", 0, [8, 1, 32768]])
+    addr += M
+    used = addr - 0x7F0000000000
+    blocks.append(block(addr, 256 << 10, "inactive"))  # less than the request: the cap stops a new segment
+    t = [entry("oom", 0, 8 * 4 * 101 * 64 * 2, 5000, gen, device_free=100 << 30)]
+    tensors = {"version": 1, "took_ms": 3.0, "truncated": False, "objects": 1000, "routes": {}, "entries": entries,
+               "methods": []}
+    return {"segments": [segment(0, 0x7F0000000000, used + (256 << 10), blocks)], "device_traces": [t],
+            "allocator_settings": settings(), "external_annotations": [], "vramscope_tensors": tensors}
+
+
+def synth_eval_keep_layers(layers=12, batches=24):
+    """An evaluation loop over a 12-layer GPT-2-like model, 24 batches, without an optimizer, that keeps
+    every batch's 100 MiB of logits (eval.py:19, `out = model(ids)`) and frees them after the loop: the
+    layers' stacks make nearly every allocation (layers x batches of each), the batch's own a few."""
+    lib = "/usr/lib/python3/site-packages/transformers/models/gpt2/modeling_gpt2.py"
+    lin = "/usr/lib/python3/site-packages/torch/nn/modules/linear.py"
+    user = "/workspace/proj/eval.py"
+    M = 1 << 20
+    st = {"t": 1000, "next": 0x7F0000000000}
+    ev, live = [], {}
+
+    def fw(*inner):
+        return frames(*inner, (user, 19, "main"))
+
+    def alloc(size, fr):
+        st["t"] += 5
+        a = st["next"]
+        st["next"] += size
+        ev.append(entry("alloc", a, size, st["t"], fr))
+        live[a] = size
+        return a
+
+    def free(*addrs):
+        for a in addrs:
+            st["t"] += 5
+            ev.append(entry("free_completed", a, live.pop(a), st["t"], []))
+
+    def layer(h):
+        ln = alloc(2 * M, fw((lib, 400, "forward"), (lib, 380, "forward")))
+        qkv = alloc(6 * M, fw((lin, 125, "forward"), (lib, 300, "forward"), (lib, 381, "forward")))
+        free(ln)
+        att = alloc(2 * M, fw((lib, 320, "forward"), (lib, 381, "forward")))
+        free(qkv)
+        proj = alloc(2 * M, fw((lin, 125, "forward"), (lib, 330, "forward"), (lib, 381, "forward")))
+        free(att)
+        h2 = alloc(2 * M, fw((lib, 382, "forward")))
+        free(proj, h)
+        ln2 = alloc(2 * M, fw((lib, 400, "forward"), (lib, 383, "forward")))
+        fc = alloc(8 * M, fw((lin, 125, "forward"), (lib, 350, "forward"), (lib, 384, "forward")))
+        free(ln2)
+        g = alloc(8 * M, fw((lib, 351, "forward"), (lib, 384, "forward")))
+        free(fc)
+        p2 = alloc(2 * M, fw((lin, 125, "forward"), (lib, 352, "forward"), (lib, 384, "forward")))
+        free(g)
+        out = alloc(2 * M, fw((lib, 385, "forward")))
+        free(p2, h2)
+        return out
+
+    kept, ids = [], None
+    for _b in range(batches):
+        new_ids = alloc(4096, frames((user, 18, "main")))
+        if ids:
+            free(ids)
+        ids = new_ids
+        e1 = alloc(2 * M, fw((lin, 190, "forward"), (lib, 900, "forward")))
+        e2 = alloc(2 * M, fw((lib, 901, "forward")))
+        h = alloc(2 * M, fw((lib, 902, "forward")))
+        free(e1, e2)
+        for _l in range(layers):
+            h = layer(h)
+        lnf = alloc(2 * M, fw((lib, 950, "forward")))
+        free(h)
+        kept.append(alloc(100 * M, fw((lin, 125, "forward"), (lib, 1200, "forward"))))
+        free(lnf)
+    free(*kept)
+    free(ids)
+    total = st["next"] - 0x7F0000000000
+    segs = [segment(0, 0x7F0000000000, total, [block(0x7F0000000000, total, "inactive")])]
+    return {"segments": segs, "device_traces": [ev], "allocator_settings": settings(), "external_annotations": []}
+
+
 SYNTH = {"two_devices": synth_two_devices, "address_reuse": synth_address_reuse, "long": synth_long,
-         "hours": synth_hours}
+         "kv_oom": synth_kv_oom, "eval_keep_layers": synth_eval_keep_layers, "hours": synth_hours}
 
 
 def main(argv):

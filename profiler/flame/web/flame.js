@@ -1,7 +1,7 @@
 /*
  * vramscope flame graph: the one renderer shared by the CLI's standalone page,
  * the VS Code webview and the Jupyter widget. It draws the JSON written by
- * profiler/flame (Tree{title, weight, unit, root}, nodes {n, f, l, v, s, k, c})
+ * profiler/flame (Tree{title, weight, unit, root}, nodes {n, f, l, t, v, s, k, c})
  * as an icicle on a <canvas>: root on top, children below, width proportional
  * to bytes.
  *
@@ -35,20 +35,21 @@
   const { SHADES, shadePalette, buildPalette } = palette;
 
   // ---------------------------------------------------------------------------
-  // Frame classification (pure)
+  // Frame kinds (pure)
+  //
+  // The engine decides whether a frame is the user's code (profiler.KindOfFile)
+  // and puts the answer on the node ("t": "user" or "synthetic"; a library's
+  // frame, the commonest kind, says none); the palette has one colour for
+  // each. Nothing here looks at the file.
 
-  const KIND_USER = 0;
+  const KIND_NAMES = ["user", "library", "synthetic"]; // palette.js's fills, in this order
   const KIND_LIBRARY = 1;
   const KIND_SYNTHETIC = 2;
-  const KIND_NAMES = ["user", "library", "synthetic"];
+  const KIND_CODES = new Map(KIND_NAMES.map((name, code) => [name, code]));
 
-  function kindCode(file) {
-    if (!file) return KIND_SYNTHETIC;
-    const f = String(file).replace(/\\/g, "/");
-    if (f.charAt(0) === "<") return KIND_LIBRARY; // <frozen ...>, <string>: not the user's source
-    if (f.includes("site-packages") || f.includes("dist-packages")) return KIND_LIBRARY;
-    if (f.includes("/torch/") || f.startsWith("torch/")) return KIND_LIBRARY;
-    return KIND_USER;
+  function kindCode(node) {
+    const k = KIND_CODES.get(node.t);
+    return k === undefined ? KIND_LIBRARY : k;
   }
 
   /**
@@ -60,9 +61,9 @@
     return String(node.d || node.n || "");
   }
 
-  /** frameKind says whether a file is user code, library code or synthetic (no file). */
-  function frameKind(file) {
-    return KIND_NAMES[kindCode(file)];
+  /** frameKind is the kind a node is drawn as: "user", "library" or "synthetic". */
+  function frameKind(node) {
+    return KIND_NAMES[kindCode(node || {})];
   }
 
   // FNV-1a: a stable hash so a function keeps its shade across renders.
@@ -367,7 +368,6 @@
       this.keys = new Uint8Array(0);
       this.order = new Int32Array(0);
       this.textWidths = new Map();
-      this.kindCache = new Map();
       this.shadeCache = new Map();
       this.nextDraw = new Redraw(() => this.draw());
       this.searchTimer = 0;
@@ -558,16 +558,11 @@
       ctx.textAlign = "left";
     }
 
-    // normalKey is a frame's undimmed color bucket: kind (user, library,
-    // synthetic) times a shade hashed from its name, both cached per string.
+    // normalKey is a frame's undimmed color bucket: its kind (user, library,
+    // synthetic; the top row, the total, always synthetic) times a shade
+    // hashed from its name, cached per name.
     normalKey(node, k) {
-      const file = node.f || "";
-      let kind = this.kindCache.get(file);
-      if (kind === undefined) {
-        kind = kindCode(file);
-        this.kindCache.set(file, kind);
-      }
-      if (this.lay.parent[k] < 0) kind = KIND_SYNTHETIC; // the root
+      const kind = this.lay.parent[k] < 0 ? KIND_SYNTHETIC : kindCode(node);
       const name = String(node.n || "");
       let shade = this.shadeCache.get(name);
       if (shade === undefined) {

@@ -161,27 +161,6 @@ test("findPath, pathTo and frameOf", () => {
   assert.deepEqual(flame.frameOf(fixture.root), { name: "all", file: "", line: 0 });
 });
 
-test("formatBytes uses binary units with two decimals", () => {
-  assert.equal(flame.formatBytes(0), "0 B");
-  assert.equal(flame.formatBytes(1023), "1023 B");
-  assert.equal(flame.formatBytes(1024), "1.00 KiB");
-  assert.equal(flame.formatBytes(1536), "1.50 KiB");
-  assert.equal(flame.formatBytes(5 * 1024 * 1024), "5.00 MiB");
-  assert.equal(flame.formatBytes(1.25 * 1024 ** 3), "1.25 GiB");
-  assert.equal(flame.formatBytes(3 * 1024 ** 4), "3.00 TiB");
-  assert.equal(flame.formatBytes(1024 * 1024 - 1), "1.00 MiB"); // not "1024.00 KiB"
-  assert.equal(flame.formatBytes(-2048), "-2.00 KiB");
-});
-
-test("formatPercent and formatCount", () => {
-  assert.equal(flame.formatPercent(1, 4), "25.00%");
-  assert.equal(flame.formatPercent(1, 1e6), "<0.01%");
-  assert.equal(flame.formatPercent(0, 10), "0.00%");
-  assert.equal(flame.formatPercent(5, 0), "0.00%");
-  assert.equal(flame.formatCount(1234567), "1,234,567");
-  assert.equal(flame.formatCount(12), "12");
-});
-
 test("makeMatcher: substring is case-insensitive, /re/ is a regex", () => {
   const sub = flame.makeMatcher("  Attn ");
   assert.equal(sub.test("flash_attn_func"), true);
@@ -212,19 +191,6 @@ test("searchTree matches name and file and counts each byte once", () => {
   assert.deepEqual([...re.matched].map((n) => n.n).sort(), ["_engine_run_backward", "linear"]);
   assert.equal(re.value, 600);
   assert.equal(flame.searchTree(fixture, flame.makeMatcher("zzz")).count, 0);
-});
-
-test("frameKind classifies user, library and synthetic frames", () => {
-  assert.equal(flame.frameKind("train.py"), "user");
-  assert.equal(flame.frameKind("/home/me/proj/model.py"), "user");
-  assert.equal(flame.frameKind("/venv/lib/python3.11/site-packages/transformers/x.py"), "library");
-  assert.equal(flame.frameKind("/usr/lib/python3/dist-packages/numpy/core.py"), "library");
-  assert.equal(flame.frameKind("/opt/pytorch/torch/nn/modules/module.py"), "library");
-  assert.equal(flame.frameKind("C:\\Python\\Lib\\site-packages\\torch\\nn\\functional.py"), "library");
-  assert.equal(flame.frameKind("<frozen runpy>"), "library");
-  assert.equal(flame.frameKind(""), "synthetic");
-  assert.equal(flame.frameKind(undefined), "synthetic");
-  assert.equal(flame.frameKind("/home/me/torchvision_demo.py"), "user");
 });
 
 test("fitLabel truncates with an ellipsis", () => {

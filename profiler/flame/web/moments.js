@@ -68,7 +68,7 @@
   /** treeOf builds a flame tree (profiler/flame's JSON) of a live set. */
   function treeOf(mo, live, title) {
     const m = mo.m;
-    const root = { n: "all", v: 0, c: [] };
+    const root = { n: "all", t: "synthetic", v: 0, c: [] };
     const index = new Map([[root, new Map()]]);
     for (let o = 0; o < live.length; o++) {
       const v = live[o];
@@ -81,7 +81,7 @@
         const kids = index.get(node);
         let child = kids.get(key);
         if (!child) {
-          child = { n: f.n, v: 0 };
+          child = { n: f.n, t: f.t, v: 0 }; // the kind the engine decided
           if (f.f) child.f = f.f;
           if (f.l) child.l = f.l;
           kids.set(key, child);

@@ -39,6 +39,8 @@
     temporary: "#edc948",
     other: "#9c9c9c",
     unknown: "#bab0ac",
+    kv_cache: "#b07aa1",
+    graph_pool: "#59a14f",
   };
   const AXIS_W = 70;
   const AXIS_H = 18;

@@ -23,7 +23,11 @@
 
   const UNITS = ["B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
 
-  /** formatBytes gives binary units with two decimals: 1536 -> "1.50 KiB" (as the CLI's humanBytes). */
+  /**
+   * formatBytes gives binary units with two decimals: 1536 -> "1.50 KiB", as
+   * the engine's profiler.FormatBytes (the shared cases:
+   * profiler/flame/testdata/format_vectors.json).
+   */
   function formatBytes(n) {
     n = Number(n) || 0;
     const sign = n < 0 ? "-" : "";
@@ -34,12 +38,27 @@
       u++;
     }
     if (u === 0) return sign + Math.round(v) + " B";
+    let s = fixed2(v);
     // 1023.999 KiB would print as "1024.00 KiB"; show it as the next unit.
-    if (v.toFixed(2) === "1024.00" && u < UNITS.length - 1) {
-      v = 1;
+    if (s === "1024.00" && u < UNITS.length - 1) {
+      s = "1.00";
       u++;
     }
-    return sign + v.toFixed(2) + " " + UNITS[u];
+    return sign + s + " " + UNITS[u];
+  }
+
+  /**
+   * fixed2 writes x >= 0 with two decimals, an exact tie to even as Go's and
+   * Python's %.2f do: toFixed rounds it up, and 1152 bytes read "1.13 KiB"
+   * here but "1.12 KiB" in the CLI. x lies halfway between two hundredths
+   * exactly when 8x is an odd integer (x = odd/8).
+   */
+  function fixed2(x) {
+    const s = x.toFixed(2);
+    const e = x * 8; // exact: a power of two
+    if (!Number.isSafeInteger(e) || e % 2 !== 1) return s;
+    const down = Math.floor(x * 100); // x * 100 = down + 0.5 exactly
+    return down % 2 === 0 ? (down / 100).toFixed(2) : s;
   }
 
   /** formatPercent gives part/whole as "12.34%"; tiny non-zero shares read "<0.01%". */
@@ -47,7 +66,7 @@
     if (!(whole > 0)) return "0.00%";
     const p = (part / whole) * 100;
     if (p > 0 && p < 0.005) return "<0.01%";
-    return p.toFixed(2) + "%";
+    return (p < 0 ? "-" + fixed2(-p) : fixed2(p)) + "%";
   }
 
   /** formatCount groups thousands with commas, independent of the viewer's locale. */

@@ -100,4 +100,4 @@ def set_device(d):
 
 
 from . import memory  # noqa: E402,F401 (torch.cuda.memory, as torch has it)
-from .memory import memory_allocated, memory_reserved, max_memory_allocated  # noqa: E402,F401
+from .memory import memory_allocated, memory_reserved, max_memory_allocated, memory_stats, reset_peak_memory_stats  # noqa: E402,F401

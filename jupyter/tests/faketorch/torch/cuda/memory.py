@@ -25,7 +25,8 @@ def _record_memory_history(enabled="all", context="all", stacks="all", max_entri
     else:
         if _history is None or clear_history:
             del _trace[:]  # a new recording starts an empty history
-        _history = dict(context=context, stacks=stacks, max_entries=max_entries)
+            del _annotations[:]
+        _history = dict(context=context, stacks=stacks, max_entries=max_entries, annotations=global_record_annotations)
 
 
 # --- a fake allocator for the notebook tests ------------------------------------
@@ -37,8 +38,10 @@ def _record_memory_history(enabled="all", context="all", stacks="all", max_entri
 
 _history = None  # the recording's settings while recording, else None
 _trace = []
+_annotations = []  # record_function scopes while recording with global_record_annotations
 _live = {}  # address -> (size, frames)
 _peak = [0]
+_served = [0]  # allocations served (memory_stats' allocation.all.allocated)
 SEGMENT_BASE, SEGMENT_SIZE = 0x7F0000000000, 1 << 30
 _next = [SEGMENT_BASE]
 
@@ -81,6 +84,7 @@ def _fake_alloc(size):
     if addr + size > SEGMENT_BASE + SEGMENT_SIZE:
         raise MemoryError("fake torch: the 1 GiB segment is full")
     _next[0] += size
+    _served[0] += 1
     frames = _stack(2)
     _live[addr] = (size, frames)
     _peak[0] = max(_peak[0], sum(v[0] for v in _live.values()))
@@ -125,7 +129,7 @@ def _fake_snapshot():
            "segment_pool_id": (0, 0), "is_expandable": False, "frames": [], "blocks": blocks}
     return {"segments": [seg], "device_traces": [[dict(e) for e in _trace]],
             "allocator_settings": {"PYTORCH_CUDA_ALLOC_CONF": "", "expandable_segments": "false"},
-            "external_annotations": []}
+            "external_annotations": [dict(a) for a in _annotations]}
 
 
 def _snapshot(device=None):
@@ -170,5 +174,21 @@ def memory_reserved(device=None):
     return _stat(RESERVED)(device) + (SEGMENT_SIZE if (_live or _peak[0]) and device in (None, _ON) else 0)
 
 
+_max_base = [MAX_ALLOCATED]  # reset_peak_memory_stats lowers the fake's peak to what is allocated
+
+
 def max_memory_allocated(device=None):
-    return _stat(MAX_ALLOCATED)(device) + (_peak[0] if device in (None, _ON) else 0)
+    return _stat(_max_base[0])(device) + (_peak[0] if device in (None, _ON) else 0)
+
+
+def reset_peak_memory_stats(device=None):
+    _log("reset_peak", device)
+    _max_base[0] = ALLOCATED
+    _peak[0] = _live_bytes()
+
+
+def memory_stats(device=None):
+    """The one counter the agent's sampling clock reads."""
+    from . import is_initialized
+
+    return {"allocation.all.allocated": _served[0]} if is_initialized() and device in (None, _ON) else {}

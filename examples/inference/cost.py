@@ -1,0 +1,143 @@
+"""What the agent costs an inference program (issue #27), on a CUDA machine.
+
+Within one process, blocks alternating the agent's modes (the first block of
+each mode and the first iteration of each block are left out):
+
+    python3 examples/inference/cost.py --workload generate --cycle off,default,record --block-s 5 --blocks 12
+
+  off      the agent detached (nothing recorded, no threads)
+  default  vramscope.attach() with the default sampling, its clock scaled by
+           --scale (period_s and window_s divided by it, the same 1% duty) so
+           that every block holds a window: an upper bound of the default,
+           as each block also pays an attach and a warm-up tick
+  record   recording all along (VRAMSCOPE_SAMPLE=off): what a recorded window costs
+
+Across processes (plain python against `vramscope run`, the true defaults):
+
+    python3 examples/inference/cost.py --workload eval --seconds 20
+
+prints one JSON line: the iterations' times and the agent's own status.
+"""
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from workloads import WORKLOADS  # noqa: E402
+
+DEFAULT_PERIOD_S, DEFAULT_WINDOW_S = 30.0, 0.3
+
+
+def attach(mode, scale):
+    import vramscope
+
+    if mode == "default":
+        spec = "period_s=%g,window_s=%g" % (DEFAULT_PERIOD_S / scale, DEFAULT_WINDOW_S / scale)
+        vramscope.attach(socket=os.environ.get("VRAMSCOPE_SOCKET"), sample=spec)
+    elif mode == "record":
+        vramscope.attach(socket=os.environ.get("VRAMSCOPE_SOCKET"), sample="off")
+
+
+def detach():
+    import vramscope
+
+    st = vramscope.status() if hasattr(vramscope, "status") else {}
+    vramscope.detach()
+    return {"sampling": (st or {}).get("sampling"), "cost": (st or {}).get("cost")}
+
+
+def timed(fn, model, i):
+    t = time.perf_counter()
+    fn(model, i)
+    torch.cuda.synchronize()
+    return time.perf_counter() - t
+
+
+def cycle(a, model, fn):
+    modes = a.cycle.split(",")
+    blocks = []
+    i = 0
+    for b in range(a.blocks):
+        mode = modes[b % len(modes)]
+        attach(mode, a.scale)
+        times, end = [], time.perf_counter() + a.block_s
+        while time.perf_counter() < end:
+            times.append(timed(fn, model, i))
+            i += 1
+        agent = detach() if mode != "off" else None
+        blocks.append({"mode": mode, "times": times, "agent": agent})
+    return {"blocks": blocks, "summary": summary(blocks, modes)}
+
+
+def summary(blocks, modes):
+    """Mean iteration time per mode (first block of each mode and first
+    iteration of each block left out), and each mode's slowdown against off
+    with a paired estimate: every block against the off blocks beside it."""
+    kept = [dict(b, times=b["times"][1:]) for b in blocks[len(modes):] if len(b["times"]) > 1]
+    means = {m: statistics.fmean([t for b in kept if b["mode"] == m for t in b["times"]]) for m in modes
+             if any(b["mode"] == m for b in kept)}
+    out = {"mean_s": means}
+    if "off" not in means:
+        return out
+    for m in means:
+        if m == "off":
+            continue
+        diffs = []
+        for j, b in enumerate(kept):
+            if b["mode"] != m:
+                continue
+            near = [statistics.fmean(kept[k]["times"]) for k in (j - 1, j + 1)
+                    if 0 <= k < len(kept) and kept[k]["mode"] == "off"]
+            if near:
+                diffs.append(statistics.fmean(b["times"]) / statistics.fmean(near) - 1)
+        out[m] = {"slowdown": means[m] / means["off"] - 1, "paired_mean": statistics.fmean(diffs) if diffs else None,
+                  "paired_se": statistics.stdev(diffs) / len(diffs) ** 0.5 if len(diffs) > 1 else None,
+                  "blocks": len(diffs)}
+    return out
+
+
+def steady(a, model, fn):
+    """One mode for --seconds: whatever this process runs under."""
+    times, i, t0 = [], 0, time.perf_counter()
+    while time.perf_counter() - t0 < a.seconds:
+        times.append(timed(fn, model, i))
+        i += 1
+    agent = None
+    try:
+        import vramscope
+
+        agent = {"sampling": vramscope.status().get("sampling"), "cost": vramscope.status().get("cost")}
+    except Exception:
+        pass
+    return {"iterations": len(times), "wall_s": time.perf_counter() - t0, "mean_s": statistics.fmean(times[1:]),
+            "median_s": statistics.median(times[1:]), "times": times, "agent": agent,
+            "under_agent": "vramscope" in sys.modules}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--workload", choices=sorted(WORKLOADS), required=True)
+    ap.add_argument("--cycle", default="")
+    ap.add_argument("--blocks", type=int, default=12)
+    ap.add_argument("--block-s", type=float, default=5.0)
+    ap.add_argument("--scale", type=float, default=6.0)
+    ap.add_argument("--seconds", type=float, default=20.0)
+    a = ap.parse_args()
+    build, fn = WORKLOADS[a.workload]
+    model = build()
+    for i in range(2):  # warm the kernels and the allocator's cache
+        fn(model, i)
+    torch.cuda.synchronize()
+    r = cycle(a, model, fn) if a.cycle else steady(a, model, fn)
+    r.update(workload=a.workload, torch=torch.__version__, device=torch.cuda.get_device_name(0),
+             utc=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), argv=sys.argv[1:])
+    print(json.dumps(r), flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,135 @@
+package analyze
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/vramscope/vramscope/profiler"
+)
+
+// KVCache is a device's key/value cache at the snapshot, from the agent's
+// walk: every tensor of kind kv_cache, shaped [batch, heads, seq, head_dim]
+// (jupyter/vramscope/_tensors.py). BytesPerToken is what one more token of
+// one sequence adds over every layer's keys and values: the figure that
+// says which batch and length fit.
+type KVCache struct {
+	Name          string `json:"name"` // the largest group ("cache.layers[*].keys")
+	Bytes         int64  `json:"bytes"`
+	Tensors       int    `json:"tensors"`
+	Layers        int    `json:"layers"`
+	Batch         int64  `json:"batch"`
+	Tokens        int64  `json:"tokens"` // the sequence length it holds (a static cache: its capacity)
+	BytesPerToken int64  `json:"bytes_per_token"`
+}
+
+// kvCache sums the KV cache named on dev; nil when the walk named none with
+// a [batch, heads, seq, head_dim] shape.
+func (a *analysis) kvCache(dev int) *KVCache {
+	if a.names == nil {
+		return nil
+	}
+	return SummarizeKV(a.names.walk.Entries, dev)
+}
+
+// SummarizeKV sums the entries of kind kv_cache on dev.
+func SummarizeKV(entries []profiler.NamedTensor, dev int) *KVCache {
+	kv := &KVCache{}
+	perToken := 0.0
+	groups := map[string]int64{}
+	for _, e := range entries {
+		if e.Kind != "kv_cache" || e.Device != dev || len(e.Shape) != 4 || e.Shape[0] <= 0 || e.Shape[2] <= 0 {
+			continue
+		}
+		kv.Bytes += e.Bytes
+		kv.Tensors++
+		kv.Batch = max(kv.Batch, e.Shape[0])
+		kv.Tokens = max(kv.Tokens, e.Shape[2])
+		perToken += float64(e.Bytes) / float64(e.Shape[0]*e.Shape[2])
+		groups[groupName(e.Name)] += e.Bytes
+	}
+	if kv.Tensors == 0 {
+		return nil
+	}
+	kv.BytesPerToken = int64(perToken + 0.5)
+	kv.Layers = max(1, kv.Tensors/2) // a key and a value per layer
+	kv.Name = largestGroup(groups)
+	return kv
+}
+
+func largestGroup(groups map[string]int64) string {
+	names := make([]string, 0, len(groups))
+	for n := range groups {
+		names = append(names, n)
+	}
+	sort.Slice(names, func(i, j int) bool {
+		if groups[names[i]] != groups[names[j]] {
+			return groups[names[i]] > groups[names[j]]
+		}
+		return names[i] < names[j]
+	})
+	return names[0]
+}
+
+// KVFit is what fits a memory limit, by the KV cache's size per token: the
+// largest batch at the cache's length and the longest sequence at its batch.
+type KVFit struct {
+	Limit     int64 `json:"limit"`
+	Fixed     int64 `json:"fixed"`      // what does not grow with the batch (weights, graph pools)
+	PerSeq    int64 `json:"per_seq"`    // what one sequence holds besides its cache (activations, logits)
+	MaxBatch  int64 `json:"max_batch"`  // at kv.Tokens
+	MaxTokens int64 `json:"max_tokens"` // at kv.Batch
+}
+
+// Fit: memory(batch, tokens) = fixed + batch·(perSeq + tokens·bpt·(1 + 1/(2·layers))),
+// the last term one layer's keys being copied as the cache grows by one
+// token (torch.cat makes the longer tensor before it frees the old one).
+func (kv *KVCache) Fit(limit, fixed, perSeq int64) KVFit {
+	f := KVFit{Limit: limit, Fixed: fixed, PerSeq: perSeq}
+	tok := float64(kv.BytesPerToken) * (1 + 1/(2*float64(kv.Layers)))
+	room := float64(limit - fixed)
+	if room <= 0 || tok <= 0 {
+		return f
+	}
+	f.MaxBatch = int64(room / (float64(perSeq) + float64(kv.Tokens)*tok))
+	if kv.Batch > 0 {
+		f.MaxTokens = max(0, int64((room/float64(kv.Batch)-float64(perSeq))/tok))
+	}
+	return f
+}
+
+// oomKV adds to an OOM finding what the KV cache held when it failed and
+// which batch and length fit, for a snapshot the agent named at the failure.
+// The limit is the reserved memory at the failure (a lower bound of the cap
+// or the device), plus the device's free memory when that is what ran out.
+func (dg *devDiag) oomKV(f *Finding, od oomDiag) {
+	kv := dg.d.KVCache
+	if kv == nil || !od.atEnd || kv.Batch <= 0 {
+		return
+	}
+	o := od.o
+	limit := o.Reserved
+	if int64(o.DeviceFree) < o.Requested {
+		limit += int64(o.DeviceFree)
+	}
+	fixed := catBytes(od.cats, CatParameter) + catBytes(od.cats, CatGraphPool)
+	perSeq := max(0, (o.Allocated-kv.Bytes-fixed)/kv.Batch)
+	fit := kv.Fit(limit, fixed, perSeq)
+	n := f.Evidence.Numbers
+	n["kv_cache_bytes"], n["kv_batch"], n["kv_tokens"], n["kv_bytes_per_token"] = kv.Bytes, kv.Batch, kv.Tokens, kv.BytesPerToken
+	n["kv_layers"], n["fit_limit"], n["fit_max_batch"], n["fit_max_tokens"] = int64(kv.Layers), limit, fit.MaxBatch, fit.MaxTokens
+	f.Title += fmt.Sprintf("; the KV cache holds %s: batch %d x %d tokens, %s a token", fb(kv.Bytes), kv.Batch, kv.Tokens,
+		fb(kv.BytesPerToken))
+	if f.Cause == "capacity" { // the generic tail speaks of training (checkpointing, optimizer state)
+		f.Fix = kvFix(kv, fit) + "; or make the cache smaller per token (a quantized KV cache, fewer key/value heads) " +
+			"or shard the model over more GPUs"
+		return
+	}
+	f.Fix = kvFix(kv, fit) + "; " + f.Fix
+}
+
+// kvFix says which batch and length fit.
+func kvFix(kv *KVCache, fit KVFit) string {
+	return fmt.Sprintf("the KV cache (%s) takes %s a token for each sequence; in the %s the process could use, "+
+		"at %d tokens a batch of %d fits, and at batch %d, %d tokens", kv.Name, fb(kv.BytesPerToken), fb(fit.Limit),
+		kv.Tokens, fit.MaxBatch, kv.Batch, fit.MaxTokens)
+}
