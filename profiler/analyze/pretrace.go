@@ -14,7 +14,8 @@ import (
 // block is counted in its category.
 
 // preCategory is the category of a block alive at the snapshot that the
-// trace never allocated: what the agent named it, else (with names) unknown,
+// trace never allocated: graph_pool in a private pool's segment (CUDA
+// graphs), else what the agent named it, else (with names) unknown,
 // else optimizer state when optimizer code allocated it. A block with no
 // frames at all (made before recording began) in a run that steps an
 // optimizer whose state no live block's frames show may be a parameter or
