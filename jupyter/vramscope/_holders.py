@@ -284,10 +284,8 @@ def _legacy_kv(w, v, path):
     """past_key_values as tuples: one (key, value[, cross key, cross value])
     tuple of 4-D tensors per layer, under a name that says so (past, present,
     cache: a list of (image, mask) pairs is not a cache)."""
-    if not _KV_NAME.search(path):
-        return None
     layers = _copy((list.__iter__ if issubclass(type(v), list) else tuple.__iter__)(v))
-    if not layers or len(layers) > 4096:
+    if not layers or len(layers) > 4096 or type(layers[0]) is not tuple or not _KV_NAME.search(path):
         return None
     out = []
     for i, layer in enumerate(layers):
