@@ -334,3 +334,19 @@ class ShadyTuple(tuple):
 
     def __iter__(self):
         raise AssertionError("ran __iter__()")
+
+
+def test_a_slow_route_leaves_the_globals_time(helper, monkeypatch):
+    """Locals holding a huge object graph use at most half the time left:
+    the globals still get theirs (the walk says it was cut short)."""
+    def endless(w, frames):
+        while True:
+            w.tick()
+    monkeypatch.setattr(_tensors._globals, "_locals", endless)
+    monkeypatch.setattr(_tensors, "_CHECK_EVERY", 1)
+    helper.mask(512, 1)
+    gc.collect()
+    res = _tensors.name_tensors(fake_torch, budget_s=0.4)
+    n = names_by_ptr(res)
+    assert n[ptr(helper._CACHE[(16, 512, 1)])][4] == "maskcache._CACHE[(16, 512, 1)]"
+    assert res["truncated"] is True
