@@ -19,8 +19,9 @@ _ATOM = frozenset((str, bytes, bytearray, int, float, bool, complex, type(None),
                    types.CodeType, types.FrameType, types.BuiltinFunctionType, types.MethodType,
                    types.GeneratorType, types.CoroutineType, range, slice, property))
 _SEQ = (list, tuple)
-# A per-layer object's key and value attributes, and a cache's paired per-layer lists.
+# Legacy past_key_values tuples are taken for a cache only under a name that says so.
 _KV_NAME = re.compile(r"(?i)past|present|cache")
+# A per-layer object's key and value attributes, and a cache's paired per-layer lists.
 _KV_ATTRS = (("keys", "values"), ("key_cache", "value_cache"), ("k_cache", "v_cache"), ("k", "v"), ("key", "value"))
 
 
