@@ -350,3 +350,27 @@ def test_a_slow_route_leaves_the_globals_time(helper, monkeypatch):
     n = names_by_ptr(res)
     assert n[ptr(helper._CACHE[(16, 512, 1)])][4] == "maskcache._CACHE[(16, 512, 1)]"
     assert res["truncated"] is True
+
+
+def test_a_class_imported_elsewhere_first(tmp_path, monkeypatch):
+    """class_cache.py on the H200 (docs/oom-naming.md): the program, whose
+    globals (__main__'s) are walked first, imports the class (`from postable
+    import PositionTable`); the class is entered from its own module."""
+    (tmp_path / "maskcache.py").write_text(HELPER)
+    (tmp_path / "trainer.py").write_text("from maskcache import Rotary, bounded, keep  # noqa\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setitem(sys.modules, "__main__", importlib.import_module("trainer"))  # walked first
+    helper = sys.modules["maskcache"]
+    try:
+        helper.FACTORY = Maker(0x7800000)
+        helper.Rotary.table(2048)
+        helper.bounded(3)
+        helper.keep(5)
+        _, n = walk()
+        table, lru, kept = helper.FACTORY.made
+        assert n[ptr(table)][4] == "maskcache.Rotary._tables[(2048, 1.0)]"
+        assert n[ptr(lru)][4] == "maskcache.bounded.<lru_cache>[3]"
+        assert n[ptr(kept)][4] == "maskcache.keep.<locals>.kept[0]"
+    finally:
+        sys.modules.pop("maskcache", None)
+        sys.modules.pop("trainer", None)
