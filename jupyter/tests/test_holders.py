@@ -374,3 +374,26 @@ def test_a_class_imported_elsewhere_first(tmp_path, monkeypatch):
     finally:
         sys.modules.pop("maskcache", None)
         sys.modules.pop("trainer", None)
+
+
+def test_a_trainable_weight_behind_a_cast_names_its_module():
+    """Under autocast a trainable weight reaches the matmul through a cast
+    and a transpose (ToCopyBackward0, TBackward0): the matmul's module is the
+    weight's, not that of its input (listed first) from the layer before."""
+    gc.collect()
+    w_prev, w_proj = Parameter(0x9F00000), Parameter(0x9F10000)
+    model = Module(prev=Module(), proj=Module())
+    model._modules["prev"]._parameters["weight"] = w_prev
+    model._modules["proj"]._parameters["weight"] = w_proj
+    out = build_cast_graph(w_prev, w_proj)  # noqa: F841
+    _, n = walk()
+    del model
+    assert n[0x9F30000][4:6] == ["saved by MmBackward0 in model.proj", "model.proj"], n[0x9F30000]
+    assert n[0x9F20000][5] == "model.prev"
+
+
+def build_cast_graph(w_prev, w_proj):
+    prev = Node("MulBackward0", [AccumulateGrad(w_prev)], other=Tensor(0x9F20000))
+    weight = Node("TBackward0", [Node("ToCopyBackward0", [AccumulateGrad(w_proj)])])
+    mm = Node("MmBackward0", [prev, weight], self=Tensor(0x9F30000))
+    return Tensor(0x9F40000, grad_fn=mm)
