@@ -8,6 +8,7 @@ import gc
 import importlib
 import sys
 import textwrap
+import types
 import weakref
 
 import pytest
@@ -397,3 +398,36 @@ def build_cast_graph(w_prev, w_proj):
     weight = Node("TBackward0", [Node("ToCopyBackward0", [AccumulateGrad(w_proj)])])
     mm = Node("MmBackward0", [prev, weight], self=Tensor(0x9F30000))
     return Tensor(0x9F40000, grad_fn=mm)
+
+
+class Linear(Module):
+    pass
+
+
+def test_cast_weights_by_how_each_module_uses_them():
+    """GPT-2's MLP: c_fc's (128, 512) weight and c_proj's (512, 128) are
+    Conv1D weights, used as they are; an nn.Linear's (64, 32) weight is used
+    transposed. Each saved cast copy names its own module."""
+    gc.collect()
+    torch = types.SimpleNamespace(Tensor=Tensor, nn=types.SimpleNamespace(Module=Module, Linear=Linear),
+                                  optim=fake_torch.optim)
+    c_fc, c_proj, lin = Module(), Module(), Linear()
+    c_fc._parameters["weight"] = Parameter(0xA100000, shape=(128, 512))
+    c_proj._parameters["weight"] = Parameter(0xA110000, shape=(512, 128))
+    lin._parameters["weight"] = Parameter(0xA120000, shape=(64, 32))
+    model = Module(h=Module(**{"0": Module(mlp=Module(c_fc=c_fc, c_proj=c_proj), lin=lin)}))
+    out = build_casts([(128, 512), (32, 64)])  # noqa: F841
+    res = _tensors.name_tensors(torch)
+    del model
+    n = names_by_ptr(res)
+    assert n[0xA200000][5] == "model.h.0.mlp.c_fc", n[0xA200000]
+    assert n[0xA200001][5] == "model.h.0.lin", n[0xA200001]
+
+
+def build_casts(shapes):
+    nodes = []
+    for i, shape in enumerate(shapes):
+        cast = Tensor(0xA300000 + i, shape=shape)
+        cast.requires_grad = False
+        nodes.append(Node("MmBackward0", [], mat2=cast, self=Tensor(0xA200000 + i)))
+    return Tensor(0xA400000, grad_fn=Node("AddBackward0", nodes))

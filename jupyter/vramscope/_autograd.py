@@ -14,16 +14,20 @@ _WRAPPERS = frozenset(("TBackward0", "ToCopyBackward0", "TransposeBackward0", "P
                        "ViewBackward0", "ReshapeAliasBackward0", "ExpandBackward0", "UnsqueezeBackward0"))
 
 
-def index_shape(w, p, path):
-    """Index parameter p's module by p's shape: under autocast a matmul saves
-    a cast copy of a frozen weight, which has its shape but not its storage."""
+def index_shape(w, p, path, module):
+    """Index parameter p's module by the shape a matmul saves it in: under
+    autocast a matmul saves a cast copy of a frozen weight, which has its
+    shape but not its storage. nn.Linear's weight is used transposed
+    (F.linear: input @ weight.T), any other (transformers' Conv1D) as is."""
     shape = _holders.shape_of(p)
     if not shape or len(shape) < 2:
         return
-    for s in {tuple(shape), tuple(reversed(shape))}:
-        paths = w.param_shapes.setdefault(s, [])
-        if len(paths) < MAX_PATHS_A_SHAPE:
-            paths.append(path)
+    linear = getattr(getattr(w.torch, "nn", None), "Linear", None)
+    if linear is not None and issubclass(type(module), linear):
+        shape = list(reversed(shape))
+    paths = w.param_shapes.setdefault(tuple(shape), [])
+    if len(paths) < MAX_PATHS_A_SHAPE:
+        paths.append(path)
 
 
 def activations(w, tensors):
