@@ -125,6 +125,9 @@ func writeTensors(w io.Writer, t *analyze.Tensors, top int) {
 		if g.File != "" {
 			where = fmt.Sprintf(" at %s:%d", filepath.Base(g.File), g.Line)
 		}
+		if g.Growing {
+			where += ", a cache that grows"
+		}
 		fmt.Fprintf(w, "  %10s  %-15s %s (%d)%s\n", fb(g.Bytes), g.Kind, g.Name, g.Tensors, where)
 	}
 }

@@ -8,6 +8,7 @@ import gc
 import importlib
 import sys
 import textwrap
+import types
 import weakref
 
 import pytest
@@ -334,3 +335,99 @@ class ShadyTuple(tuple):
 
     def __iter__(self):
         raise AssertionError("ran __iter__()")
+
+
+def test_a_slow_route_leaves_the_globals_time(helper, monkeypatch):
+    """Locals holding a huge object graph use at most half the time left:
+    the globals still get theirs (the walk says it was cut short)."""
+    def endless(w, frames):
+        while True:
+            w.tick()
+    monkeypatch.setattr(_tensors._globals, "_locals", endless)
+    monkeypatch.setattr(_tensors, "_CHECK_EVERY", 1)
+    helper.mask(512, 1)
+    gc.collect()
+    res = _tensors.name_tensors(fake_torch, budget_s=0.4)
+    n = names_by_ptr(res)
+    assert n[ptr(helper._CACHE[(16, 512, 1)])][4] == "maskcache._CACHE[(16, 512, 1)]"
+    assert res["truncated"] is True
+
+
+def test_a_class_imported_elsewhere_first(tmp_path, monkeypatch):
+    """class_cache.py on the H200 (docs/oom-naming.md): the program, whose
+    globals (__main__'s) are walked first, imports the class (`from postable
+    import PositionTable`); the class is entered from its own module."""
+    (tmp_path / "maskcache.py").write_text(HELPER)
+    (tmp_path / "trainer.py").write_text("from maskcache import Rotary, bounded, keep  # noqa\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setitem(sys.modules, "__main__", importlib.import_module("trainer"))  # walked first
+    helper = sys.modules["maskcache"]
+    try:
+        helper.FACTORY = Maker(0x7800000)
+        helper.Rotary.table(2048)
+        helper.bounded(3)
+        helper.keep(5)
+        _, n = walk()
+        table, lru, kept = helper.FACTORY.made
+        assert n[ptr(table)][4] == "maskcache.Rotary._tables[(2048, 1.0)]"
+        assert n[ptr(lru)][4] == "maskcache.bounded.<lru_cache>[3]"
+        assert n[ptr(kept)][4] == "maskcache.keep.<locals>.kept[0]"
+    finally:
+        sys.modules.pop("maskcache", None)
+        sys.modules.pop("trainer", None)
+
+
+def test_a_trainable_weight_behind_a_cast_names_its_module():
+    """Under autocast a trainable weight reaches the matmul through a cast
+    and a transpose (ToCopyBackward0, TBackward0): the matmul's module is the
+    weight's, not that of its input (listed first) from the layer before."""
+    gc.collect()
+    w_prev, w_proj = Parameter(0x9F00000), Parameter(0x9F10000)
+    model = Module(prev=Module(), proj=Module())
+    model._modules["prev"]._parameters["weight"] = w_prev
+    model._modules["proj"]._parameters["weight"] = w_proj
+    out = build_cast_graph(w_prev, w_proj)  # noqa: F841
+    _, n = walk()
+    del model
+    assert n[0x9F30000][4:6] == ["saved by MmBackward0 in model.proj", "model.proj"], n[0x9F30000]
+    assert n[0x9F20000][5] == "model.prev"
+
+
+def build_cast_graph(w_prev, w_proj):
+    prev = Node("MulBackward0", [AccumulateGrad(w_prev)], other=Tensor(0x9F20000))
+    weight = Node("TBackward0", [Node("ToCopyBackward0", [AccumulateGrad(w_proj)])])
+    mm = Node("MmBackward0", [prev, weight], self=Tensor(0x9F30000))
+    return Tensor(0x9F40000, grad_fn=mm)
+
+
+class Linear(Module):
+    pass
+
+
+def test_cast_weights_by_how_each_module_uses_them():
+    """GPT-2's MLP: c_fc's (128, 512) weight and c_proj's (512, 128) are
+    Conv1D weights, used as they are; an nn.Linear's (64, 32) weight is used
+    transposed. Each saved cast copy names its own module."""
+    gc.collect()
+    torch = types.SimpleNamespace(Tensor=Tensor, nn=types.SimpleNamespace(Module=Module, Linear=Linear),
+                                  optim=fake_torch.optim)
+    c_fc, c_proj, lin = Module(), Module(), Linear()
+    c_fc._parameters["weight"] = Parameter(0xA100000, shape=(128, 512))
+    c_proj._parameters["weight"] = Parameter(0xA110000, shape=(512, 128))
+    lin._parameters["weight"] = Parameter(0xA120000, shape=(64, 32))
+    model = Module(h=Module(**{"0": Module(mlp=Module(c_fc=c_fc, c_proj=c_proj), lin=lin)}))
+    out = build_casts([(128, 512), (32, 64)])  # noqa: F841
+    res = _tensors.name_tensors(torch)
+    del model
+    n = names_by_ptr(res)
+    assert n[0xA200000][5] == "model.h.0.mlp.c_fc", n[0xA200000]
+    assert n[0xA200001][5] == "model.h.0.lin", n[0xA200001]
+
+
+def build_casts(shapes):
+    nodes = []
+    for i, shape in enumerate(shapes):
+        cast = Tensor(0xA300000 + i, shape=shape)
+        cast.requires_grad = False
+        nodes.append(Node("MmBackward0", [], mat2=cast, self=Tensor(0xA200000 + i)))
+    return Tensor(0xA400000, grad_fn=Node("AddBackward0", nodes))

@@ -9,18 +9,25 @@ from . import _holders
 
 _LAYER = re.compile(r"\.\d+(?=\.|$)")
 MAX_PATHS_A_SHAPE = 1024  # modules kept per parameter shape
+# Nodes that only transpose, reshape or cast a weight on its way to a matmul.
+_WRAPPERS = frozenset(("TBackward0", "ToCopyBackward0", "TransposeBackward0", "PermuteBackward0",
+                       "ViewBackward0", "ReshapeAliasBackward0", "ExpandBackward0", "UnsqueezeBackward0"))
 
 
-def index_shape(w, p, path):
-    """Index parameter p's module by p's shape: under autocast a matmul saves
-    a cast copy of a frozen weight, which has its shape but not its storage."""
+def index_shape(w, p, path, module):
+    """Index parameter p's module by the shape a matmul saves it in: under
+    autocast a matmul saves a cast copy of a frozen weight, which has its
+    shape but not its storage. nn.Linear's weight is used transposed
+    (F.linear: input @ weight.T), any other (transformers' Conv1D) as is."""
     shape = _holders.shape_of(p)
     if not shape or len(shape) < 2:
         return
-    for s in {tuple(shape), tuple(reversed(shape))}:
-        paths = w.param_shapes.setdefault(s, [])
-        if len(paths) < MAX_PATHS_A_SHAPE:
-            paths.append(path)
+    linear = getattr(getattr(w.torch, "nn", None), "Linear", None)
+    if linear is not None and issubclass(type(module), linear):
+        shape = list(reversed(shape))
+    paths = w.param_shapes.setdefault(tuple(shape), [])
+    if len(paths) < MAX_PATHS_A_SHAPE:
+        paths.append(path)
 
 
 def activations(w, tensors):
@@ -104,10 +111,29 @@ def _own_module(w, fn, saved):
         if row is not None and row[3] == "parameter":
             return row[5]
     for n, _ in _nexts(fn):
-        var = getattr(n, "variable", None)
+        var = _parameter_below(n)
         if var is not None and id(var) in w.param_names:
             return w.param_names[id(var)][1]
     return ""
+
+
+def _parameter_below(n, hops=3):
+    """The parameter whose AccumulateGrad node n is, or that n reaches
+    through a chain of one-input nodes (a transpose, autocast's cast of a
+    trainable weight: TBackward0 -> ToCopyBackward0 -> AccumulateGrad)."""
+    for _ in range(hops):
+        var = getattr(n, "variable", None)
+        if var is not None:
+            return var
+        try:
+            wrapper = n.name() in _WRAPPERS
+        except Exception:
+            return None
+        nexts = _nexts(n)
+        if not wrapper or len(nexts) != 1:
+            return None
+        n = nexts[0][0]
+    return getattr(n, "variable", None)
 
 
 def _cast_weight_module(w, saved, below):

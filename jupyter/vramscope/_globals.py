@@ -17,6 +17,7 @@ import os
 import re
 import sys
 import sysconfig
+import time
 import types
 
 from . import _holders
@@ -27,12 +28,22 @@ _MODULE_DICT = types.ModuleType.__dict__["__dict__"]
 
 
 def holders(w, frames):
-    """Name what the first part left unnamed, by route; never raises past the
-    walk's own out-of-time exception."""
-    for route in (_locals, _attributes, _globals):
+    """Name what the first part left unnamed, by route: the first two get at
+    most half the time left each (a local holding a large object graph must
+    not leave the globals no time), the last all of it."""
+    end = w.deadline
+    for route in (_locals, _attributes):
         if not w.remaining:
             return
-        route(w, frames)
+        w.deadline = time.perf_counter() + (end - time.perf_counter()) / 2
+        try:
+            route(w, frames)
+        except _holders.OutOfTime:
+            w.truncated = True
+        finally:
+            w.deadline = end
+    if w.remaining:
+        _globals(w, frames)
 
 
 def _locals(w, frames):

@@ -19,8 +19,9 @@ _ATOM = frozenset((str, bytes, bytearray, int, float, bool, complex, type(None),
                    types.CodeType, types.FrameType, types.BuiltinFunctionType, types.MethodType,
                    types.GeneratorType, types.CoroutineType, range, slice, property))
 _SEQ = (list, tuple)
-# A per-layer object's key and value attributes, and a cache's paired per-layer lists.
+# Legacy past_key_values tuples are taken for a cache only under a name that says so.
 _KV_NAME = re.compile(r"(?i)past|present|cache")
+# A per-layer object's key and value attributes, and a cache's paired per-layer lists.
 _KV_ATTRS = (("keys", "values"), ("key_cache", "value_cache"), ("k_cache", "v_cache"), ("k", "v"), ("key", "value"))
 
 
@@ -67,7 +68,7 @@ def _visit(w, stack, site, seen, depth):
         if site.roots is not None and getattr(v, "grad_fn", None) is not None:
             site.roots.append(v)
         return
-    if id(v) in seen or issubclass(t, w.skip):
+    if id(v) in seen or issubclass(t, w.skip) or _foreign(v, t, site.home):
         return
     kv = _kv_cache(w, v, t, p) if t.__name__.endswith("Cache") or issubclass(t, _SEQ) else None
     if kv:
@@ -79,6 +80,22 @@ def _visit(w, stack, site, seen, depth):
     seen.add(id(v))
     w.tick()
     stack.extend((x, q, d + 1, kind) for x, q in _children(w, v, t, p, site.home))
+
+
+def _foreign(v, t, home):
+    """Whether v is a class or function that a walk from home does not enter:
+    any class outside a module's globals walk, and while walking module
+    home's globals a class or function defined elsewhere (it is entered from
+    its own module; marked seen here it would never be)."""
+    if issubclass(t, type):
+        return home is None or type.__getattribute__(v, "__dict__").get("__module__") != home
+    if home is None:
+        return False
+    if t is types.FunctionType:
+        return v.__module__ != home
+    if t.__name__ == "_lru_cache_wrapper":
+        return (instance_dict(v, t) or {}).get("__module__") != home
+    return False
 
 
 def _children(w, v, t, path, home):
@@ -199,9 +216,7 @@ def attribute(v, name):
 def _function(f, path, home):
     """A function's closure cells ("make.<locals>.cache"), defaults and
     attributes (a cache set on the function, the function functools.wraps
-    wrapped), if it belongs to the module being walked."""
-    if home is not None and f.__module__ != home:
-        return []
+    wrapped)."""
     out = []
     cells = f.__closure__ or ()
     for name, cell in zip(f.__code__.co_freevars, cells):
@@ -221,8 +236,6 @@ def _lru_cache(f, path, home):
     the C wrapper shows the garbage collector its cache dict (key -> result
     when unbounded) and, when bounded, each entry's key and result in turn."""
     d = instance_dict(f, type(f)) or {}
-    if home is not None and d.get("__module__") != home:
-        return []
     out = [(d.get("__wrapped__"), path + ".__wrapped__")]
     try:
         refs = gc.get_referents(f)
@@ -245,11 +258,8 @@ def _lru_cache(f, path, home):
 
 
 def _class(cls, path, home):
-    """A class's own attributes ("RotaryTable._tables"), if the class is the
-    walked module's own."""
+    """A class's own attributes ("RotaryTable._tables")."""
     d = type.__getattribute__(cls, "__dict__")
-    if home is None or d.get("__module__") != home:
-        return []
     return [(x, "%s.%s" % (path, k)) for k, x in _copy(d.items()) if type(k) is str and not k.startswith("__")]
 
 
@@ -284,10 +294,8 @@ def _legacy_kv(w, v, path):
     """past_key_values as tuples: one (key, value[, cross key, cross value])
     tuple of 4-D tensors per layer, under a name that says so (past, present,
     cache: a list of (image, mask) pairs is not a cache)."""
-    if not _KV_NAME.search(path):
-        return None
     layers = _copy((list.__iter__ if issubclass(type(v), list) else tuple.__iter__)(v))
-    if not layers or len(layers) > 4096:
+    if not layers or len(layers) > 4096 or type(layers[0]) is not tuple or not _KV_NAME.search(path):
         return None
     out = []
     for i, layer in enumerate(layers):

@@ -283,7 +283,7 @@ def _modules(w, modules, roots):
                     continue
                 name = "%s.%s" % (path, k)
                 w.param_names.setdefault(id(p), (name, path))
-                _autograd.index_shape(w, p, path)
+                _autograd.index_shape(w, p, path, m)
                 w.add(p, "parameter", name, path)
                 g = getattr(p, "grad", None)
                 if g is not None:

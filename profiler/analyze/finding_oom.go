@@ -7,9 +7,11 @@ import (
 
 // oomFinding reports one OOM event with the state around it and its cause:
 // the finding kind that explains it, decided from the evidence in this order —
-// fragmentation (enough was cached, not in one piece), unbounded_cache (a
-// holder the agent named at the failure is a cache that grows and holds a
-// quarter or more of the memory: growingHolder), leak (memory grew step
+// unbounded_cache (a holder the agent named at the failure is a cache that
+// grows and holds a quarter or more of the memory: growingHolder; ahead of
+// fragmentation, which a cache of ever new sizes also causes and which
+// expandable segments would only put off), fragmentation (enough was
+// cached, not in one piece), leak (memory grew step
 // after step until it ran out), large_allocation (one request is a large share
 // of what was needed), activation_peak (activations saved for backward are
 // most of it), optimizer_state (optimizer state is most of it), and otherwise
@@ -22,10 +24,10 @@ func (dg *devDiag) oomFinding(i int, leak bool) Finding {
 	cause := "capacity"
 	grows := dg.growingHolder(od)
 	switch {
-	case od.frag:
-		cause = KindFragmentation
 	case grows != nil:
 		cause = KindUnboundedCache
+	case od.frag:
+		cause = KindFragmentation
 	case leak:
 		cause = KindLeak
 	case od.large:

@@ -1,6 +1,7 @@
 package analyze_test
 
 import (
+	"fmt"
 	"math"
 	"path/filepath"
 	"strings"
@@ -16,7 +17,7 @@ import (
 // (docs/oom-naming.md). Between two recorded windows the trace holds the
 // failing request alone: everything else is named by the tensor walk or not
 // at all.
-var oomSnapshots = []string{"late_long_batch", "too_big", "kept_growth", "lora", "snap_between_windows"}
+var oomSnapshots = []string{"late_long_batch", "too_big", "kept_growth", "lora", "snap_between_windows", "global_cache"}
 
 func oomResult(t *testing.T, name string) (*analyze.Result, *torchsnap.Snapshot) {
 	t.Helper()
@@ -151,5 +152,48 @@ func TestNoNamesNoSection(t *testing.T) {
 		if c.Name == analyze.CatUnknown {
 			t.Errorf("an unknown category without names: %+v", r.Categories)
 		}
+	}
+}
+
+// The OOM programs of issue #28 (examples/oom, run on the H200 by the agent
+// that walks holders; docs/oom-naming.md): a cache that grows in an imported
+// helper's global dict is the OOM's cause, by its holder's name and line
+// (before, "capacity" and 14.9% named).
+var growingOOMs = []struct{ name, holder, file string }{
+	{"global_cache", "maskcache._CACHE[*]", "maskcache.py"},
+}
+
+// TestGrowingHolderIsTheOOMCause: the holder is one growing group of most of
+// the memory, and the OOM's cause is unbounded_cache with its name and line.
+func TestGrowingHolderIsTheOOMCause(t *testing.T) {
+	for _, c := range growingOOMs {
+		t.Run(c.name, func(t *testing.T) {
+			r, _ := oomResult(t, c.name)
+			var g *analyze.TensorGroup
+			for i := range r.Tensors.Groups {
+				if strings.HasPrefix(r.Tensors.Groups[i].Name, c.holder) {
+					g = &r.Tensors.Groups[i]
+					break
+				}
+			}
+			if g == nil || !g.Growing || g.Kind != "global" || g.Tensors < 8 || filepath.Base(g.File) != c.file || g.Line <= 0 {
+				t.Fatalf("holder group %+v in %+v", g, r.Tensors.Groups[:3])
+			}
+			if 4*g.Bytes < r.Tensors.LiveBytes {
+				t.Errorf("the holder has %d of %d live bytes", g.Bytes, r.Tensors.LiveBytes)
+			}
+			var oom *analyze.Finding
+			for i := range r.Findings {
+				if r.Findings[i].Kind == analyze.KindOOM {
+					oom = &r.Findings[i]
+				}
+			}
+			if oom == nil || oom.Cause != analyze.KindUnboundedCache {
+				t.Fatalf("OOM finding %+v", oom)
+			}
+			if !strings.Contains(oom.Fix, g.Name) || !strings.Contains(oom.Fix, fmt.Sprintf("%s:%d", g.File, g.Line)) {
+				t.Errorf("fix %q does not name %s at %s:%d", oom.Fix, g.Name, g.File, g.Line)
+			}
+		})
 	}
 }
