@@ -194,7 +194,7 @@ func bytesKey(k string) bool {
 	if strings.HasPrefix(k, "growth") {
 		return true // growth_per_step
 	}
-	for _, suffix := range []string{"_pct", "_step", "blocks", "tensors", "sizes", "segments", "steps"} {
+	for _, suffix := range []string{"_pct", "_step", "blocks", "tensors", "sizes", "segments", "steps", "_batch", "_tokens", "_layers", "entries"} {
 		if strings.HasSuffix(k, suffix) {
 			return false
 		}

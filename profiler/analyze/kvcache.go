@@ -97,6 +97,10 @@ func (kv *KVCache) Fit(limit, fixed, perSeq int64) KVFit {
 	return f
 }
 
+// kvShareMin: the KV cache speaks for an OOM when it holds at least 1/kvShareMin
+// of the memory allocated at the failure beyond the weights and graph pools.
+const kvShareMin = 5
+
 // oomKV adds to an OOM finding what the KV cache held when it failed and
 // which batch and length fit, for a snapshot the agent named at the failure.
 // The limit is the reserved memory at the failure (a lower bound of the cap
@@ -107,11 +111,18 @@ func (dg *devDiag) oomKV(f *Finding, od oomDiag) {
 		return
 	}
 	o := od.o
+	fixed := catBytes(od.cats, CatParameter) + catBytes(od.cats, CatGraphPool)
+	if kv.Bytes*kvShareMin < o.Allocated-fixed {
+		// A cache a training forward keeps on the side (transformers' use_cache
+		// in a fine-tune: 3% of a LoRA run's memory beyond its weights at its
+		// OOM on the H200) is not what to size the batch by: the finding keeps
+		// its own cause and fix.
+		return
+	}
 	limit := o.Reserved
 	if int64(o.DeviceFree) < o.Requested {
 		limit += int64(o.DeviceFree)
 	}
-	fixed := catBytes(od.cats, CatParameter) + catBytes(od.cats, CatGraphPool)
 	perSeq := max(0, (o.Allocated-kv.Bytes-fixed)/kv.Batch)
 	fit := kv.Fit(limit, fixed, perSeq)
 	n := f.Evidence.Numbers
