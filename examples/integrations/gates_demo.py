@@ -1,6 +1,6 @@
 """Real CUDA tests for vramscope's pytest plugin (run explicitly, on a GPU:
 `pytest examples/integrations/gates_demo.py`). Two of them are meant to fail
-their gate: the output shows what a failing gate says (docs/gpu/pytest-plugin.md)."""
+their gate: the output shows what a failing gate says (docs/gpu/integrations/README.md)."""
 import os
 
 import pytest

@@ -1,5 +1,5 @@
 """200 tiny CUDA tests, none marked: what the plugin costs tests without a gate
-(docs/gpu/pytest-plugin.md: this file with the plugin and with -p no:vramscope)."""
+(docs/gpu/integrations/README.md: this file with the plugin and with -p no:vramscope)."""
 import pytest
 import torch
 

@@ -2,7 +2,7 @@
 entry point as an installed package's is) on pytest sessions run by pytester
 in a child process, with the fake torch's allocator (faketorch: real Python
 stacks in its trace, analysed by the real engine). The real CUDA run is on
-the GPU machine (docs/gpu/pytest-plugin.md)."""
+the GPU machine (docs/gpu/integrations/README.md)."""
 import json
 import os
 
@@ -52,7 +52,7 @@ def test_limit_fails_with_the_line(run):
     r = run(OVER)
     r.assert_outcomes(passed=1, failed=1)
     out = r.stdout.str()
-    assert "vram_limit: peak allocated 3.00 MiB exceeds the limit 2.00 MiB" in out
+    assert "vram_limit: peak allocated 3.00 MiB over the test's start exceeds the limit 2.00 MiB" in out
     assert "Top lines at the peak" in out
     assert "test_gpu.py:%d (test_big)" % line_of(OVER, "(3 << 20)") in out, out  # the line that allocated, from the recorded window
     assert "Snapshot: " in out
@@ -105,6 +105,29 @@ def test_baseline(run, pytester):
     run(src % (FREE, ALLOC, 12), "--vram-baseline", base, "--vram-baseline-update").assert_outcomes(passed=1)
     with open(base) as f:
         assert json.load(f)["peaks"]["test_gpu.py::test_model"] == 12 << 20
+
+
+def test_limit_counts_the_tests_own_memory(run):
+    # what an earlier test keeps is not the later test's (a 1 MiB-limit test that
+    # allocated nothing failed on the H200 behind 337 MiB kept by others)
+    src = ("import pytest, torch\n\nkept = []\n\ndef test_keeps():\n    kept.append(%s(8 << 20))\n\n"
+           "@pytest.mark.vram_limit('1 MiB')\ndef test_nothing():\n    pass\n\n"
+           "@pytest.mark.vram_limit('1 MiB')\ndef test_two():\n    %s(%s(2 << 20))\n") % (ALLOC, FREE, ALLOC)
+    r = run(src)
+    r.assert_outcomes(passed=2, failed=1)
+    assert "peak allocated 2.00 MiB over the test's start exceeds the limit 1.00 MiB" in r.stdout.str()
+    assert "peak 10.00 MiB, 8.00 MiB allocated when the test began" in r.stdout.str()
+
+
+def test_baseline_outside_the_tests_tree(run, pytester, tmp_path_factory):
+    # an existing --vram-baseline file outside the tests' folder moves pytest's
+    # rootdir up (the H200 run's second nodeid was work/main/.../gates_demo.py::t)
+    base = str(tmp_path_factory.mktemp("elsewhere") / "vram.json")
+    src = "import torch\n\ndef test_model():\n    %s(%s(%d << 20))\n"
+    run(src % (FREE, ALLOC, 10), "--vram-baseline", base).assert_outcomes(passed=1)
+    r = run(src % (FREE, ALLOC, 12), "--vram-baseline", base)
+    r.assert_outcomes(failed=1)
+    assert "2.00 MiB above the baseline 10.00 MiB" in r.stdout.str()
 
 
 def test_cpu_only_runs_ungated(run, monkeypatch):
