@@ -122,6 +122,18 @@ func (c *analyses) writeSummary(id string, r *analyze.Result) {
 	if b, err := json.Marshal(r); err == nil {
 		c.st.WriteCache(id, summaryCache, b) // a cache: failing to write it costs a decode later, nothing more
 	}
+	if b, err := json.Marshal(listFacts{PeakBytes: r.Peak.Bytes, OOMs: len(r.OOMs)}); err == nil {
+		c.st.WriteCache(id, listCache, b)
+	}
+}
+
+// listCache holds what snapshot.list shows of an analysis (its peak, its
+// OOMs) in a few bytes, so that listing reads no summary.
+const listCache = "list.json"
+
+type listFacts struct {
+	PeakBytes int64 `json:"peak_bytes"`
+	OOMs      int   `json:"ooms"`
 }
 
 // insert adds e as most recent and evicts beyond max; c.mu is held.

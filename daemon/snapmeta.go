@@ -1,6 +1,8 @@
 package daemon
 
 import (
+	"encoding/json"
+
 	"github.com/vramscope/vramscope/daemon/api"
 	"github.com/vramscope/vramscope/daemon/store"
 )
@@ -19,6 +21,13 @@ func wireSnapshot(m store.Meta) api.Snapshot {
 	}
 }
 
+// snapshotResult is m on the wire with its file and, once the daemon has
+// analysed it, its peak and OOMs (listCache).
 func (d *Daemon) snapshotResult(m store.Meta) api.SnapshotResult {
-	return api.SnapshotResult{Snapshot: wireSnapshot(m), Path: d.store.Path(m.ID)}
+	res := api.SnapshotResult{Snapshot: wireSnapshot(m), Path: d.store.Path(m.ID)}
+	var f listFacts
+	if b, err := d.store.ReadCache(m.ID, listCache); err == nil && json.Unmarshal(b, &f) == nil {
+		res.PeakBytes, res.OOMs = max(0, f.PeakBytes), max(0, f.OOMs)
+	}
+	return res
 }

@@ -206,7 +206,9 @@ type ImportParams struct {
 // SnapshotResult is one stored snapshot; Path is the file in the store.
 type SnapshotResult struct {
 	Snapshot
-	Path string `json:"path"` // the snapshot file in the store
+	Path      string `json:"path"`                 // the snapshot file in the store
+	PeakBytes int64  `json:"peak_bytes,omitempty"` // the analysis's peak allocated (0: not analysed yet)
+	OOMs      int    `json:"ooms,omitempty"`       // out-of-memory events the analysis found (an imported OOM too)
 }
 
 // Snapshot is a stored snapshot's metadata as the wire carries it. The store

@@ -58,17 +58,21 @@ func runImport(args []string, stdout, stderr io.Writer) int {
 }
 
 // writeSnapshots lists the stored snapshots under a header, each with its
-// file; those an OOM produced are marked; an empty store says so.
+// file and peak; those holding an OOM are marked; an empty store says so.
 func writeSnapshots(w io.Writer, snaps []api.SnapshotResult) {
 	if len(snaps) == 0 {
 		fmt.Fprintln(w, "no stored snapshots: take one with `vramscope snap PID`, or store a file with `vramscope import FILE`")
 		return
 	}
-	fmt.Fprintf(w, "%-26s %-7s %4s %10s %-7s %-4s  %s\n", "ID", "REASON", "OOM", "SIZE", "PID", "RANK", "SOURCE / FILE")
+	fmt.Fprintf(w, "%-26s %-7s %4s %10s %10s %-7s %-4s  %s\n", "ID", "REASON", "OOM", "PEAK", "SIZE", "PID", "RANK", "SOURCE / FILE")
 	for _, s := range snaps {
 		oom := "-"
-		if s.Reason == "oom" {
+		if s.Reason == "oom" || s.OOMs > 0 {
 			oom = "OOM"
+		}
+		peak := "-" // not analysed yet
+		if s.PeakBytes > 0 {
+			peak = profiler.FormatBytes(s.PeakBytes)
 		}
 		pod := ""
 		if s.Pod != "" {
@@ -76,8 +80,8 @@ func writeSnapshots(w io.Writer, snaps []api.SnapshotResult) {
 		} else if s.PodUID != "" {
 			pod = "  pod uid " + s.PodUID
 		}
-		fmt.Fprintf(w, "%-26s %-7s %4s %10s %-7d %-4d  %s%s\n%35s%s\n", s.ID, s.Reason, oom, profiler.FormatBytes(s.Bytes), s.PID, s.Rank,
+		fmt.Fprintf(w, "%-26s %-7s %4s %10s %10s %-7d %-4d  %s%s\n%35s%s\n", s.ID, s.Reason, oom, peak, profiler.FormatBytes(s.Bytes), s.PID, s.Rank,
 			s.Source, pod, "", s.Path)
 	}
-	fmt.Fprintln(w, "analyse one: vramscope analyze ID (OOM: captured when the process ran out of memory)")
+	fmt.Fprintln(w, "analyse one: vramscope analyze ID (OOM: it holds an out-of-memory error; PEAK: allocated at its peak, - until the daemon has analysed it)")
 }

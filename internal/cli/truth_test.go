@@ -15,6 +15,7 @@ import (
 	"github.com/vramscope/vramscope/internal/cli"
 	"github.com/vramscope/vramscope/internal/daemontest"
 	"github.com/vramscope/vramscope/internal/synth"
+	"github.com/vramscope/vramscope/profiler"
 )
 
 // analyze's text says how many annotated steps ended before the trace's
@@ -172,9 +173,24 @@ func TestStoredSnapshotsFromTheCLI(t *testing.T) {
 		t.Fatalf("import: %q", o.stdout)
 	}
 	id := m[1]
-	list := mustRun(t, "snapshots").stdout
-	if !strings.HasPrefix(list, "ID ") || !strings.Contains(list, "REASON") || !regexp.MustCompile(regexp.QuoteMeta(id)+`\s+import\s+-\s`).MatchString(list) {
-		t.Errorf("snapshots:\n%s", list)
+	var peak struct {
+		Peak struct{ Bytes int64 } `json:"peak"`
+	}
+	if err := json.Unmarshal([]byte(mustRun(t, "analyze", "--json", snap).stdout), &peak); err != nil || peak.Peak.Bytes <= 0 {
+		t.Fatalf("analyze --json: %v", err)
+	}
+	// An imported OOM is marked as one, with the analysis's peak (written once
+	// the daemon's analysis is cached: a moment after the import answers).
+	row := regexp.MustCompile(regexp.QuoteMeta(id) + `\s+import\s+OOM\s+` + regexp.QuoteMeta(profiler.FormatBytes(peak.Peak.Bytes)) + `\s`)
+	var list string
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		list = mustRun(t, "snapshots").stdout
+		if row.MatchString(list) || time.Now().After(deadline) {
+			break
+		}
+	}
+	if !strings.HasPrefix(list, "ID ") || !strings.Contains(list, "PEAK") || !row.MatchString(list) {
+		t.Errorf("snapshots (want %s import OOM %s):\n%s", id, profiler.FormatBytes(peak.Peak.Bytes), list)
 	}
 	var path string
 	for _, l := range strings.Split(list, "\n") {

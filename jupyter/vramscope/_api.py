@@ -176,6 +176,8 @@ class Snapshot(TypedDict, total=False):
 class SnapshotResult(Snapshot, total=False):
     """SnapshotResult is one stored snapshot; Path is the file in the store."""
     path: str  # the snapshot file in the store
+    peak_bytes: int  # (omitted when empty) the analysis's peak allocated (0: not analysed yet)
+    ooms: int  # (omitted when empty) out-of-memory events the analysis found (an imported OOM too)
 
 
 class ImportParams(TypedDict, total=False):

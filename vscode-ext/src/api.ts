@@ -268,6 +268,10 @@ export interface Snapshot {
 export interface SnapshotResult extends Snapshot {
   /** the snapshot file in the store */
   path: string;
+  /** the analysis's peak allocated (0: not analysed yet) */
+  peak_bytes?: number;
+  /** out-of-memory events the analysis found (an imported OOM too) */
+  ooms?: number;
 }
 
 /** ImportParams copies a snapshot file into the store (it is validated first). A relative Path is resolved against Cwd; without Cwd it is refused (the daemon's own working directory means nothing to the client). */
