@@ -30,6 +30,9 @@ type TensorNames struct {
 	// Methods are the forward methods of the module classes the walk met:
 	// where their code is and their qualified names (Qualnames.Seed).
 	Methods []Method
+	// MemoryCaps are the per-process caps (torch.cuda.set_per_process_memory_fraction)
+	// in bytes by device, where one was set, read when the snapshot was taken.
+	MemoryCaps map[int]int64
 }
 
 // Method is a function's code location and qualified name as Python knows

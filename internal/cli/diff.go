@@ -104,8 +104,8 @@ func writeDiffOOM(w io.Writer, side string, o *analyze.OOM) {
 		return
 	}
 	cap := ""
-	if o.CapAtMost > 0 {
-		cap = fmt.Sprintf(", under a per-process cap of at most %s", fb(o.CapAtMost))
+	if c := o.CapText(); c != "" {
+		cap = ", under " + c
 	}
 	fmt.Fprintf(w, "%s ran out of memory: asked for %s with %s allocated (it needed at least %s)%s, at %s\n",
 		side, fb(o.Requested), fb(o.Allocated), fb(o.Allocated+o.Requested), cap, where(o.File, o.Line, o.Function))

@@ -201,8 +201,8 @@ func writeRankOOMs(w io.Writer, rv *analyze.Ranks) {
 			if r.OOMs > 1 {
 				more = fmt.Sprintf(" (first of %d)", r.OOMs)
 			}
-			if o.CapAtMost > 0 {
-				more += fmt.Sprintf(" under a per-process cap of at most %s (the device had %s free)", fb(o.CapAtMost), fb(int64(o.DeviceFree)))
+			if c := o.CapText(); c != "" {
+				more += fmt.Sprintf(" under %s (the device had %s free)", c, fb(int64(o.DeviceFree)))
 			}
 			fmt.Fprintf(w, "rank %d ran out of memory%s: asked for %s with %s allocated, %s reserved, at %s\n",
 				r.Rank, more, fb(o.Requested), fb(o.Allocated), fb(o.Reserved), where(o.File, o.Line, o.Function))

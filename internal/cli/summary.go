@@ -44,9 +44,9 @@ func writeSummary(w io.Writer, r *analyze.Result, top int) {
 	for _, o := range r.OOMs {
 		fmt.Fprintf(w, "\nOut of memory on device %d: %s requested at %s:%d (%s) with %s allocated, %s reserved\n",
 			o.Device, fb(o.Requested), o.File, o.Line, o.Function, fb(o.Allocated), fb(o.Reserved))
-		if o.CapAtMost > 0 {
-			fmt.Fprintf(w, "  the device had %s free: the process ran into its own cap, at most %s "+
-				"(torch.cuda.set_per_process_memory_fraction), not the device's capacity\n", fb(int64(o.DeviceFree)), fb(o.CapAtMost))
+		if c := o.CapText(); c != "" {
+			fmt.Fprintf(w, "  the device had %s free: the process ran into %s "+
+				"(torch.cuda.set_per_process_memory_fraction), not the device's capacity\n", fb(int64(o.DeviceFree)), c)
 		}
 	}
 	writeTensors(w, r.Tensors, top)

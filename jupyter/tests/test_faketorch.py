@@ -111,6 +111,20 @@ def test_oom_observer_snapshots_inside_the_callback(daemon, env, spawn):
     assert rc == 0 and "out of memory on cuda:0" in err
 
 
+def test_oom_under_a_cap_carries_the_cap(daemon, env, spawn):
+    """The walk's section of an OOM snapshot says the process's cap exactly
+    (memory_caps), for the devices the snapshot has segments on."""
+    c = spawn(faketorch_env(env), OOM + "torch.cuda.set_per_process_memory_fraction(0.25, 0)\n")
+    daemon.wait_register(pid=c.pid)
+    assert c.wait("vramscope.status()['registered']")
+    assert c("oom(12345)") == "raised"
+    cap = daemon.wait_captured()
+    with open(cap["path"], "rb") as f:
+        snap = pickle.load(f)
+    assert snap["vramscope_tensors"]["memory_caps"] == [[0, int(0.25 * 150754820096)]]
+    c.quit()
+
+
 def test_oom_snapshot_survives_the_program_exiting(daemon, env, tmp):
     """The OOM usually ends the program: the capture must still reach the daemon."""
     script = os.path.join(tmp, "dies.py")

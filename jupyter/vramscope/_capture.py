@@ -67,6 +67,25 @@ def _oom_between_windows(snap, device, requested, device_free):
     snap["device_traces"] = new
 
 
+def _memory_caps(torch, snap):
+    """[[device, bytes], ...]: the per-process cap (set_per_process_memory_fraction)
+    of each device the snapshot has segments on, where one below the device's
+    memory is set, so that an OOM under a cap says the cap exactly. Asks only
+    devices already in use (asking another would initialise it); [] when this
+    torch cannot say (get_per_process_memory_fraction came in 2.8). Never raises."""
+    try:
+        fraction = torch.cuda.memory.get_per_process_memory_fraction
+        devices = sorted({int(s.get("device", 0)) for s in snap.get("segments") or () if isinstance(s, dict)})
+        caps = []
+        for d in devices:
+            f = float(fraction(d))
+            if 0.0 < f < 1.0:
+                caps.append([d, int(f * torch.cuda.get_device_properties(d).total_memory)])
+        return caps
+    except Exception:
+        return []
+
+
 def _name_into(snap):
     """Add the names of the live CUDA tensors (_tensors) to a snapshot dict as
     "vramscope_tensors"; off with VRAMSCOPE_NAME_TENSORS=0. Never raises."""
@@ -80,6 +99,9 @@ def _name_into(snap):
         return False
     if names is None:
         return False
+    caps = _memory_caps(torch, snap)
+    if caps:
+        names["memory_caps"] = caps
     snap["vramscope_tensors"] = names
     log.info("vramscope: named %d tensor storages in %.0f ms%s", len(names["entries"]), names["took_ms"],
              " (truncated)" if names["truncated"] else "")

@@ -50,10 +50,14 @@ func (dg *devDiag) oomFinding(i int, leak bool) Finding {
 	for _, c := range od.cats {
 		f.Evidence.Numbers["allocated_"+c.Name] = c.Bytes
 	}
-	if o.CapAtMost > 0 {
-		f.Title += fmt.Sprintf("; the device had %s free: a per-process cap of at most %s refused it "+
-			"(torch.cuda.set_per_process_memory_fraction)", fb(int64(o.DeviceFree)), fb(o.CapAtMost))
-		f.Evidence.Numbers["process_cap_at_most"] = o.CapAtMost
+	if c := o.CapText(); c != "" {
+		f.Title += fmt.Sprintf("; the device had %s free: %s refused it (torch.cuda.set_per_process_memory_fraction)",
+			fb(int64(o.DeviceFree)), c)
+		if o.Cap > 0 {
+			f.Evidence.Numbers["process_cap"] = o.Cap
+		} else {
+			f.Evidence.Numbers["process_cap_at_most"] = o.CapAtMost
+		}
 	}
 	dg.namedEvidence(&f, od)
 	if od.atEnd {

@@ -55,6 +55,9 @@ type OOM struct {
 	// (torch.cuda.set_per_process_memory_fraction) did, and it is at most the
 	// reserved bytes plus the request. 0: the device itself was full.
 	CapAtMost int64 `json:"process_cap_at_most,omitempty"`
+	// Cap is that cap exactly, when the agent read it at the snapshot
+	// (torch.cuda.get_per_process_memory_fraction × the device's memory).
+	Cap int64 `json:"process_cap,omitempty"`
 }
 
 func (a *analysis) ooms(t *tracker, d Device) []OOM {
@@ -68,10 +71,33 @@ func (a *analysis) ooms(t *tracker, d Device) []OOM {
 		}
 		if o.DeviceFree >= uint64(o.Requested) && o.Requested > 0 {
 			o.CapAtMost = o.Reserved + o.Requested
+			o.Cap = a.memoryCap(d.Device)
 		}
 		out = append(out, o)
 	}
 	return out
+}
+
+// CapText names the per-process cap that refused the request: "a per-process
+// cap of 6.00 GiB" when the agent read it, "a per-process cap of at most
+// 7.06 GiB" when only the snapshot's figures bound it, "" when the device
+// itself was full. Every text that speaks of an OOM says it this way.
+func (o OOM) CapText() string {
+	switch {
+	case o.Cap > 0:
+		return "a per-process cap of " + profiler.FormatBytes(o.Cap)
+	case o.CapAtMost > 0:
+		return "a per-process cap of at most " + profiler.FormatBytes(o.CapAtMost)
+	}
+	return ""
+}
+
+// memoryCap is the per-process cap the agent read for dev, 0 when unknown.
+func (a *analysis) memoryCap(dev int) int64 {
+	if a.names == nil {
+		return 0
+	}
+	return a.names.walk.MemoryCaps[dev]
 }
 
 // reservedAt turns a replayed reserved level into bytes using the end state

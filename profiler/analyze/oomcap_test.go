@@ -6,6 +6,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/vramscope/vramscope/profiler"
+	"github.com/vramscope/vramscope/profiler/analyze"
 )
 
 // oom_batch ran out under a 6 GiB per-process cap on a 140 GiB device (its
@@ -36,5 +39,33 @@ func TestOOMUnderProcessCap(t *testing.T) {
 	}
 	if !strings.Contains(title, "per-process cap of at most") {
 		t.Errorf("oom finding: %q", title)
+	}
+}
+
+// TestOOMUnderKnownCap: an agent that read the process's cap at the OOM
+// (memory_caps in its walk's section: jupyter/vramscope/_capture.py) gets the
+// cap said exactly, not bounded. testdata/lora_gpt2_cap.pickle is the H200's
+// examples/snapshots/oom/lora_gpt2.pickle with the section the agent now
+// writes, [[0, 6 GiB]]: the cap that program set (examples/oom/common.py cap(6)).
+func TestOOMUnderKnownCap(t *testing.T) {
+	r, err := analyze.Run(filepath.Join("testdata", "lora_gpt2_cap.pickle"), analyze.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := r.OOMs[0]
+	if o.Cap != 6<<30 || o.CapAtMost < o.Cap {
+		t.Errorf("cap %d (at most %d), want 6 GiB", o.Cap, o.CapAtMost)
+	}
+	for _, f := range r.Findings {
+		if f.Kind == "oom" && (!strings.Contains(f.Title, "a per-process cap of 6.00 GiB refused it") || f.Evidence.Numbers["process_cap"] != 6<<30) {
+			t.Errorf("oom finding: %q %v", f.Title, f.Evidence.Numbers)
+		}
+	}
+	plain, err := analyze.Run(filepath.Join("..", "..", "examples", "snapshots", "oom", "lora_gpt2.pickle"), analyze.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plain.OOMs[0].Cap != 0 || plain.OOMs[0].CapText() != "a per-process cap of at most "+profiler.FormatBytes(plain.OOMs[0].CapAtMost) {
+		t.Errorf("without the agent's cap: %+v", plain.OOMs[0])
 	}
 }

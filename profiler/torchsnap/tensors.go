@@ -9,7 +9,8 @@ import (
 )
 
 // tensorNames reads the agent's "vramscope_tensors" entry: {"version": 1,
-// "took_ms", "truncated", "objects", "routes", "entries": [[device, addr,
+// "took_ms", "truncated", "objects", "routes", "memory_caps": [[device, bytes], ...],
+// "entries": [[device, addr,
 // bytes, kind, name, module, file, line, shape], ...], "methods": [...]} (shape, a list
 // of ints or None, since the walk reached holders; older agents send eight fields). Entries of a shape it does
 // not know are skipped, so a newer agent's snapshot still reads; a value
@@ -30,6 +31,7 @@ func tensorNames(v pickle.Value) (*profiler.TensorNames, error) {
 		out.Error = getString(r.Ref.(*pickle.Dict), "error")
 	}
 	out.Methods = methods(d)
+	out.MemoryCaps = memoryCaps(d)
 	entries, _ := d.Get("entries")
 	items, _ := entries.Items()
 	for _, it := range items {
@@ -115,4 +117,31 @@ func methods(d *pickle.Dict) []profiler.Method {
 		out = append(out, m)
 	}
 	return out
+}
+
+// memoryCaps reads "memory_caps": [[device, bytes], ...], the per-process
+// caps the agent read; pairs out of range are skipped.
+func memoryCaps(d *pickle.Dict) map[int]int64 {
+	v, ok := d.Get("memory_caps")
+	if !ok {
+		return nil
+	}
+	items, _ := v.Items()
+	var caps map[int]int64
+	for _, it := range items {
+		f, ok := it.Items()
+		if !ok || len(f) != 2 {
+			continue
+		}
+		dev, ok1 := f[0].AsInt()
+		n, ok2 := f[1].AsInt()
+		if !ok1 || !ok2 || dev < 0 || dev >= MaxDevices || n <= 0 || n > MaxBytes {
+			continue
+		}
+		if caps == nil {
+			caps = map[int]int64{}
+		}
+		caps[int(dev)] = n
+	}
+	return caps
 }

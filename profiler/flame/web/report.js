@@ -234,7 +234,8 @@
       // A run that ran out of memory never allocated what it asked for: say so beside its peak.
       for (const [side, o] of [["before", d.oom_before], ["after", d.oom_after]]) {
         if (!o) continue;
-        const cap = o.process_cap_at_most ? ", under a per-process cap of at most " + formatBytes(o.process_cap_at_most) : "";
+        const cap = o.process_cap ? ", under a per-process cap of " + formatBytes(o.process_cap)
+          : o.process_cap_at_most ? ", under a per-process cap of at most " + formatBytes(o.process_cap_at_most) : "";
         el("div", "vr-note vr-oom", box, side + " ran out of memory: asked for " + formatBytes(o.requested) + " with " + formatBytes(o.allocated) +
           " allocated (it needed at least " + formatBytes(o.allocated + o.requested) + ")" + cap + (o.file ? ", at " + base(o.file) + ":" + o.line : ""));
       }

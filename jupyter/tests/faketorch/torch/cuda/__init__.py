@@ -86,6 +86,7 @@ class _Properties:
     def __init__(self, index):
         self.name = "Fake H200"
         self.uuid = "0000000%d-1edc-5c0a-7a0b-fc688ee35bbc" % index  # torch's form: no "GPU-"
+        self.total_memory = 150754820096  # an H200's, as torch reports it
 
 
 def get_device_properties(d=None):
@@ -101,3 +102,4 @@ def set_device(d):
 
 from . import memory  # noqa: E402,F401 (torch.cuda.memory, as torch has it)
 from .memory import memory_allocated, memory_reserved, max_memory_allocated, memory_stats, reset_peak_memory_stats  # noqa: E402,F401
+from .memory import set_per_process_memory_fraction  # noqa: E402,F401

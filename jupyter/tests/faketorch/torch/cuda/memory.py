@@ -192,3 +192,14 @@ def memory_stats(device=None):
     from . import is_initialized
 
     return {"allocation.all.allocated": _served[0]} if is_initialized() and device in (None, _ON) else {}
+
+
+_fraction = {}  # device -> the per-process memory fraction set
+
+
+def set_per_process_memory_fraction(fraction, device=None):
+    _fraction[_ON if device is None else int(device)] = float(fraction)
+
+
+def get_per_process_memory_fraction(device=None):
+    return _fraction.get(_ON if device is None else int(device), 1.0)
