@@ -13,12 +13,13 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 HELP = """
 vramscope: building from the source distribution needs Go 1.26 or later, and `go` is not on PATH.
 Do one of these:
-  * install a platform wheel instead (Linux x86_64/aarch64, macOS arm64/x86_64):
-        pip install --only-binary vramscope vramscope
+  * install a platform wheel instead (Linux x86_64/aarch64, macOS arm64/x86_64), from `make dist`
+    in a checkout of vramscope (no release is on PyPI yet):
+        pip install dist/vramscope-*-manylinux_2_17_x86_64*.whl
   * install Go (https://go.dev/dl/), put `go` on PATH, and run pip again;
   * install the engine alone and this package without it:
-        go install github.com/vramscope/vramscope/cmd/vramscope@latest
-        VRAMSCOPE_SDIST_NO_ENGINE=1 pip install vramscope
+        go install ./cmd/vramscope          (in a checkout of vramscope)
+        VRAMSCOPE_SDIST_NO_ENGINE=1 pip install vramscope-*.tar.gz
     (the package finds the engine on PATH, or where VRAMSCOPE_BIN points).
 """
 

@@ -57,7 +57,7 @@ def find_binary():
         return CHECKOUT
     raise EngineError("the vramscope engine was not found: this install of the package carries none (a platform "
                       "wheel does: `make dist` builds them into dist/), `vramscope` is not on PATH "
-                      "(`go install github.com/vramscope/vramscope/cmd/vramscope@latest`) and VRAMSCOPE_BIN is "
+                      "(`go install ./cmd/vramscope` in a checkout of vramscope) and VRAMSCOPE_BIN is "
                       "not set; in a checkout, `make build` makes bin/vramscope")
 
 
@@ -67,7 +67,7 @@ def main():
         exe = BUNDLED if _executable(BUNDLED) else find_binary()
     except EngineError as e:
         sys.stderr.write("vramscope: %s (this wheel carries no engine for this platform; pip install a platform "
-                         "wheel, or go install github.com/vramscope/vramscope/cmd/vramscope@latest)\n" % e)
+                         "wheel that `make dist` builds, or go install ./cmd/vramscope in a checkout of vramscope)\n" % e)
         return 1
     if os.name != "posix":
         return subprocess.call([exe] + sys.argv[1:])

@@ -78,7 +78,7 @@ export class Config {
     return (
       `vramscope: no language server. This extension carries ${carried ? `the engine for ${carried}, not ${here}` : "no engine"}, ` +
       "and `vramscope` is not on PATH. Install the .vsix for your platform, or the engine " +
-      "(pip install vramscope, or go install github.com/vramscope/vramscope/cmd/vramscope@latest), " +
+      "(a platform wheel that `make dist` builds, or `go install ./cmd/vramscope` in a checkout of vramscope: no release is published yet), " +
       "or set vramscope.path to the binary."
     );
   }
