@@ -49,13 +49,10 @@ def holders(w, frames):
 def _locals(w, frames):
     seen = set()
     for f in frames:
-        code = f.f_code
-        where = " in %s (%s:%d)" % (code.co_name, os.path.basename(code.co_filename), f.f_lineno)
-        try:
-            items = list(f.f_locals.items())
-        except Exception:
+        local = _holders.frame_locals(f)
+        if local is None:
             continue
-        site = _holders.Site("local", where, file=code.co_filename, line=f.f_lineno)
+        site, items = local
         for k, v in items:
             if type(k) is str and w.remaining:
                 _holders.reach(w, v, k, site, seen)

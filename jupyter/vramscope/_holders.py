@@ -7,6 +7,7 @@ here runs user code: attributes are read from instance dicts and slots, never
 through getattr, and only builtin reprs make a key's name."""
 import gc
 import itertools
+import os
 import re
 import types
 
@@ -39,6 +40,18 @@ class Site:
     def __init__(self, kind, where="", module="", file="", line=0, roots=None, home=None):
         self.kind, self.where, self.module, self.file, self.line = kind, where, module, file, line
         self.roots, self.home, self.rows = roots, home, []
+
+
+def frame_locals(f, roots=None):
+    """A frame's locals as (Site, [(name, value), ...]), or None when the frame
+    cannot give them: both walks over the stacks (names and holders) start so."""
+    code = f.f_code
+    where = " in %s (%s:%d)" % (code.co_name, os.path.basename(code.co_filename), f.f_lineno)
+    try:
+        items = list(f.f_locals.items())
+    except Exception:
+        return None
+    return Site("local", where, file=code.co_filename, line=f.f_lineno, roots=roots), items
 
 
 def reach(w, value, path, site, seen, depth=MAX_DEPTH):

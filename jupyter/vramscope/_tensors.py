@@ -347,13 +347,10 @@ def _stacks(w):
     roots, seen = [], set()
     for f in _frames():
         w.tick()
-        code = f.f_code
-        where = " in %s (%s:%d)" % (code.co_name, os.path.basename(code.co_filename), f.f_lineno)
-        try:
-            items = list(f.f_locals.items())
-        except Exception:
+        local = _holders.frame_locals(f, roots)
+        if local is None:
             continue
-        site = _holders.Site("local", where, file=code.co_filename, line=f.f_lineno, roots=roots)
+        site, items = local
         for k, v in items:
             if _is(k, str):
                 _holders.reach(w, v, k, site, seen, depth=1)
