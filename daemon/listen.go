@@ -75,7 +75,7 @@ func socketDir(dir string) error {
 // or one others may write to without the sticky bit (which keeps them from
 // renaming or deleting our files, as in /tmp).
 func checkDir(dir string, fi fs.FileInfo) error {
-	if uid := fileUID(fi); uid >= 0 && uid != os.Getuid() && uid != 0 {
+	if uid := store.FileUID(fi); uid >= 0 && uid != os.Getuid() && uid != 0 {
 		return fmt.Errorf("directory %s belongs to uid %d, not to you (uid %d) or root", dir, uid, os.Getuid())
 	}
 	if fi.Mode().Perm()&0o022 != 0 && fi.Mode()&fs.ModeSticky == 0 {
@@ -106,7 +106,7 @@ func clearSocketPath(path string) error {
 	if !errors.Is(err, syscall.ECONNREFUSED) {
 		return fmt.Errorf("%s is a socket that cannot be checked (%v); not replacing it", path, err)
 	}
-	if uid := fileUID(fi); uid >= 0 && uid != os.Getuid() {
+	if uid := store.FileUID(fi); uid >= 0 && uid != os.Getuid() {
 		return fmt.Errorf("%s is a dead socket of uid %d, not yours; not replacing it", path, uid)
 	}
 	if err := os.Remove(path); err != nil {

@@ -33,14 +33,6 @@ func peerUID(c net.Conn) (int, error) {
 	return int(cred.Uid), nil
 }
 
-// fileUID is the owner of a file, from its stat.
-func fileUID(fi os.FileInfo) int {
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		return int(st.Uid)
-	}
-	return -1
-}
-
 func umask(m int) int { return syscall.Umask(m) }
 
 // peerPID is the pid of the process at the other end of a Unix connection as

@@ -2,17 +2,11 @@
 
 package daemon
 
-import (
-	"net"
-	"os"
-)
+import "net"
 
 // peerUID is unknown off Linux; the socket's 0600 mode and 0700 directory
 // are the protection there.
 func peerUID(net.Conn) (int, error) { return -1, nil }
-
-// fileUID is unknown off Linux.
-func fileUID(os.FileInfo) int { return -1 }
 
 func umask(m int) int { return m }
 

@@ -132,7 +132,7 @@ func openSpool(dir string) (*os.Root, error) {
 // privateEntry refuses a spool entry another user could have made or
 // changed.
 func privateEntry(path string, fi fs.FileInfo) error {
-	if uid := fileUID(fi); uid >= 0 && uid != os.Geteuid() {
+	if uid := store.FileUID(fi); uid >= 0 && uid != os.Geteuid() {
 		return fmt.Errorf("%s belongs to uid %d, not to you; not importing it", path, uid)
 	}
 	if fi.Mode().Perm()&0o022 != 0 {

@@ -76,7 +76,7 @@ func notOwnToken(path string, fi fs.FileInfo) string {
 	if !fi.Mode().IsRegular() {
 		return store.FileKind(fi.Mode())
 	}
-	if uid := fileUID(fi); uid >= 0 && uid != os.Getuid() {
+	if uid := store.FileUID(fi); uid >= 0 && uid != os.Getuid() {
 		return fmt.Sprintf("it belongs to uid %d", uid)
 	}
 	if fi.Mode().Perm() != 0o600 {

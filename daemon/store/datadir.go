@@ -51,7 +51,7 @@ func checkPrivateDir(path string, fi fs.FileInfo) error {
 	case !fi.IsDir():
 		return fmt.Errorf("store: data directory %s: %s is %s, not a directory", filepath.Dir(path), path, FileKind(fi.Mode()))
 	}
-	if uid := fileUID(fi); uid >= 0 && uid != os.Geteuid() && uid != 0 {
+	if uid := FileUID(fi); uid >= 0 && uid != os.Geteuid() && uid != 0 {
 		return fmt.Errorf("store: data directory %s belongs to uid %d, not to you (uid %d) or root; use a directory of your own", path, uid, os.Geteuid())
 	}
 	if fi.Mode().Perm()&0o022 != 0 {
@@ -71,7 +71,7 @@ func checkAncestors(abs string) error {
 		if err != nil {
 			return wrap("checking data directory's parent", p, err)
 		}
-		if uid := fileUID(fi); uid >= 0 && uid != os.Geteuid() && uid != 0 {
+		if uid := FileUID(fi); uid >= 0 && uid != os.Geteuid() && uid != 0 {
 			return fmt.Errorf("store: data directory %s is inside %s, which belongs to uid %d: that user could replace it; use a directory of your own", abs, p, uid)
 		}
 		if fi.Mode().Perm()&0o002 != 0 && fi.Mode()&fs.ModeSticky == 0 {

@@ -21,5 +21,5 @@ func (s *Store) lockDir(path string) (*os.File, error) {
 
 func linkCount(fs.FileInfo) uint64 { return 1 }
 
-// fileUID is unknown here.
-func fileUID(fs.FileInfo) int { return -1 }
+// FileUID is unknown here.
+func FileUID(fs.FileInfo) int { return -1 }

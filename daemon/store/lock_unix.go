@@ -59,8 +59,9 @@ func linkCount(fi fs.FileInfo) uint64 {
 	return 1
 }
 
-// fileUID is the owner of the file fi describes, -1 when unknown.
-func fileUID(fi fs.FileInfo) int {
+// FileUID is the owner of the file fi describes, -1 when unknown (the
+// store's and the daemon's ownership rules both read it).
+func FileUID(fi fs.FileInfo) int {
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
 		return int(st.Uid)
 	}
@@ -76,8 +77,8 @@ func checkOwnFile(f *os.File, path string) error {
 		return wrap("checking", path, err)
 	case !fi.Mode().IsRegular():
 		return fmt.Errorf("store: %s is %s, not a regular file; remove it", path, FileKind(fi.Mode()))
-	case fileUID(fi) != os.Geteuid():
-		return fmt.Errorf("store: %s belongs to uid %d, not to you (uid %d): another user made it; remove it", path, fileUID(fi), os.Geteuid())
+	case FileUID(fi) != os.Geteuid():
+		return fmt.Errorf("store: %s belongs to uid %d, not to you (uid %d): another user made it; remove it", path, FileUID(fi), os.Geteuid())
 	case linkCount(fi) > 1:
 		return fmt.Errorf("store: %s has %d hard links: another name could be a file the store must not write; remove it", path, linkCount(fi))
 	}
