@@ -2,6 +2,7 @@ package lsp
 
 import (
 	"fmt"
+	"github.com/vramscope/vramscope/lsp/command"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -30,7 +31,7 @@ func TestExtremeTimes(t *testing.T) {
 		t.Fatalf("no message naming %s and its time_us in 30 s: %s", bad, msgs)
 	}
 	good := filepath.Join(fixtures, "snapshots", "gpt2_train.pickle")
-	c.call("workspace/executeCommand", map[string]any{"command": cmdOpenSnapshot,
+	c.call("workspace/executeCommand", map[string]any{"command": command.OpenSnapshot,
 		"arguments": []any{map[string]string{"path": good}}}, nil)
 	c.waitShown("gpt2_train.pickle")
 }

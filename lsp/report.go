@@ -9,26 +9,22 @@ package lsp
 import (
 	"context"
 	"encoding/json"
+	"github.com/vramscope/vramscope/lsp/command"
 
 	"github.com/vramscope/vramscope/profiler/analyze"
 )
 
-// methodReport takes {} and answers analyze's Result.Report (local paths);
-// methodDiffReport takes {a, b} (snapshot files, before and after) and
-// answers analyze.DiffReport: b's report with a's timeline and the per-line
-// diff, for the compare webview's overlaid timelines.
-const (
-	methodReport     = "vramscope/report"
-	methodDiffReport = "vramscope/diffReport"
-)
-
+// command.Report takes {} and answers analyze's Result.Report (local
+// paths); command.DiffReport takes {a, b} (snapshot files, before and after)
+// and answers analyze.DiffReport: b's report with a's timeline and the
+// per-line diff, for the compare webview's overlaid timelines.
 func init() {
-	register(methodReport, (*Server).report, true)
-	register(methodDiffReport, (*Server).diffReport, true)
+	register(command.Report, (*Server).report, true)
+	register(command.DiffReport, (*Server).diffReport, true)
 }
 
 func (s *Server) diffReport(_ context.Context, raw json.RawMessage) (any, error) {
-	var p struct{ A, B string }
+	var p command.CompareArgs
 	if err := decode(raw, &p); err != nil {
 		return nil, err
 	}
