@@ -2,11 +2,12 @@ package lsp
 
 import (
 	"fmt"
-	"github.com/vramscope/vramscope/lsp/command"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/vramscope/vramscope/lsp/command"
 )
 
 // waitFor polls the fake client until ok holds (under its lock) or 10 s pass.

@@ -4,11 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/vramscope/vramscope/lsp/command"
 	"regexp"
 	"sort"
 	"strings"
 
+	"github.com/vramscope/vramscope/lsp/command"
 	"github.com/vramscope/vramscope/profiler"
 	"go.lsp.dev/protocol"
 )

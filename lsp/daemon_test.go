@@ -3,7 +3,6 @@ package lsp
 import (
 	"context"
 	"encoding/json"
-	"github.com/vramscope/vramscope/lsp/command"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -12,6 +11,7 @@ import (
 	"github.com/vramscope/vramscope/daemon/api"
 	"github.com/vramscope/vramscope/daemon/client"
 	"github.com/vramscope/vramscope/internal/daemontest"
+	"github.com/vramscope/vramscope/lsp/command"
 )
 
 // TestWithTheDaemon: the server follows the snapshots the daemon stores,

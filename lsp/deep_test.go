@@ -1,10 +1,10 @@
 package lsp
 
 import (
-	"github.com/vramscope/vramscope/lsp/command"
 	"testing"
 
 	"github.com/vramscope/vramscope/internal/hostile"
+	"github.com/vramscope/vramscope/lsp/command"
 	"github.com/vramscope/vramscope/profiler"
 	"github.com/vramscope/vramscope/profiler/flame"
 )

@@ -2,13 +2,13 @@ package lsp
 
 import (
 	"context"
-	"github.com/vramscope/vramscope/lsp/command"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/vramscope/vramscope/lsp/command"
 	"go.lsp.dev/protocol"
 	"go.lsp.dev/uri"
 )

@@ -2,13 +2,13 @@ package lsp
 
 import (
 	"fmt"
-	"github.com/vramscope/vramscope/lsp/command"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/vramscope/vramscope/internal/hostile"
+	"github.com/vramscope/vramscope/lsp/command"
 )
 
 // TestExtremeTimes: a snapshot whose time_us are -2^63 and 2^62 (round 2's

@@ -10,12 +10,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/vramscope/vramscope/lsp/command"
 	"os"
 	"path/filepath"
 	"regexp"
 	"time"
 
+	"github.com/vramscope/vramscope/lsp/command"
 	"github.com/vramscope/vramscope/profiler/flame"
 	"go.lsp.dev/uri"
 )

@@ -2,11 +2,12 @@ package lsp
 
 import (
 	"context"
-	"github.com/vramscope/vramscope/lsp/command"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/vramscope/vramscope/lsp/command"
 )
 
 // TestFlamePage: "flame graph from here" in an editor without the

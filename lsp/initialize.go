@@ -3,9 +3,9 @@ package lsp
 import (
 	"context"
 	"encoding/json"
-	"github.com/vramscope/vramscope/lsp/command"
 	"path/filepath"
 
+	"github.com/vramscope/vramscope/lsp/command"
 	"go.lsp.dev/protocol"
 )
 

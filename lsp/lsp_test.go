@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/vramscope/vramscope/lsp/command"
 	"net"
 	"os"
 	"os/exec"
@@ -18,6 +17,7 @@ import (
 	"github.com/sourcegraph/jsonrpc2"
 	"github.com/vramscope/vramscope/internal/golden"
 	"github.com/vramscope/vramscope/internal/reftool"
+	"github.com/vramscope/vramscope/lsp/command"
 	"go.lsp.dev/protocol"
 	"go.lsp.dev/uri"
 )

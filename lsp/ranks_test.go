@@ -2,13 +2,13 @@ package lsp
 
 import (
 	"context"
-	"github.com/vramscope/vramscope/lsp/command"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/vramscope/vramscope/daemon/api"
 	"github.com/vramscope/vramscope/internal/daemontest"
+	"github.com/vramscope/vramscope/lsp/command"
 )
 
 // rankAgent registers as rank `rank` of torchrun launch "lspjob" and

@@ -9,8 +9,8 @@ package lsp
 import (
 	"context"
 	"encoding/json"
-	"github.com/vramscope/vramscope/lsp/command"
 
+	"github.com/vramscope/vramscope/lsp/command"
 	"github.com/vramscope/vramscope/profiler/analyze"
 )
 

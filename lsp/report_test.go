@@ -1,10 +1,11 @@
 package lsp
 
 import (
-	"github.com/vramscope/vramscope/lsp/command"
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/vramscope/vramscope/lsp/command"
 )
 
 // vramscope/report answers the linked report of the snapshot shown, its files

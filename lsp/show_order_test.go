@@ -2,12 +2,12 @@ package lsp
 
 import (
 	"context"
-	"github.com/vramscope/vramscope/lsp/command"
 	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/vramscope/vramscope/lsp/command"
 	"github.com/vramscope/vramscope/profiler/flame"
 )
 
