@@ -1,10 +1,13 @@
-// Package wiregen generates, from daemon/api, everything else that speaks or
-// describes the daemon's wire: the Python agent's constants and TypedDicts
-// (jupyter/vramscope/_api.py), the VS Code extension's constants and
-// interfaces (vscode-ext/src/api.ts) and docs/api.md. daemon/api stays the one
-// source of truth, as gopls generates its protocol from one description.
-// `make generate` (go generate ./daemon/api) rewrites the files; a test here
-// fails when one is stale.
+// Package wiregen generates, from daemon/api and lsp/command, everything else
+// that speaks or describes the wire: the Python agent's constants and
+// TypedDicts (jupyter/vramscope/_api.py), the VS Code extension's constants and
+// interfaces (vscode-ext/src/api.ts, and vscode-ext/src/commands_gen.ts for the
+// language server's commands) and docs/api.md. Every struct a payload carries
+// is spelled out from its JSON tags, the engine's (analyze.Site, flame.Node, …)
+// too: omitempty members are optional. The Go types stay the one source of
+// truth, as gopls generates its protocol from one description. `make generate`
+// (go generate ./daemon/api) rewrites the files; a test here fails when one is
+// stale.
 package wiregen
 
 import (

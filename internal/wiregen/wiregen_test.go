@@ -36,7 +36,7 @@ func TestGeneratedFilesAreFresh(t *testing.T) {
 			continue
 		}
 		if !bytes.Equal(have, f.Data) {
-			t.Errorf("%s is stale: daemon/api/api.go changed since it was generated; run make generate", f.Path)
+			t.Errorf("%s is stale: daemon/api, lsp/command or an engine type they carry changed since it was generated; run make generate", f.Path)
 		}
 	}
 }

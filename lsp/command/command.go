@@ -4,7 +4,7 @@
 // requests (vramscope/report), their argument and result types. The language
 // server dispatches by this table (lsp/execute_command.go), and
 // internal/wiregen generates the extension's copy (vscode-ext/src/commands_gen.ts)
-// from it, as gopls generates its commands from protocol/command/interface.go.
+// from it, as gopls generates its commands from one Go interface.
 package command
 
 import (
