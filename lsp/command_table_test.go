@@ -42,8 +42,13 @@ func TestEveryCommandHasATypedHandler(t *testing.T) {
 		}
 	}
 	for _, r := range command.Requests {
-		if methods[r.Name] == nil {
-			t.Errorf("the request %s is in lsp/command but not registered", r.Name)
+		types, ok := requestTypes[r.Name]
+		if methods[r.Name] == nil || !ok {
+			t.Errorf("the request %s is in lsp/command but not registered with registerRequest", r.Name)
+			continue
+		}
+		if types[0] != reflect.TypeOf(r.Args) || types[1] != reflect.TypeOf(r.Result) {
+			t.Errorf("%s: the handler reads %v and answers %v, the table says %T and %T", r.Name, types[0], types[1], r.Args, r.Result)
 		}
 	}
 }

@@ -22,11 +22,7 @@ import (
 
 // flamePage writes the report of l with tree t and asks the client to open it.
 func (s *Server) flamePage(l *loaded, t *flame.Tree, fn string) (any, error) {
-	raw, err := l.result.Report()
-	if err != nil {
-		return nil, failed(err.Error())
-	}
-	local, err := s.localReport(raw) // the editor's file names, as the tree's
+	local, err := s.localReport(l.result) // the editor's file names, as the tree's
 	if err != nil {
 		return nil, err
 	}
