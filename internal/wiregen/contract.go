@@ -372,6 +372,9 @@ func wireTypes() (types, lspTypes []reflect.Type, err error) {
 			}
 		}
 	}
+	for _, v := range cliOnly {
+		walk(reflect.TypeOf(v), &types)
+	}
 	for _, cmd := range append(append([]command.Command(nil), command.Commands...), command.Requests...) {
 		for _, v := range append([]any{cmd.Args}, resultTypes(cmd.Result)...) {
 			if v != nil {
@@ -381,6 +384,10 @@ func wireTypes() (types, lspTypes []reflect.Type, err error) {
 	}
 	return types, lspTypes, err
 }
+
+// cliOnly are what the engine's CLI writes that no daemon method carries
+// (diff --report), for the notebook, which reads the CLI's JSON.
+var cliOnly = []any{analyze.CompareReport{}}
 
 // onWire says whether encoding/json writes f: exported (or an embedded
 // struct) and not tagged "-".

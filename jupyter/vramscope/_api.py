@@ -1208,6 +1208,35 @@ class OOMEvent(_OOMEventRequired, total=False):
     kv_cache: Optional["KVCache"]  # (omitted when empty) the KV cache the agent named at the failure
 
 
+class BeforeDevice(TypedDict):
+    """BeforeDevice is the peak device of the snapshot before."""
+    device: int
+    end_us: int
+    peak: "Peak"
+    start_us: int
+    timeline: "Timeline"
+
+
+class _ReportBeforeRequired(TypedDict):
+    """The keys of ReportBefore that are always present."""
+    categories: Optional[List["Category"]]
+    file: str
+    ooms: Optional[List["OOM"]]
+    peak: "Peak"
+    steps: Optional[List["Step"]]
+
+
+class ReportBefore(_ReportBeforeRequired, total=False):
+    """ReportBefore is the snapshot before, in a CompareReport (its fields in the order of their JSON names)."""
+    device: Optional["BeforeDevice"]  # (omitted when empty) its device with the highest peak
+
+
+class CompareReport(Report):
+    """CompareReport is what DiffReport writes: b's report with "before", a's peak device timeline, categories and file (the timeline draws it over b's), and "diff", the per-line Compare(a, b)."""
+    before: "ReportBefore"
+    diff: "Diff"
+
+
 # What each method takes and answers (None: nothing), by method name.
 PARAMS = {
     "daemon.hello": "HelloParams",

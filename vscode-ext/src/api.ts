@@ -1371,6 +1371,32 @@ export interface OOMEvent {
   kv_cache?: KVCache;
 }
 
+/** BeforeDevice is the peak device of the snapshot before. */
+export interface BeforeDevice {
+  device: number;
+  end_us: number;
+  peak: Peak;
+  start_us: number;
+  timeline: Timeline;
+}
+
+/** ReportBefore is the snapshot before, in a CompareReport (its fields in the order of their JSON names). */
+export interface ReportBefore {
+  categories: Category[] | null;
+  /** its device with the highest peak */
+  device?: BeforeDevice;
+  file: string;
+  ooms: OOM[] | null;
+  peak: Peak;
+  steps: Step[] | null;
+}
+
+/** CompareReport is what DiffReport writes: b's report with "before", a's peak device timeline, categories and file (the timeline draws it over b's), and "diff", the per-line Compare(a, b). */
+export interface CompareReport extends Report {
+  before: ReportBefore;
+  diff: Diff;
+}
+
 /** What each method takes (null: nothing), by method name. */
 export interface Params {
   "daemon.hello": HelloParams;

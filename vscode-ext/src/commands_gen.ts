@@ -3,7 +3,7 @@
 // commands_gen.ts: the language server's commands (workspace/executeCommand) and custom
 // requests, with their arguments and results, for the extension.
 
-import type { Category, Diff, ListResult, OOM, Peak, ProcessListResult, Report, Step, Timeline, Tree } from "./api";
+import type { CompareReport, Diff, ListResult, ProcessListResult, Report, Tree } from "./api";
 
 /** The server's commands (workspace/executeCommand), as the wire spells them. */
 export const Server = {
@@ -178,32 +178,6 @@ export interface RankPick {
 export interface RanksArgs {
   /** the group's ID */
   group: string;
-}
-
-/** BeforeDevice is the peak device of the snapshot before. */
-export interface BeforeDevice {
-  device: number;
-  end_us: number;
-  peak: Peak;
-  start_us: number;
-  timeline: Timeline;
-}
-
-/** ReportBefore is the snapshot before, in a CompareReport (its fields in the order of their JSON names). */
-export interface ReportBefore {
-  categories: Category[] | null;
-  /** its device with the highest peak */
-  device?: BeforeDevice;
-  file: string;
-  ooms: OOM[] | null;
-  peak: Peak;
-  steps: Step[] | null;
-}
-
-/** CompareReport is what DiffReport writes: b's report with "before", a's peak device timeline, categories and file (the timeline draws it over b's), and "diff", the per-line Compare(a, b). */
-export interface CompareReport extends Report {
-  before: ReportBefore;
-  diff: Diff;
 }
 
 /** Each command's one argument and its result, by command name. */

@@ -4,8 +4,7 @@
 // Above the table, both timelines overlaid (timeline.js, the CLI page's, with
 // the server's vramscope/diffReport) and the change by category.
 import * as vscode from "vscode";
-import type { Diff, SiteDelta } from "./api";
-import type { CompareReport } from "./commands_gen";
+import type { CompareReport, Diff, SiteDelta } from "./api";
 import { type Ctx, errorMessage, ServerRequest } from "./ctx";
 import { openFrame } from "./flamegraph";
 import { basename, escapeHtml, formatBytes, formatDelta, nonce } from "./format";
