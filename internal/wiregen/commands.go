@@ -54,8 +54,7 @@ func (c *contract) importedTypes() []string {
 		inAPI[t] = true
 	}
 	seen := map[string]bool{}
-	var add func(t reflect.Type)
-	add = func(t reflect.Type) {
+	add := func(t reflect.Type) {
 		t = elem(t)
 		if inAPI[t] {
 			seen[c.name(t)] = true
