@@ -16,8 +16,9 @@ all: build
 build:
 	$(GO) build -o $(BIN) ./cmd/vramscope
 
-# The files generated from the daemon's API contract (daemon/api/api.go):
-# docs/api.md, jupyter/vramscope/_api.py and vscode-ext/src/api.ts
+# The files generated from the daemon's API contract (daemon/api) and the
+# language server's commands (lsp/command): docs/api.md,
+# jupyter/vramscope/_api.py, vscode-ext/src/api.ts and vscode-ext/src/commands_gen.ts
 # (internal/wiregen; go test ./internal/wiregen fails when one is stale).
 generate:
 	$(GO) generate ./daemon/api
@@ -114,11 +115,13 @@ test-dist: dist
 test-fixtures: build
 	python3 $(SHARED)/checks/fixtures.py $(BIN)
 
-# The VS Code extension: which server it starts (its engine, PATH's, or a message
+# The VS Code extension: tsc over its sources (the daemon's and the language
+# server's types are generated from Go: a renamed field fails here); which server it starts (its engine, PATH's, or a message
 # saying what to install); then packages the .vsix and checks it, and runs it in
 # code-server (VS Code 1.100.3) with headless chromium; screenshots in test-artifacts/vscode and
 # test-artifacts/vscode-report (one code-server at a time: two node --test runs, not one).
 test-vscode: build
+	npm run typecheck -w vscode-ext
 	node --test vscode-ext/test/server.test.mjs vscode-ext/test/ranks.test.mjs vscode-ext/test/treeid.test.mjs vscode-ext/test/format.test.mjs
 	VRAMSCOPE_SHARED=$(SHARED) node --test vscode-ext/test/e2e.test.mjs
 	VRAMSCOPE_SHARED=$(SHARED) node --test vscode-ext/test/report.test.mjs

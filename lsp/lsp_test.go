@@ -17,6 +17,7 @@ import (
 	"github.com/sourcegraph/jsonrpc2"
 	"github.com/vramscope/vramscope/internal/golden"
 	"github.com/vramscope/vramscope/internal/reftool"
+	"github.com/vramscope/vramscope/lsp/command"
 	"go.lsp.dev/protocol"
 	"go.lsp.dev/uri"
 )
@@ -222,8 +223,8 @@ func TestOfflineOnTheFixtures(t *testing.T) {
 
 func TestDiagnosticsForTheOOM(t *testing.T) {
 	c := start(t, Config{}, nil)
-	var sum Summary
-	c.call("workspace/executeCommand", map[string]any{"command": cmdOpenSnapshot,
+	var sum command.Summary
+	c.call("workspace/executeCommand", map[string]any{"command": command.OpenSnapshot,
 		"arguments": []any{map[string]string{"path": filepath.Join(fixtures, "snapshots/oom_batch.pickle")}}}, &sum)
 	if sum.PeakBytes == 0 || sum.Findings == 0 {
 		t.Fatalf("open: %+v", sum)
@@ -247,7 +248,7 @@ func TestDiagnosticsForTheOOM(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	// Showing a healthy snapshot clears them.
-	c.call("workspace/executeCommand", map[string]any{"command": cmdOpenSnapshot,
+	c.call("workspace/executeCommand", map[string]any{"command": command.OpenSnapshot,
 		"arguments": []any{map[string]string{"path": filepath.Join(fixtures, "snapshots/gpt2_train.pickle")}}}, &sum)
 	time.Sleep(100 * time.Millisecond)
 	c.mu.Lock()
@@ -268,9 +269,9 @@ func TestDecodedOnce(t *testing.T) {
 			t.Fatal("no hints on train_lora.py")
 		}
 	}
-	var sum Summary
+	var sum command.Summary
 	for i := 0; i < 3; i++ {
-		c.call("workspace/executeCommand", map[string]any{"command": cmdOpenSnapshot, "arguments": []any{map[string]string{"path": snap}}}, &sum)
+		c.call("workspace/executeCommand", map[string]any{"command": command.OpenSnapshot, "arguments": []any{map[string]string{"path": snap}}}, &sum)
 	}
 	if c.srv.snaps.runs != 1 {
 		t.Errorf("%d analyses of one snapshot", c.srv.snaps.runs)
@@ -291,7 +292,7 @@ func TestBadInput(t *testing.T) {
 	}
 	bad := filepath.Join(t.TempDir(), "notes.pickle")
 	os.WriteFile(bad, []byte("not a pickle"), 0o644)
-	err = c.conn.Call(context.Background(), "workspace/executeCommand", map[string]any{"command": cmdOpenSnapshot,
+	err = c.conn.Call(context.Background(), "workspace/executeCommand", map[string]any{"command": command.OpenSnapshot,
 		"arguments": []any{map[string]string{"path": bad}}}, nil)
 	if err == nil || !strings.Contains(err.Error(), bad) {
 		t.Errorf("bad snapshot: %v", err)
@@ -361,8 +362,8 @@ func TestDiagnosticForAnOOMInGeneration(t *testing.T) {
 		t.Fatalf("snaptool: %v %s", err, out)
 	}
 	c := start(t, Config{}, nil)
-	var sum Summary
-	c.call("workspace/executeCommand", map[string]any{"command": cmdOpenSnapshot,
+	var sum command.Summary
+	c.call("workspace/executeCommand", map[string]any{"command": command.OpenSnapshot,
 		"arguments": []any{map[string]string{"path": snap}}}, &sum)
 	local := string(uri.File("/workspace/proj/train.py"))
 	deadline := time.Now().Add(5 * time.Second)
