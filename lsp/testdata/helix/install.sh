@@ -8,11 +8,12 @@
 # 2.39 (Debian 12 has 2.36), so Debian 13's libc6 comes too, unpacked beside it
 # (nothing is installed on the system) and DIR/hx runs Helix through that
 # libc's loader. make setup runs it; it does nothing when DIR/hx runs already.
+# Not pinned: Debian's mirror keeps only a release's current versions (libc6
+# gets security updates), so this takes trixie's current hx (25.01.1-4 on
+# 2026-12-02) and libc6.
 set -eu
 dir=${1:-.helix}
-HX=25.01.1-4
-LIBC=2.41-12+deb13u5
-if [ -x "$dir/hx" ] && "$dir/hx" --version 2>/dev/null | grep -q '^helix 25.01.1'; then
+if [ -x "$dir/hx" ] && "$dir/hx" --version 2>/dev/null | grep -q '^helix '; then
   echo "helix: installed ($dir)"
   exit 0
 fi
@@ -27,7 +28,7 @@ echo 'deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.
 set -- -o "Dir::Etc::SourceList=$apt/sources.list" -o Dir::Etc::SourceParts=/dev/null \
   -o "Dir::State::Lists=$apt/lists" -o "Dir::Cache=$apt/cache" -o APT::Sandbox::User=root
 apt-get "$@" update -qq
-(cd "$apt" && apt-get "$@" download "hx=$HX" "libc6=$LIBC" >/dev/null)
+(cd "$apt" && apt-get "$@" download hx libc6 >/dev/null && ls ./*.deb)
 for deb in "$apt"/*.deb; do dpkg-deb -x "$deb" "$dir/root"; done
 rm -rf "$apt"
 cat >"$dir/hx" <<'EOF'
