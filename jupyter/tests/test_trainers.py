@@ -35,7 +35,9 @@ def py():
 
 def run_trainer(py, tmp, which):
     out = os.path.join(tmp, which + ".json")
-    env = dict(os.environ, PYTHONPATH=PKG_PARENT, PYTHONUNBUFFERED="1")
+    # The model is built from a config: nothing to fetch from a hub.
+    env = dict(os.environ, PYTHONPATH=PKG_PARENT, PYTHONUNBUFFERED="1", HF_HUB_OFFLINE="1",
+               TRANSFORMERS_OFFLINE="1", HF_HOME=os.path.join(tmp, "hf"))
     res = subprocess.run([py, os.path.join(HERE, "trainer_cpu.py"), which, out], env=env, cwd=tmp,
                          capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, res.stderr[-3000:]
