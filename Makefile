@@ -35,8 +35,13 @@ dist:
 # setup installs the test dependencies from the project's own files: Go modules
 # (go.sum), the npm workspace (package-lock.json), the Python packages (Neovim
 # among them, for the editor test), Debian's chromium for the real-browser
-# tests, Debian's prometheus for the daemon's scrape test and Debian's Emacs
-# with eglot for the Emacs test (only when missing, and only as root).
+# tests, Debian's prometheus for the daemon's scrape test, Debian's Emacs
+# with eglot for the Emacs test (only when missing, and only as root), and
+# .venv-torch for the trainer callbacks' CPU tests: Debian's python3-torch
+# (CPU only) under Debian's python3 with transformers and Lightning pinned in
+# jupyter/requirements-torch.txt (installed --no-deps: the file says why), and
+# for the Helix test Debian's tmux and, in .helix, Debian 13's hx with its libc
+# (lsp/testdata/helix/install.sh says why).
 setup:
 	$(GO) mod download
 	npm ci --no-audit --no-fund
@@ -58,6 +63,17 @@ setup:
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends emacs-nox elpa-eglot >/dev/null; \
 	  else echo "install Debian's emacs-nox and elpa-eglot (apt-get install emacs-nox elpa-eglot) for the Emacs test" >&2; exit 1; fi; }
+	@/usr/bin/python3 -c 'import torch, venv' >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3-torch python3-venv >/dev/null; \
+	  else echo "install Debian's python3-torch and python3-venv (apt-get install python3-torch python3-venv) for the trainer tests" >&2; exit 1; fi; }
+	test -x .venv-torch/bin/python || /usr/bin/python3 -m venv --system-site-packages .venv-torch
+	.venv-torch/bin/pip install -q --disable-pip-version-check --no-deps -r jupyter/requirements-torch.txt
+	@command -v tmux >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tmux >/dev/null; \
+	  else echo "install Debian's tmux (apt-get install tmux) for the Helix test" >&2; exit 1; fi; }
+	sh lsp/testdata/helix/install.sh .helix
 	sh vscode-ext/test/code-server/install.sh
 
 test: clean-artifacts setup test-go test-race lint test-web test-py test-mcp test-dist test-fixtures test-vscode
@@ -93,7 +109,9 @@ test-web:
 	node --test profiler/flame/web/
 
 # The Python agent: real child processes on a real Unix socket, a fake torch
-# for the torch-facing parts (the GPU run is make gpu-e2e).
+# for the torch-facing parts (the GPU run is make gpu-e2e); the trainer
+# callbacks in real transformers and Lightning trainers on CPU with
+# .venv-torch's interpreter (test_trainers.py).
 test-py: build
 	.venv/bin/python -m pytest -q jupyter/tests
 
@@ -171,4 +189,4 @@ fuzz:
 	done
 
 clean:
-	rm -rf bin dist example_flame.html test-artifacts .bench .venv gpu-e2e-out
+	rm -rf bin dist example_flame.html test-artifacts .bench .venv .venv-torch .helix gpu-e2e-out
