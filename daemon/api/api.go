@@ -19,7 +19,7 @@ import (
 
 // Version is the API version. A client whose major version differs is refused
 // by daemon.hello; minor additions keep the major.
-const Version = "1.1"
+const Version = "1.2"
 
 // Direction says who sends a method.
 type Direction string
@@ -507,11 +507,13 @@ var Methods = []Method{
 	{GroupTake, ClientToDaemon, GroupTakeParams{}, GroupResult{}, "Asks every rank of the process's job (the same torchrun run id, master address and port, or parent) for its snapshot at once and stores them as one group, with the skew of their capture times. A rank that fails is listed in failed; the call fails only when no rank gave a snapshot."},
 	{GroupList, ClientToDaemon, nil, GroupListResult{}, "Stored groups, newest first."},
 	{GroupGet, ClientToDaemon, IDParams{}, GroupResult{}, "One stored group and its members' snapshots."},
+	{IdleReport, ClientToDaemon, IdleParams{}, IdleResult{}, "Why the process's GPU idled over a window: its stack samples joined with its GPU's utilisation, the idle share of wall time and the lines the training thread was on, grouped into causes with fixes."},
 	{AnalysisRanks, ClientToDaemon, RanksParams{}, "analyze.Ranks (as vramscope ranks --json)", "The rank view of a group: per rank peak, reserved, categories, NVML's non-PyTorch memory and top lines; the imbalance (max/median peak) and each outlier rank's per-line diff against the median rank."},
 	{CancelRequest, ClientNotice, CancelParams{}, nil, "Stops a request of this connection that the client no longer waits for (as LSP's $/cancelRequest); a closed connection stops all of its requests."},
 	{AgentRegister, AgentToDaemon, RegisterParams{}, RegisterResult{}, "An agent announces its process; the connection then belongs to that process until it closes."},
 	{AgentCaptured, AgentToDaemon, CapturedParams{}, SnapshotResult{}, "The agent hands over a snapshot it wrote on its own (out of memory) into the incoming dir."},
 	{AgentTorch, AgentNotice, TorchParams{}, nil, "torch.cuda's allocated/reserved bytes, about once a second."},
+	{AgentStacks, AgentNotice, StacksParams{}, nil, "Where the process's threads were: stack samples (user frames and a wait marker) taken at 20-50 Hz, about a second of them per batch."},
 	{AgentDump, DaemonToAgent, DumpParams{}, DumpResult{}, "The daemon asks the agent to write its snapshot to path; the agent syncs the file before answering."},
 	{EventAgentConnected, Notification, AgentEvent{}, nil, "An agent registered (topic agent_connected)."},
 	{EventAgentGone, Notification, AgentEvent{}, nil, "An agent's connection closed (topic agent_gone)."},

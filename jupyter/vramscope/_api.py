@@ -4,7 +4,7 @@
 codes, message size limits and the shapes of params and results."""
 from typing import Any, List, Optional, TypedDict
 
-API_VERSION = "1.1"
+API_VERSION = "1.2"
 
 # Methods.
 HELLO = "daemon.hello"
@@ -29,11 +29,13 @@ SUBSCRIBE = "events.subscribe"
 GROUP_TAKE = "group.take"
 GROUP_LIST = "group.list"
 GROUP_GET = "group.get"
+IDLE_REPORT = "idle.report"
 ANALYSIS_RANKS = "analysis.ranks"
 CANCEL_REQUEST = "$/cancelRequest"
 AGENT_REGISTER = "agent.register"
 AGENT_CAPTURED = "agent.captured"
 AGENT_TORCH = "agent.torch"
+AGENT_STACKS = "agent.stacks"
 AGENT_DUMP = "agent.dump"
 EVENT_AGENT_CONNECTED = "event.agent_connected"
 EVENT_AGENT_GONE = "event.agent_gone"
@@ -328,6 +330,53 @@ class GroupListResult(TypedDict, total=False):
     groups: Optional[List["GroupResult"]]  # newest first
 
 
+class IdleParams(TypedDict, total=False):
+    """IdleParams asks why PID's GPU idled over the last WindowMS of its samples."""
+    pid: int  # a process whose agent sent stack samples
+    window_ms: int  # (omitted when empty) default 60000
+    raw: bool  # (omitted when empty) also return the join's input (utilisation and samples), for recordings
+
+
+class IdleSite(TypedDict, total=False):
+    """IdleSite is a source line with the GPU idle time spent on it."""
+    file: str
+    line: int
+    func: str  # (omitted when empty)
+    idle_ms: float
+    share: float  # of the window's wall time
+
+
+class IdleCause(TypedDict, total=False):
+    """IdleCause is one reason the GPU idled."""
+    kind: str  # data_loader, sync, copy, checkpoint, logging, collective, python, no_samples
+    title: str
+    idle_ms: float
+    share: float  # of the window's wall time
+    site: "IdleSite"  # the line to change
+    lines: Optional[List["IdleSite"]]  # where the training thread was, largest first
+    fix: str  # (omitted when empty)
+
+
+class IdleResult(TypedDict, total=False):
+    """IdleResult is the join of a process's stack samples with its GPU's utilisation over a window: how much of the wall time the GPU idled, and the lines the training thread was on while it did, grouped into causes."""
+    pid: int
+    device: int  # NVML index of the GPU
+    from_ms: int  # the window's start, unix milliseconds
+    to_ms: int  # its end
+    wall_ms: float  # time covered by utilisation readings
+    idle_ms: float  # of which the GPU did not compute
+    idle_share: float  # IdleMS / WallMS
+    copy_ms: float  # (omitted when empty) utilization.gpu read busy while no SM was (a copy): counted idle
+    samples: int  # samples of the training thread in the window
+    period_ms: float  # the agent's sampling period
+    dropped: int  # (omitted when empty) samples the agent dropped
+    shared: bool  # (omitted when empty) other processes used the GPU: the utilisation is the device's
+    headline: str  # (omitted when empty) Headline is the finding in one line ("GPU idle 31% of 60 s: waiting for the data loader at train.py:42 (24%)"); empty when the GPU was busy.
+    causes: Optional[List["IdleCause"]]  # largest first
+    note: str  # (omitted when empty) why the report is empty (no samples, no NVML)
+    input: Any  # (omitted when empty) Input is the join's input, with raw (profiler/idle.Input).
+
+
 class RanksParams(TypedDict, total=False):
     """RanksParams asks for the rank view of a group."""
     group: str  # the group's ID
@@ -409,6 +458,37 @@ class TorchParams(TypedDict, total=False):
     allocated: int  # torch.cuda.memory_allocated
     reserved: int  # torch.cuda.memory_reserved
     max_allocated: int  # torch.cuda.max_memory_allocated
+
+
+class StackThread(TypedDict, total=False):
+    """StackThread is one thread of the process."""
+    name: str
+    main: bool  # (omitted when empty) the main (training) thread
+
+
+class StackFrame(TypedDict, total=False):
+    """StackFrame is one user frame: a source line."""
+    file: str
+    line: int
+    func: str  # (omitted when empty)
+
+
+class StackSample(TypedDict, total=False):
+    """StackSample is where one thread was at one instant."""
+    t: int  # unix milliseconds
+    th: int  # index into Threads
+    s: Optional[List[int]]  # (omitted when empty) indexes into Frames, innermost first (at most MaxStackFrames)
+    w: str  # (omitted when empty) Wait is what the thread waits on, from the library frames below the user's or the user line's text: dataloader, dataloader_workers, sync, copy, checkpoint, logging, collective; empty: none.
+
+
+class StacksParams(TypedDict, total=False):
+    """StacksParams is one batch of stack samples, about a second of them. Frames and threads are interned per batch: a sample names them by index, so a batch stands alone (a lost batch loses nothing else)."""
+    period_ms: float  # the sampler's period
+    dropped: int  # (omitted when empty) samples dropped since the last batch (the sampler never blocks the job)
+    cost_ms: float  # (omitted when empty) CPU time the sampler took for this batch
+    threads: Optional[List["StackThread"]]  # the threads sampled, by index
+    frames: Optional[List["StackFrame"]]  # the user frames, by index
+    samples: Optional[List["StackSample"]]  # oldest first
 
 
 class DumpParams(TypedDict, total=False):

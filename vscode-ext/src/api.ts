@@ -3,7 +3,7 @@
 // api.ts: the daemon's JSON-RPC contract (method names, error codes, limits,
 // and the shapes of params and results) for the extension.
 
-export const API_VERSION = "1.1";
+export const API_VERSION = "1.2";
 
 /** The daemon's methods, as the wire spells them. */
 export const Method = {
@@ -29,11 +29,13 @@ export const Method = {
   GroupTake: "group.take",
   GroupList: "group.list",
   GroupGet: "group.get",
+  IdleReport: "idle.report",
   AnalysisRanks: "analysis.ranks",
   CancelRequest: "$/cancelRequest",
   AgentRegister: "agent.register",
   AgentCaptured: "agent.captured",
   AgentTorch: "agent.torch",
+  AgentStacks: "agent.stacks",
   AgentDump: "agent.dump",
   EventAgentConnected: "event.agent_connected",
   EventAgentGone: "event.agent_gone",
@@ -481,6 +483,76 @@ export interface GroupListResult {
   groups: GroupResult[] | null;
 }
 
+/** IdleParams asks why PID's GPU idled over the last WindowMS of its samples. */
+export interface IdleParams {
+  /** a process whose agent sent stack samples */
+  pid: number;
+  /** default 60000 */
+  window_ms?: number;
+  /** also return the join's input (utilisation and samples), for recordings */
+  raw?: boolean;
+}
+
+/** IdleSite is a source line with the GPU idle time spent on it. */
+export interface IdleSite {
+  file: string;
+  line: number;
+  func?: string;
+  idle_ms: number;
+  /** of the window's wall time */
+  share: number;
+}
+
+/** IdleCause is one reason the GPU idled. */
+export interface IdleCause {
+  /** data_loader, sync, copy, checkpoint, logging, collective, python, no_samples */
+  kind: string;
+  title: string;
+  idle_ms: number;
+  /** of the window's wall time */
+  share: number;
+  /** the line to change */
+  site: IdleSite;
+  /** where the training thread was, largest first */
+  lines: IdleSite[] | null;
+  fix?: string;
+}
+
+/** IdleResult is the join of a process's stack samples with its GPU's utilisation over a window: how much of the wall time the GPU idled, and the lines the training thread was on while it did, grouped into causes. */
+export interface IdleResult {
+  pid: number;
+  /** NVML index of the GPU */
+  device: number;
+  /** the window's start, unix milliseconds */
+  from_ms: number;
+  /** its end */
+  to_ms: number;
+  /** time covered by utilisation readings */
+  wall_ms: number;
+  /** of which the GPU did not compute */
+  idle_ms: number;
+  /** IdleMS / WallMS */
+  idle_share: number;
+  /** utilization.gpu read busy while no SM was (a copy): counted idle */
+  copy_ms?: number;
+  /** samples of the training thread in the window */
+  samples: number;
+  /** the agent's sampling period */
+  period_ms: number;
+  /** samples the agent dropped */
+  dropped?: number;
+  /** other processes used the GPU: the utilisation is the device's */
+  shared?: boolean;
+  /** Headline is the finding in one line ("GPU idle 31% of 60 s: waiting for the data loader at train.py:42 (24%)"); empty when the GPU was busy. */
+  headline?: string;
+  /** largest first */
+  causes: IdleCause[] | null;
+  /** why the report is empty (no samples, no NVML) */
+  note?: string;
+  /** Input is the join's input, with raw (profiler/idle.Input). */
+  input?: unknown;
+}
+
 /** RanksParams asks for the rank view of a group. */
 export interface RanksParams {
   /** the group's ID */
@@ -605,6 +677,48 @@ export interface TorchParams {
   reserved: number;
   /** torch.cuda.max_memory_allocated */
   max_allocated: number;
+}
+
+/** StackThread is one thread of the process. */
+export interface StackThread {
+  name: string;
+  /** the main (training) thread */
+  main?: boolean;
+}
+
+/** StackFrame is one user frame: a source line. */
+export interface StackFrame {
+  file: string;
+  line: number;
+  func?: string;
+}
+
+/** StackSample is where one thread was at one instant. */
+export interface StackSample {
+  /** unix milliseconds */
+  t: number;
+  /** index into Threads */
+  th: number;
+  /** indexes into Frames, innermost first (at most MaxStackFrames) */
+  s?: number[];
+  /** Wait is what the thread waits on, from the library frames below the user's or the user line's text: dataloader, dataloader_workers, sync, copy, checkpoint, logging, collective; empty: none. */
+  w?: string;
+}
+
+/** StacksParams is one batch of stack samples, about a second of them. Frames and threads are interned per batch: a sample names them by index, so a batch stands alone (a lost batch loses nothing else). */
+export interface StacksParams {
+  /** the sampler's period */
+  period_ms: number;
+  /** samples dropped since the last batch (the sampler never blocks the job) */
+  dropped?: number;
+  /** CPU time the sampler took for this batch */
+  cost_ms?: number;
+  /** the threads sampled, by index */
+  threads: StackThread[] | null;
+  /** the user frames, by index */
+  frames: StackFrame[] | null;
+  /** oldest first */
+  samples: StackSample[] | null;
 }
 
 /** DumpParams asks an agent to write a snapshot to Path (in the incoming dir). */
