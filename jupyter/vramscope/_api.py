@@ -65,6 +65,8 @@ CODE_METHOD_NOT_FOUND = -32601  # JSON-RPC: no such method (or one the receiver 
 MAX_HELLO_BYTES = 4096
 MAX_MESSAGE_BYTES = 1048576
 MAX_REGISTER_BYTES = 16777216
+MAX_STACK_FRAMES = 8
+MAX_STACK_SAMPLES = 2048
 
 
 class HelloParams(TypedDict, total=False):

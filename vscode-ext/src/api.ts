@@ -84,6 +84,8 @@ export const Limit = {
   MaxHelloBytes: 4096,
   MaxMessageBytes: 1048576,
   MaxRegisterBytes: 16777216,
+  MaxStackFrames: 8,
+  MaxStackSamples: 2048,
 } as const;
 
 /** HelloParams opens a session. Token is required on TCP connections. */
