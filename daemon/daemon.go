@@ -36,6 +36,7 @@ type Daemon struct {
 	analyses  *analyses
 	events    *events
 	counters  *counterSource
+	stacks    *stackStore    // the agents' stack samples, for idle.report
 	pods      *kube.Resolver // pod names for processes in Kubernetes pods
 	counts    *exportCounts  // events since start, for Prometheus
 	tcp       *tcpSlots
@@ -104,6 +105,7 @@ func New(cfg Config) (*Daemon, error) {
 	}
 	st.OnRemove(d.analyses.drop)
 	d.counters = openCounters(cfg)
+	d.stacks = newStackStore()
 	return d, nil
 }
 

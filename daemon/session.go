@@ -78,6 +78,8 @@ func init() {
 		api.AgentRegister:    (*session).agentRegister,
 		api.AgentCaptured:    (*session).agentCaptured,
 		api.AgentTorch:       (*session).agentTorch,
+		api.AgentStacks:      (*session).agentStacks,
+		api.IdleReport:       (*session).idleReport,
 	}
 }
 

@@ -110,7 +110,8 @@ class Sampler:
         self.stop = threading.Event()
         self.enabled = True  # False: ticks pass without sampling (the cost measurement's "off" blocks)
         self.dropped = 0
-        self.sent = 0
+        self.sent = 0  # samples handed to send
+        self.cpu_ms = 0.0  # the sampler thread's CPU time, all batches
         self.thread = None
         self._lib_dirs = _library_dirs()
         self._codes = {}  # code object -> (user, wait)
@@ -241,6 +242,7 @@ class Sampler:
     def flush(self):
         if self.samples or self.dropped:
             cost = (time.thread_time() - self.cpu_start) * 1000
+            self.cpu_ms += cost
             self.send(_api.AGENT_STACKS, {"period_ms": round(self.period * 1000, 3), "dropped": self.dropped,
                                           "cost_ms": round(cost, 3), "threads": self.threads,
                                           "frames": self.frames, "samples": self.samples})

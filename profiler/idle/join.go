@@ -28,6 +28,7 @@ func mainThread(ss []Sample) []Sample {
 			out = append(out, s)
 		}
 	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].TimeMS < out[j].TimeMS })
 	return out
 }
 
