@@ -8,8 +8,8 @@ import (
 // package comment). in.Util and in.Samples are in time order.
 func Join(in Input, o Options) Report {
 	o = o.withDefaults()
-	ws := windows(in.Util, o)
 	main := mainThread(in.Samples)
+	ws := covered(windows(in.Util, o), main, in.PeriodMS)
 	t := newTally()
 	for _, w := range ws {
 		lo := sort.Search(len(main), func(i int) bool { return main[i].TimeMS > w.fromMS })
@@ -29,6 +29,24 @@ func mainThread(ss []Sample) []Sample {
 		}
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].TimeMS < out[j].TimeMS })
+	return out
+}
+
+// covered keeps the windows the training thread's samples span: a window
+// that begins before the first sample or ends after the last (beyond two
+// sampling periods) is outside what the agent saw, not idle without samples.
+func covered(ws []window, main []Sample, periodMS float64) []window {
+	if len(main) == 0 {
+		return nil
+	}
+	slack := int64(2 * max(periodMS, 50))
+	first, last := main[0].TimeMS-slack, main[len(main)-1].TimeMS+slack
+	var out []window
+	for _, w := range ws {
+		if w.fromMS >= first && w.toMS <= last {
+			out = append(out, w)
+		}
+	}
 	return out
 }
 
