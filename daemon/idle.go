@@ -3,6 +3,8 @@ package daemon
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"path/filepath"
 
 	"github.com/vramscope/vramscope/daemon/api"
 	"github.com/vramscope/vramscope/daemon/counters"
@@ -102,4 +104,36 @@ func IdleResultOf(r *idle.Report) api.IdleResult {
 
 func toIdleSite(s idle.Site) api.IdleSite {
 	return api.IdleSite{File: s.File, Line: s.Line, Func: s.Func, IdleMS: s.IdleMS, Share: s.Share}
+}
+
+// utilNow is each GPU's latest utilization.gpu, by NVML index.
+func (c *counterSource) utilNow() map[int]uint32 {
+	out := map[int]uint32{}
+	if !c.st.Available {
+		return out
+	}
+	for _, s := range c.col.Latest() {
+		if s.Has(counters.FieldUtilGPU) {
+			out[s.Device] = s.UtilGPUPct
+		}
+	}
+	return out
+}
+
+// withIdle adds its GPU's utilisation and its idle report's headline to an
+// agent's process (process.list, vramscope ps).
+func (d *Daemon) withIdle(p api.Process, util map[int]uint32) api.Process {
+	if u, ok := util[p.Device]; ok {
+		p.UtilGPU = &u
+	}
+	r, ok := d.idleFor(p.PID, defaultIdleWindowMS, false)
+	if !ok || r.WallMS == 0 {
+		return p
+	}
+	p.IdleShare = r.IdleShare
+	if len(r.Causes) > 0 && r.Headline != "" {
+		c := r.Causes[0]
+		p.IdleTop = fmt.Sprintf("%s at %s:%d", c.Title, filepath.Base(c.Site.File), c.Site.Line)
+	}
+	return p
 }

@@ -179,6 +179,9 @@ type Process struct {
 	Reserved   int64    `json:"torch_reserved,omitempty"`  // torch.cuda.memory_reserved, from the agent's last report
 	Connected  string   `json:"connected,omitempty"`       // RFC 3339
 	Job        string   `json:"job,omitempty"`             // what ties it to the other ranks of its launch ("run:ID", "master:ADDR:PORT", "parent:PID"; "" alone): group.take captures every process of its job
+	UtilGPU    *uint32  `json:"util_gpu_pct,omitempty"`    // utilization.gpu of its GPU now (NVML); absent without a reading
+	IdleShare  float64  `json:"idle_share,omitempty"`      // share of the last minute its GPU idled (idle.report), with stack samples
+	IdleTop    string   `json:"idle_top,omitempty"`        // the top idle cause and its line, e.g. "waiting for the data loader at data.py:12"
 }
 
 // ProcessListResult lists processes.

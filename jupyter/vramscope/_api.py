@@ -125,6 +125,9 @@ class Process(TypedDict, total=False):
     torch_reserved: int  # (omitted when empty) torch.cuda.memory_reserved, from the agent's last report
     connected: str  # (omitted when empty) RFC 3339
     job: str  # (omitted when empty) what ties it to the other ranks of its launch ("run:ID", "master:ADDR:PORT", "parent:PID"; "" alone): group.take captures every process of its job
+    util_gpu_pct: Optional[int]  # (omitted when empty) utilization.gpu of its GPU now (NVML); absent without a reading
+    idle_share: float  # (omitted when empty) share of the last minute its GPU idled (idle.report), with stack samples
+    idle_top: str  # (omitted when empty) the top idle cause and its line, e.g. "waiting for the data loader at data.py:12"
 
 
 class ProcessListResult(TypedDict, total=False):

@@ -182,6 +182,12 @@ export interface Process {
   connected?: string;
   /** what ties it to the other ranks of its launch ("run:ID", "master:ADDR:PORT", "parent:PID"; "" alone): group.take captures every process of its job */
   job?: string;
+  /** utilization.gpu of its GPU now (NVML); absent without a reading */
+  util_gpu_pct?: number;
+  /** share of the last minute its GPU idled (idle.report), with stack samples */
+  idle_share?: number;
+  /** the top idle cause and its line, e.g. "waiting for the data loader at data.py:12" */
+  idle_top?: string;
 }
 
 /** ProcessListResult lists processes. */
