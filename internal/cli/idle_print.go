@@ -17,6 +17,9 @@ func writeIdle(w io.Writer, r *api.IdleResult) {
 		fmt.Fprintf(w, ", %d dropped", r.Dropped)
 	}
 	fmt.Fprintln(w, ")")
+	if r.Headline != "" {
+		fmt.Fprintln(w, r.Headline)
+	}
 	if r.Note != "" {
 		fmt.Fprintf(w, "note: %s\n", r.Note)
 	}

@@ -15,7 +15,13 @@ func Join(in Input, o Options) Report {
 		lo := sort.Search(len(main), func(i int) bool { return main[i].TimeMS > w.fromMS })
 		hi := sort.Search(len(main), func(i int) bool { return main[i].TimeMS > w.toMS })
 		t.window(w)
-		attribute(w, main[lo:hi], t)
+		ss := main[lo:hi]
+		if len(ss) == 0 && lo > 0 && w.fromMS-main[lo-1].TimeMS <= o.MaxGapMS {
+			// The sampler missed every tick (a C call that held the GIL, as
+			// torch.save's writes do): the thread is where it was last seen.
+			ss = main[lo-1 : lo]
+		}
+		attribute(w, ss, t)
 	}
 	return t.report(in, o)
 }

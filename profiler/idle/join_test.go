@@ -106,11 +106,16 @@ func TestWindowsOutsideTheSamplesAreLeftOut(t *testing.T) {
 	}
 }
 
-func TestGapsAndNoSamples(t *testing.T) {
+func TestGapsAndMissedWindows(t *testing.T) {
+	save := Frame{File: "train.py", Line: 70, Func: "main"}
 	in := series(6, 50, func(int) (Frame, Wait) { return fwdLine, WaitNone })
 	var kept []Sample
 	for _, s := range in.Samples {
-		if s.TimeMS < 1000 || s.TimeMS > 2000 {
+		switch {
+		case s.TimeMS > 900 && s.TimeMS <= 1000: // last seen in torch.save, then no tick until 2 s
+			s.Stack[0], s.Wait = save, WaitCheckpoint
+			kept = append(kept, s)
+		case s.TimeMS < 1000 || s.TimeMS > 2000:
 			kept = append(kept, s)
 		}
 	}
@@ -120,10 +125,19 @@ func TestGapsAndNoSamples(t *testing.T) {
 	if r.WallMS != 3000 {
 		t.Fatalf("wall %v ms, want 3 windows (a 3 s gap is not one)", r.WallMS)
 	}
-	if len(r.Causes) != 2 || r.Causes[0].Kind != CausePython || r.Causes[1].Kind != CauseNoSamples || !near(r.Causes[1].Share, 0.5/3) {
-		t.Fatalf("causes %+v, want python 2 windows, no_samples the 1-2 s window", r.Causes)
+	byKind := map[Kind]Cause{}
+	for _, c := range r.Causes {
+		byKind[c.Kind] = c
 	}
-	if r.Finding().Kind != CausePython {
-		t.Fatalf("finding %+v", r.Finding())
+	// 0-1 s: 0.5 s idle, 2 of 25 samples in the save; 1-2 s: missed, the save's; 5-6 s: python.
+	if c := byKind[CauseCheckpoint]; !near(c.IdleMS, 500+500*2.0/25) || c.Site.Frame != save {
+		t.Errorf("checkpoint %+v, want the missed window and 2 samples of the first", c)
+	}
+	if _, ok := byKind[CauseNoSamples]; ok {
+		t.Errorf("no_samples %+v: the missed window follows a sample 0 s before it", byKind[CauseNoSamples])
+	}
+	in.Samples = in.Samples[:len(in.Samples)-25] // nothing after 5 s: 5-6 s is outside the samples
+	if r := Join(in, Options{}); r.ToMS > 5000 {
+		t.Errorf("windows up to %d ms, after the last sample", r.ToMS)
 	}
 }
