@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"errors"
+	"math"
 	"net"
 	"strings"
 	"testing"
@@ -71,7 +72,7 @@ func TestIdleReport(t *testing.T) {
 		t.Errorf("process.list %+v", p)
 	}
 	for _, p := range d.metricsState().Processes {
-		if p.Idle == nil || p.Idle.Share != 1 || p.Idle.ByCause["data_loader"] != 1 {
+		if p.Idle == nil || p.Idle.Share != 1 || math.Abs(p.Idle.ByCause["data_loader"]-1) > 1e-9 {
 			t.Errorf("metrics idle %+v", p.Idle)
 		}
 	}
