@@ -101,6 +101,7 @@ func New(cfg Config) (*Daemon, error) {
 	d.analyses.augment = func(id string, r *analyze.Result) {
 		if m, ok := st.Get(id); ok {
 			r.Findings = append(r.Findings, nonPyTorchFindings(m, r, d.snapshotDeviceTotal(m))...)
+			r.Findings = append(r.Findings, d.idleFindings(m)...)
 		}
 	}
 	st.OnRemove(d.analyses.drop)

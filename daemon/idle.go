@@ -23,17 +23,17 @@ func (s *session) idleReport(_ context.Context, raw json.RawMessage) (any, error
 	if p.WindowMS <= 0 {
 		p.WindowMS = defaultIdleWindowMS
 	}
-	res, ok := s.d.idleFor(p.PID, p.WindowMS, p.Raw)
+	res, ok := s.d.idleFor(p.PID, 0, p.WindowMS, p.Raw)
 	if !ok {
 		return nil, rpcErr(api.CodeNotFound, "process %d sent no stack samples (is its agent attached, with VRAMSCOPE_STACK_HZ not 0?)", p.PID)
 	}
 	return res, nil
 }
 
-// idleFor is the idle report of pid over its last windowMS of samples; ok is
-// false when pid sent none.
-func (d *Daemon) idleFor(pid int, windowMS int64, raw bool) (api.IdleResult, bool) {
-	in, ok := d.stacks.samples(pid, windowMS)
+// idleFor is the idle report of pid over the windowMS of samples up to toMS
+// (0: its newest sample); ok is false when pid sent none.
+func (d *Daemon) idleFor(pid int, toMS, windowMS int64, raw bool) (api.IdleResult, bool) {
+	in, ok := d.stacks.samples(pid, toMS, windowMS)
 	if !ok {
 		return api.IdleResult{}, false
 	}
@@ -126,7 +126,7 @@ func (d *Daemon) withIdle(p api.Process, util map[int]uint32) api.Process {
 	if u, ok := util[p.Device]; ok {
 		p.UtilGPU = &u
 	}
-	r, ok := d.idleFor(p.PID, defaultIdleWindowMS, false)
+	r, ok := d.idleFor(p.PID, 0, defaultIdleWindowMS, false)
 	if !ok || r.WallMS == 0 {
 		return p
 	}

@@ -2,7 +2,7 @@ package daemon
 
 import (
 	"context"
-	"errors"
+	"encoding/json"
 	"math"
 	"net"
 	"strings"
@@ -12,13 +12,15 @@ import (
 	"github.com/sourcegraph/jsonrpc2"
 	"github.com/vramscope/vramscope/daemon/api"
 	"github.com/vramscope/vramscope/daemon/client"
+	"github.com/vramscope/vramscope/profiler/analyze"
 )
 
 // TestIdleReport drives the join through a real daemon: an agent on the
 // simulated H200's GPU 0 (utilisation 0%) sends 3 s of stack samples in one
 // agent.stacks batch, its training thread in a DataLoader transform; once
 // NVML has read GPU 0 across them, idle.report, process.list and the
-// Prometheus state name the transform's line. Samples naming no thread of
+// Prometheus state name the transform's line, and so does the gpu_idle
+// finding of a snapshot taken then. Samples naming no thread of
 // their batch are dropped, frame indexes outside it end the stack.
 func TestIdleReport(t *testing.T) {
 	smp := simulatedH200(t)
@@ -28,10 +30,11 @@ func TestIdleReport(t *testing.T) {
 		t.Fatal(err)
 	}
 	agent := jsonrpc2.NewConn(context.Background(), jsonrpc2.NewPlainObjectStream(c), jsonrpc2.AsyncHandler(jsonrpc2.HandlerWithError(
-		func(context.Context, *jsonrpc2.Conn, *jsonrpc2.Request) (any, error) {
-			return nil, errors.New("no dumps here")
-		})),
-		jsonrpc2.SetLogger(discard{}))
+		func(_ context.Context, _ *jsonrpc2.Conn, r *jsonrpc2.Request) (any, error) {
+			var p api.DumpParams
+			json.Unmarshal(*r.Params, &p)
+			return copyDump(fixtures+"gpt2_train.pickle", p.Path)
+		})), jsonrpc2.SetLogger(discard{}))
 	t.Cleanup(func() { agent.Close() })
 	var reg api.RegisterResult
 	if err := agent.Call(context.Background(), api.AgentRegister, api.RegisterParams{PID: 4101, Host: "test", Argv: []string{"python", "train.py"},
@@ -75,6 +78,19 @@ func TestIdleReport(t *testing.T) {
 		if p.Idle == nil || p.Idle.Share != 1 || math.Abs(p.Idle.ByCause["data_loader"]-1) > 1e-9 {
 			t.Errorf("metrics idle %+v", p.Idle)
 		}
+	}
+	var snap api.SnapshotResult
+	call(t, cl, api.SnapshotTake, api.TakeParams{PID: 4101, Analyze: true}, &snap)
+	var findings []analyze.Finding
+	call(t, cl, api.AnalysisFindings, api.IDParams{ID: snap.ID}, &findings)
+	var idle *analyze.Finding
+	for i := range findings {
+		if findings[i].Kind == idleFindingKind {
+			idle = &findings[i]
+		}
+	}
+	if idle == nil || idle.File != "/w/data.py" || idle.Line != 12 || len(idle.Evidence.Lines) != 1 || idle.Evidence.Lines[0].Note != "GPU idle 100% here" {
+		t.Errorf("the snapshot's gpu_idle finding: %+v", idle)
 	}
 	err = cl.Call(context.Background(), api.IdleReport, api.IdleParams{PID: 999}, &r)
 	if client.Code(err) != api.CodeNotFound {

@@ -13,7 +13,7 @@ import (
 // daemon's own non_pytorch_memory).
 var findingKinds = []string{analyze.KindOOM, analyze.KindFragmentation, analyze.KindLargeAllocation, analyze.KindActivationPeak,
 	analyze.KindLeak, analyze.KindCacheGrowth, analyze.KindUnboundedCache, analyze.KindLoopAccumulation, analyze.KindOptimizerState,
-	"non_pytorch_memory"}
+	"non_pytorch_memory", idleFindingKind}
 
 // exportCounts counts events since the daemon started, for Prometheus.
 type exportCounts struct {
@@ -121,7 +121,7 @@ func copyCounts(m map[string]uint64) map[string]uint64 {
 // idleMetric is a process's idle share over the last minute, by cause; nil
 // without samples or utilisation readings.
 func (d *Daemon) idleMetric(pid int) *metrics.Idle {
-	r, ok := d.idleFor(pid, defaultIdleWindowMS, false)
+	r, ok := d.idleFor(pid, 0, defaultIdleWindowMS, false)
 	if !ok || r.WallMS == 0 {
 		return nil
 	}

@@ -122,10 +122,10 @@ func (st *stackStore) evict() {
 	delete(st.procs, pid)
 }
 
-// samples returns pid's samples with fromMS <= TimeMS <= toMS in time order
-// (toMS <= 0: the newest sample), its GPU and the sampler's facts; ok is
-// false when pid sent none.
-func (st *stackStore) samples(pid int, windowMS int64) (idle.Input, bool) {
+// samples returns pid's samples of the windowMS up to toMS (toMS <= 0: its
+// newest sample) in time order, its GPU and the sampler's facts; ok is false
+// when pid sent none.
+func (st *stackStore) samples(pid int, toMS, windowMS int64) (idle.Input, bool) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	ps := st.procs[pid]
@@ -133,11 +133,14 @@ func (st *stackStore) samples(pid int, windowMS int64) (idle.Input, bool) {
 		return idle.Input{}, false
 	}
 	in := idle.Input{PID: pid, Device: ps.device, PeriodMS: ps.periodMS, Dropped: ps.dropped}
-	from := ps.lastMS - windowMS
+	if toMS <= 0 {
+		toMS = ps.lastMS
+	}
+	from := toMS - windowMS
 	n := len(ps.ring)
 	for k := range n {
 		r := ps.ring[(ps.next+k)%n]
-		if r.timeMS < from {
+		if r.timeMS < from || r.timeMS > toMS {
 			continue
 		}
 		s := idle.Sample{TimeMS: r.timeMS, Thread: r.thread, Main: r.main, Wait: r.wait, Stack: make([]idle.Frame, len(r.stack))}

@@ -53,7 +53,7 @@ func (s *Server) publishDiagnostics() {
 				}
 				diag.RelatedInformation = append(diag.RelatedInformation, protocol.DiagnosticRelatedInformation{
 					Location: protocol.Location{URI: uri.File(evLocal), Range: lineRange(evLine)},
-					Message:  fmt.Sprintf("%s (%s)", ev.Note, profiler.FormatBytes(ev.Bytes)),
+					Message:  evidenceNote(ev.Note, ev.Bytes),
 				})
 			}
 			byURI[u] = append(byURI[u], diag)
@@ -137,4 +137,13 @@ func severity(s string) protocol.DiagnosticSeverity {
 		return protocol.DiagnosticSeverityInformation
 	}
 	return protocol.DiagnosticSeverityHint
+}
+
+// evidenceNote is an evidence line's note with its bytes; a line without
+// bytes (the GPU idled here) is its note alone.
+func evidenceNote(note string, bytes int64) string {
+	if bytes == 0 {
+		return note
+	}
+	return fmt.Sprintf("%s (%s)", note, profiler.FormatBytes(bytes))
 }
