@@ -13,7 +13,8 @@ import (
 
 // publishDiagnostics turns the shown snapshot's findings into diagnostics on
 // the local files they point at, with the evidence lines as related
-// information, and clears the files that no longer have any. Lines of open
+// information, adds where the daemon's processes left their GPU idle
+// (idle.go), and clears the files that no longer have any. Lines of open
 // files follow the user's edits (placeLine).
 func (s *Server) publishDiagnostics() {
 	l := s.shown()
@@ -59,6 +60,7 @@ func (s *Server) publishDiagnostics() {
 			byURI[u] = append(byURI[u], diag)
 		}
 	}
+	s.idleDiagnostics(byURI)
 	s.mu.Lock()
 	old := s.published
 	s.published = map[string]bool{}
