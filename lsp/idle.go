@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sort"
 	"time"
 
 	"github.com/vramscope/vramscope/daemon/api"
@@ -26,7 +27,7 @@ func (s *Server) followIdle(ctx context.Context) {
 		s.idle = reports
 		s.mu.Unlock()
 		if changed {
-			s.publishDiagnostics()
+			s.redraw() // the hints and the diagnostics
 		}
 		select {
 		case <-ctx.Done():
@@ -91,4 +92,38 @@ func (s *Server) idleDiagnostics(byURI map[string][]protocol.Diagnostic) {
 		u := string(uri.File(local))
 		byURI[u] = append(byURI[u], diag)
 	}
+}
+
+// idleHintShare is the least share of wall time a line's hint needs.
+const idleHintShare = 0.01
+
+// idleHints puts "GPU idle 31% here" at the end of each line of d, within
+// rng, that the idle reports' top causes list (the share is of the
+// report's window, summed over reports).
+func (s *Server) idleHints(d *document, rng protocol.Range) []InlayHint {
+	s.mu.Lock()
+	reports := s.idle
+	s.mu.Unlock()
+	shares := map[int]float64{}
+	for _, r := range reports {
+		for _, c := range r.Causes {
+			for _, l := range c.Lines {
+				if l.Line > 0 && s.paths.local(l.File) == d.path {
+					shares[l.Line] += l.Share
+				}
+			}
+		}
+	}
+	var out []InlayHint
+	for line, share := range shares {
+		if share < idleHintShare || uint32(line-1) < rng.Start.Line || uint32(line-1) > rng.End.Line {
+			continue
+		}
+		if pos, ok := d.endOf(line); ok {
+			out = append(out, InlayHint{Position: pos, Label: fmt.Sprintf("GPU idle %.0f%% here", 100*share), PaddingLeft: true,
+				Tooltip: "vramscope idle: share of wall time the GPU idled while the training thread was on this line"})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Position.Line < out[j].Position.Line })
+	return out
 }

@@ -2,6 +2,7 @@ package lsp
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -39,5 +40,24 @@ func TestIdleDiagnostics(t *testing.T) {
 	}
 	if len(d.RelatedInformation) != 5 || d.RelatedInformation[1].Message != "GPU idle 12% here" || d.RelatedInformation[1].Location.Range.Start.Line != 23 {
 		t.Errorf("related %+v", d.RelatedInformation)
+	}
+
+	// The hints, in the program as it ran (examples/idle/slow_loader.py).
+	src, err := os.ReadFile("../examples/idle/slow_loader.py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := newDocument(uri.File("/work/main/examples/idle/slow_loader.py"), string(src))
+	hints := s.idleHints(doc, protocol.Range{End: protocol.Position{Line: 1000}})
+	var got []string
+	for _, h := range hints {
+		got = append(got, fmt.Sprintf("%d %s", h.Position.Line+1, h.Label))
+	}
+	want := "14 GPU idle 49% here|15 GPU idle 4% here|24 GPU idle 12% here|25 GPU idle 3% here|41 GPU idle 1% here|43 GPU idle 1% here|44 GPU idle 2% here|45 GPU idle 1% here|46 GPU idle 1% here"
+	if strings.Join(got, "|") != want {
+		t.Errorf("hints\n%s\nwant\n%s", strings.Join(got, "|"), want)
+	}
+	if h := s.idleHints(doc, protocol.Range{Start: protocol.Position{Line: 20}, End: protocol.Position{Line: 30}}); len(h) != 2 {
+		t.Errorf("hints in lines 21-31: %+v", h)
 	}
 }
