@@ -56,7 +56,8 @@ func (d *Daemon) idleFor(pid int, toMS, windowMS int64, raw bool) (api.IdleResul
 
 // utilFor reads the utilisation of in's GPU over its samples' span (a
 // reading a little after the last sample closes its window), and whether
-// other processes used that GPU meanwhile.
+// other processes are on that GPU now (NVML lists them; their kernels count
+// in the device's utilisation).
 func (c *counterSource) utilFor(in idle.Input) ([]idle.Util, bool) {
 	if !c.st.Available || len(in.Samples) == 0 {
 		return nil, false
