@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"path/filepath"
 
@@ -15,17 +14,13 @@ import (
 const defaultIdleWindowMS = 60_000
 
 // idleReport joins a process's stack samples with its GPU's utilisation.
-func (s *session) idleReport(_ context.Context, raw json.RawMessage) (any, error) {
-	var p api.IdleParams
-	if err := decode(raw, &p); err != nil {
-		return nil, err
-	}
+func (s *session) idleReport(_ context.Context, p api.IdleParams) (api.IdleResult, error) {
 	if p.WindowMS <= 0 {
 		p.WindowMS = defaultIdleWindowMS
 	}
 	res, ok := s.d.idleFor(p.PID, 0, p.WindowMS, p.Raw)
 	if !ok {
-		return nil, rpcErr(api.CodeNotFound, "process %d sent no stack samples (is its agent attached, with VRAMSCOPE_STACK_HZ not 0?)", p.PID)
+		return res, fail(errNotFound, "process %d sent no stack samples (is its agent attached, with VRAMSCOPE_STACK_HZ not 0?)", p.PID)
 	}
 	return res, nil
 }
@@ -49,7 +44,7 @@ func (d *Daemon) idleFor(pid int, toMS, windowMS int64, raw bool) (api.IdleResul
 		res.Note = "no utilisation readings of the process's GPU in the window"
 	}
 	if raw {
-		res.Input = in
+		res.Input = &in
 	}
 	return res, true
 }

@@ -63,7 +63,7 @@ func TestIdleReport(t *testing.T) {
 	if r.IdleShare != 1 || !strings.HasPrefix(r.Headline, "GPU idle 100% of ") || !strings.HasSuffix(r.Headline, ": waiting for the data loader at /w/data.py:12 (100%)") {
 		t.Errorf("idle %v, headline %q", r.IdleShare, r.Headline)
 	}
-	if n := len(r.Input.(map[string]any)["samples"].([]any)); n != 75 {
+	if n := len(r.Input.Samples); n != 75 {
 		t.Errorf("%d samples kept, want 75 (the one naming thread 3 dropped)", n)
 	}
 	if st := r.Causes[0].Lines; len(st) != 1 || st[0].File != "/w/data.py" {

@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"context"
-	"encoding/json"
 	"sync"
 
 	"github.com/vramscope/vramscope/daemon/api"
@@ -152,19 +151,15 @@ func (st *stackStore) samples(pid int, toMS, windowMS int64) (idle.Input, bool) 
 	return in, true
 }
 
-func (s *session) agentStacks(_ context.Context, raw json.RawMessage) (any, error) {
-	var p api.StacksParams
-	if err := decode(raw, &p); err != nil {
-		return nil, err
-	}
+func (s *session) agentStacks(_ context.Context, p api.StacksParams) error {
 	a, err := s.currentAgent()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if len(p.Samples) > api.MaxStackSamples {
 		p.Samples = p.Samples[:api.MaxStackSamples]
 	}
 	pr := a.process()
 	s.d.stacks.add(pr.PID, pr.Device, &p)
-	return nil, nil
+	return nil
 }

@@ -1,5 +1,7 @@
 package api
 
+import "github.com/vramscope/vramscope/profiler/idle"
+
 // Where the GPU idles, down to the Python line (issue #35): the agent's stack
 // samples and the idle report's methods and types. The Methods table
 // (api.go) lists them with the rest.
@@ -79,8 +81,8 @@ type IdleResult struct {
 	Headline string      `json:"headline,omitempty"`
 	Causes   []IdleCause `json:"causes"`         // largest first
 	Note     string      `json:"note,omitempty"` // why the report is empty (no samples, no NVML)
-	// Input is the join's input, with raw (profiler/idle.Input).
-	Input any `json:"input,omitempty"`
+	// Input is the join's input (utilisation and samples), with raw.
+	Input *idle.Input `json:"input,omitempty"`
 }
 
 // IdleCause is one reason the GPU idled.

@@ -199,7 +199,12 @@ func bytesKey(k string) bool {
 			return false
 		}
 	}
-	return !strings.HasPrefix(k, "from_") && !strings.HasPrefix(k, "to_")
+	for _, prefix := range []string{"from_", "to_", "iterations"} {
+		if strings.HasPrefix(k, prefix) {
+			return false // iterations_alive_at_peak: a count
+		}
+	}
+	return true
 }
 
 // byteSize is a flag of bytes: 85899345920, 80GiB, 80G (binary), 80GB (decimal).
