@@ -95,3 +95,14 @@ def test_idle_line_from_recorded_reports():
     assert "slow_loader.py:14 49%" in text and "num_workers" in text
     with open(os.path.join(ROOT, "docs", "gpu", "idle", "healthy.report.json")) as f:
         assert _live.idle_text(json.load(f)) == ""
+
+
+def test_live_copy_shows_the_idle_line():
+    from vramscope import _livestatic
+
+    with open(os.path.join(ROOT, "docs", "gpu", "idle", "slow_loader.report.json")) as f:
+        line = _live.idle_text(json.load(f))
+    state = {"samples": [], "running": False, "source": "GPU 0 counters from the daemon", "note": "", "idle": line,
+             "device": 0, "total": 0, "interval": 1.0}
+    assert "  " + line in _livestatic.plain(state).splitlines()
+    assert "GPU idle 77% of 11 s: waiting for the data loader" in _livestatic.page(state, "k")
