@@ -86,7 +86,7 @@ func toIdleUtil(s counters.DeviceSample) idle.Util {
 func IdleResultOf(r *idle.Report) api.IdleResult {
 	res := api.IdleResult{PID: r.PID, Device: r.Device, FromMS: r.FromMS, ToMS: r.ToMS, WallMS: r.WallMS, IdleMS: r.IdleMS,
 		IdleShare: r.IdleShare, CopyMS: r.CopyMS, Samples: r.Samples, PeriodMS: r.PeriodMS, Dropped: r.Dropped,
-		Shared: r.Shared, Headline: r.Headline(), Causes: make([]api.IdleCause, 0, len(r.Causes))}
+		Shared: r.Shared, SamplerCPUMS: r.SamplerCPUMS, Headline: r.Headline(), Causes: make([]api.IdleCause, 0, len(r.Causes))}
 	for _, c := range r.Causes {
 		ac := api.IdleCause{Kind: string(c.Kind), Title: c.Title, IdleMS: c.IdleMS, Share: c.Share, Site: toIdleSite(c.Site),
 			Lines: make([]api.IdleSite, 0, len(c.Lines)), Fix: c.Fix}

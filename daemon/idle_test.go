@@ -42,7 +42,7 @@ func TestIdleReport(t *testing.T) {
 		t.Fatal(err)
 	}
 	t0 := time.Now().UnixMilli()
-	batch := api.StacksParams{PeriodMS: 40,
+	batch := api.StacksParams{PeriodMS: 40, CostMS: 2.5,
 		Threads: []api.StackThread{{Name: "MainThread", Main: true}},
 		Frames:  []api.StackFrame{{File: "/w/data.py", Line: 12, Func: "jitter"}, {File: "/w/train.py", Line: 40, Func: "main"}}}
 	for k := range 75 {
@@ -62,6 +62,9 @@ func TestIdleReport(t *testing.T) {
 	}
 	if r.IdleShare != 1 || !strings.HasPrefix(r.Headline, "GPU idle 100% of ") || !strings.HasSuffix(r.Headline, ": waiting for the data loader at /w/data.py:12 (100%)") {
 		t.Errorf("idle %v, headline %q", r.IdleShare, r.Headline)
+	}
+	if r.SamplerCPUMS != 2.5 || r.PeriodMS != 40 {
+		t.Errorf("the sampler's cost %v ms, period %v ms: want the batch's 2.5 and 40", r.SamplerCPUMS, r.PeriodMS)
 	}
 	if n := len(r.Input.Samples); n != 75 {
 		t.Errorf("%d samples kept, want 75 (the one naming thread 3 dropped)", n)

@@ -131,7 +131,7 @@ func (st *stackStore) samples(pid int, toMS, windowMS int64) (idle.Input, bool) 
 	if ps == nil {
 		return idle.Input{}, false
 	}
-	in := idle.Input{PID: pid, Device: ps.device, PeriodMS: ps.periodMS, Dropped: ps.dropped}
+	in := idle.Input{PID: pid, Device: ps.device, PeriodMS: ps.periodMS, Dropped: ps.dropped, SamplerCPUMS: ps.costMS}
 	if toMS <= 0 {
 		toMS = ps.lastMS
 	}

@@ -64,18 +64,19 @@ type IdleParams struct {
 // utilisation over a window: how much of the wall time the GPU idled, and
 // the lines the training thread was on while it did, grouped into causes.
 type IdleResult struct {
-	PID       int     `json:"pid"`
-	Device    int     `json:"device"`            // NVML index of the GPU
-	FromMS    int64   `json:"from_ms"`           // the window's start, unix milliseconds
-	ToMS      int64   `json:"to_ms"`             // its end
-	WallMS    float64 `json:"wall_ms"`           // time covered by utilisation readings
-	IdleMS    float64 `json:"idle_ms"`           // of which the GPU did not compute
-	IdleShare float64 `json:"idle_share"`        // IdleMS / WallMS
-	CopyMS    float64 `json:"copy_ms,omitempty"` // utilization.gpu read busy while no SM was (a copy): counted idle
-	Samples   int     `json:"samples"`           // samples of the training thread in the window
-	PeriodMS  float64 `json:"period_ms"`         // the agent's sampling period
-	Dropped   int     `json:"dropped,omitempty"` // samples the agent dropped
-	Shared    bool    `json:"shared,omitempty"`  // other processes used the GPU: the utilisation is the device's
+	PID          int     `json:"pid"`
+	Device       int     `json:"device"`                   // NVML index of the GPU
+	FromMS       int64   `json:"from_ms"`                  // the window's start, unix milliseconds
+	ToMS         int64   `json:"to_ms"`                    // its end
+	WallMS       float64 `json:"wall_ms"`                  // time covered by utilisation readings
+	IdleMS       float64 `json:"idle_ms"`                  // of which the GPU did not compute
+	IdleShare    float64 `json:"idle_share"`               // IdleMS / WallMS
+	CopyMS       float64 `json:"copy_ms,omitempty"`        // utilization.gpu read busy while no SM was (a copy): counted idle
+	Samples      int     `json:"samples"`                  // samples of the training thread in the window
+	PeriodMS     float64 `json:"period_ms"`                // the agent's sampling period
+	Dropped      int     `json:"dropped,omitempty"`        // samples the agent dropped
+	Shared       bool    `json:"shared,omitempty"`         // other processes used the GPU: the utilisation is the device's
+	SamplerCPUMS float64 `json:"sampler_cpu_ms,omitempty"` // CPU time the agent's stack sampler took since the process started
 	// Headline is the finding in one line ("GPU idle 31% of 60 s: waiting for
 	// the data loader at train.py:42 (24%)"); empty when the GPU was busy.
 	Headline string      `json:"headline,omitempty"`

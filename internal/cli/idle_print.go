@@ -16,6 +16,9 @@ func writeIdle(w io.Writer, r *api.IdleResult) {
 	if r.Dropped > 0 {
 		fmt.Fprintf(w, ", %d dropped", r.Dropped)
 	}
+	if r.SamplerCPUMS > 0 {
+		fmt.Fprintf(w, "; the sampler's CPU so far %.0f ms", r.SamplerCPUMS)
+	}
 	fmt.Fprintln(w, ")")
 	if r.Headline != "" {
 		fmt.Fprintln(w, r.Headline)

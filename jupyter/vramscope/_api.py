@@ -1101,8 +1101,8 @@ class Sample(_SampleRequired, total=False):
     wait: str  # (omitted when empty)
 
 
-class Input(TypedDict):
-    """Input is everything one join reads: a process's samples and its GPU's utilisation, both in time order. The CLI writes it with --raw; tests read recorded ones from testdata."""
+class _InputRequired(TypedDict):
+    """The keys of Input that are always present."""
     pid: int
     device: int  # NVML index of the GPU
     period_ms: float  # the agent's sampling period
@@ -1110,6 +1110,11 @@ class Input(TypedDict):
     shared: bool  # other processes used the GPU in the window
     util: Optional[List["Util"]]
     samples: Optional[List["Sample"]]
+
+
+class Input(_InputRequired, total=False):
+    """Input is everything one join reads: a process's samples and its GPU's utilisation, both in time order. The CLI writes it with --raw; tests read recorded ones from testdata."""
+    sampler_cpu_ms: float  # (omitted when empty) SamplerCPUMS is the CPU time the agent's stack sampler took since the process started (its batches' cost_ms), for what the samples cost.
 
 
 class _IdleResultRequired(TypedDict):
@@ -1131,6 +1136,7 @@ class IdleResult(_IdleResultRequired, total=False):
     copy_ms: float  # (omitted when empty) utilization.gpu read busy while no SM was (a copy): counted idle
     dropped: int  # (omitted when empty) samples the agent dropped
     shared: bool  # (omitted when empty) other processes used the GPU: the utilisation is the device's
+    sampler_cpu_ms: float  # (omitted when empty) CPU time the agent's stack sampler took since the process started
     headline: str  # (omitted when empty) Headline is the finding in one line ("GPU idle 31% of 60 s: waiting for the data loader at train.py:42 (24%)"); empty when the GPU was busy.
     note: str  # (omitted when empty) why the report is empty (no samples, no NVML)
     input: Optional["Input"]  # (omitted when empty) Input is the join's input (utilisation and samples), with raw.

@@ -45,11 +45,14 @@ type Util struct {
 // utilisation, both in time order. The CLI writes it with --raw; tests read
 // recorded ones from testdata.
 type Input struct {
-	PID      int      `json:"pid"`
-	Device   int      `json:"device"`    // NVML index of the GPU
-	PeriodMS float64  `json:"period_ms"` // the agent's sampling period
-	Dropped  int      `json:"dropped"`   // samples the agent dropped (it never blocks the job)
-	Shared   bool     `json:"shared"`    // other processes used the GPU in the window
-	Util     []Util   `json:"util"`
-	Samples  []Sample `json:"samples"`
+	PID      int     `json:"pid"`
+	Device   int     `json:"device"`    // NVML index of the GPU
+	PeriodMS float64 `json:"period_ms"` // the agent's sampling period
+	Dropped  int     `json:"dropped"`   // samples the agent dropped (it never blocks the job)
+	Shared   bool    `json:"shared"`    // other processes used the GPU in the window
+	// SamplerCPUMS is the CPU time the agent's stack sampler took since the
+	// process started (its batches' cost_ms), for what the samples cost.
+	SamplerCPUMS float64  `json:"sampler_cpu_ms,omitempty"`
+	Util         []Util   `json:"util"`
+	Samples      []Sample `json:"samples"`
 }

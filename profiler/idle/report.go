@@ -26,12 +26,13 @@ type Report struct {
 	IdleShare float64 `json:"idle_share"` // IdleMS / WallMS
 	// CopyMS is time utilization.gpu read busy while no SM was (a copy),
 	// counted as idle.
-	CopyMS   float64 `json:"copy_ms,omitempty"`
-	Samples  int     `json:"samples"`   // samples of the training thread in the window
-	PeriodMS float64 `json:"period_ms"` // the agent's sampling period
-	Dropped  int     `json:"dropped,omitempty"`
-	Shared   bool    `json:"shared,omitempty"` // other processes used the GPU: utilisation is the device's
-	Causes   []Cause `json:"causes"`           // largest first
+	CopyMS       float64 `json:"copy_ms,omitempty"`
+	Samples      int     `json:"samples"`   // samples of the training thread in the window
+	PeriodMS     float64 `json:"period_ms"` // the agent's sampling period
+	Dropped      int     `json:"dropped,omitempty"`
+	Shared       bool    `json:"shared,omitempty"`         // other processes used the GPU: utilisation is the device's
+	SamplerCPUMS float64 `json:"sampler_cpu_ms,omitempty"` // the agent's sampler's CPU time since the process started
+	Causes       []Cause `json:"causes"`                   // largest first
 }
 
 // Cause is one reason the GPU idled.
@@ -55,7 +56,7 @@ type Site struct {
 func (t *tally) report(in Input, o Options) Report {
 	r := Report{PID: in.PID, Device: in.Device, FromMS: t.fromMS, ToMS: t.toMS, WallMS: t.wallMS, IdleMS: t.idleMS,
 		IdleShare: share(t.idleMS, t.wallMS), CopyMS: t.copyMS, PeriodMS: in.PeriodMS, Dropped: in.Dropped,
-		Shared: in.Shared, Causes: []Cause{}}
+		Shared: in.Shared, SamplerCPUMS: in.SamplerCPUMS, Causes: []Cause{}}
 	for _, s := range in.Samples {
 		if s.Main && s.TimeMS > t.fromMS && s.TimeMS <= t.toMS {
 			r.Samples++

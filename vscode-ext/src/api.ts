@@ -1228,6 +1228,8 @@ export interface Input {
   dropped: number;
   /** other processes used the GPU in the window */
   shared: boolean;
+  /** SamplerCPUMS is the CPU time the agent's stack sampler took since the process started (its batches' cost_ms), for what the samples cost. */
+  sampler_cpu_ms?: number;
   util: Util[] | null;
   samples: Sample[] | null;
 }
@@ -1257,6 +1259,8 @@ export interface IdleResult {
   dropped?: number;
   /** other processes used the GPU: the utilisation is the device's */
   shared?: boolean;
+  /** CPU time the agent's stack sampler took since the process started */
+  sampler_cpu_ms?: number;
   /** Headline is the finding in one line ("GPU idle 31% of 60 s: waiting for the data loader at train.py:42 (24%)"); empty when the GPU was busy. */
   headline?: string;
   /** largest first */
