@@ -160,9 +160,11 @@ func (s *session) processList(_ context.Context, _ noParams) (api.ProcessListRes
 	d := s.d
 	res := api.ProcessListResult{Processes: []api.Process{}}
 	seen := map[int]int{}
+	util := d.counters.utilNow()
 	for _, a := range d.agents.list() {
-		seen[a.process().PID] = len(res.Processes)
-		res.Processes = append(res.Processes, a.process())
+		p := a.process()
+		seen[p.PID] = len(res.Processes)
+		res.Processes = append(res.Processes, d.withIdle(p, util))
 	}
 	for _, gp := range d.counters.Processes() {
 		if i, ok := seen[gp.PID]; ok {

@@ -36,6 +36,7 @@ type Daemon struct {
 	analyses  *analyses
 	events    *events
 	counters  *counterSource
+	stacks    *stackStore    // the agents' stack samples, for idle.report
 	pods      *kube.Resolver // pod names for processes in Kubernetes pods
 	counts    *exportCounts  // events since start, for Prometheus
 	tcp       *tcpSlots
@@ -100,10 +101,12 @@ func New(cfg Config) (*Daemon, error) {
 	d.analyses.augment = func(id string, r *analyze.Result) {
 		if m, ok := st.Get(id); ok {
 			r.Findings = append(r.Findings, nonPyTorchFindings(m, r, d.snapshotDeviceTotal(m))...)
+			r.Findings = append(r.Findings, d.idleFindings(m)...)
 		}
 	}
 	st.OnRemove(d.analyses.drop)
 	d.counters = openCounters(cfg)
+	d.stacks = newStackStore()
 	return d, nil
 }
 

@@ -77,6 +77,8 @@ func init() {
 		api.AgentRegister:    typed((*session).agentRegister),
 		api.AgentCaptured:    typed((*session).agentCaptured),
 		api.AgentTorch:       notification((*session).agentTorch),
+		api.AgentStacks:      notification((*session).agentStacks),
+		api.IdleReport:       typed((*session).idleReport),
 	}
 }
 

@@ -14,7 +14,9 @@ import (
 // being analysed waits for that analysis, so the hints show without an edit.
 func init() { register("textDocument/inlayHint", (*Server).inlayHint, true) }
 
-// inlayHint puts each memory-holding line's figure at its end. Lines holding
+// inlayHint puts each memory-holding line's figure at its end, and "GPU
+// idle 31% here" at the end of the lines a process's training thread was on
+// while its GPU idled (idle.go). Lines holding
 // less than hintThreshold of the peak (or of all bytes allocated, with the
 // alloc weight) stay quiet; a file the snapshot does not know gets none. The
 // recorded lines are mapped through the user's edits (lineMap): a deleted
@@ -30,7 +32,11 @@ func (s *Server) inlayHint(ctx context.Context, raw json.RawMessage) (any, error
 		l = s.shownOrPending(ctx)
 	}
 	d := s.document(p.TextDocument.URI)
-	if d == nil || l == nil {
+	if d == nil {
+		return hints, nil
+	}
+	hints = append(hints, s.idleHints(d, p.Range)...) // where a live process's GPU idles (idle.go)
+	if l == nil {
 		return hints, nil
 	}
 	st := s.currentSettings()

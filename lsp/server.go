@@ -18,6 +18,7 @@ import (
 	"sync"
 
 	"github.com/sourcegraph/jsonrpc2"
+	"github.com/vramscope/vramscope/daemon/api"
 	"github.com/vramscope/vramscope/internal/rpccancel"
 )
 
@@ -43,11 +44,12 @@ type Server struct {
 	paths      paths
 	docs       map[string]*document
 	snaps      *snapshots
-	current    *loaded         // the snapshot the editor shows
-	showAsks   int64           // show requests numbered so far (nextShow)
-	shownAsk   int64           // the number of the request whose snapshot is current
-	pending    string          // the snapshot of the newest show request, shown or not
-	published  map[string]bool // URIs with diagnostics from us
+	current    *loaded          // the snapshot the editor shows
+	showAsks   int64            // show requests numbered so far (nextShow)
+	shownAsk   int64            // the number of the request whose snapshot is current
+	pending    string           // the snapshot of the newest show request, shown or not
+	published  map[string]bool  // URIs with diagnostics from us
+	idle       []api.IdleResult // the daemon's processes whose GPU idles, by line (idle.go)
 	daemon     *daemonLink
 	shutdown   bool
 	inited     bool // initialize was answered

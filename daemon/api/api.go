@@ -20,7 +20,7 @@ import (
 
 // Version is the API version. A client whose major version differs is refused
 // by daemon.hello; minor additions keep the major.
-const Version = "1.1"
+const Version = "1.2"
 
 // Direction says who sends a method.
 type Direction string
@@ -180,6 +180,9 @@ type Process struct {
 	Reserved   int64    `json:"torch_reserved,omitempty"`  // torch.cuda.memory_reserved, from the agent's last report
 	Connected  string   `json:"connected,omitempty"`       // RFC 3339
 	Job        string   `json:"job,omitempty"`             // what ties it to the other ranks of its launch ("run:ID", "master:ADDR:PORT", "parent:PID"; "" alone): group.take captures every process of its job
+	UtilGPU    *uint32  `json:"util_gpu_pct,omitempty"`    // utilization.gpu of its GPU now (NVML); absent without a reading
+	IdleShare  float64  `json:"idle_share,omitempty"`      // share of the last minute its GPU idled (idle.report), with stack samples
+	IdleTop    string   `json:"idle_top,omitempty"`        // the top idle cause and its line, e.g. "waiting for the data loader at data.py:12"
 }
 
 // ProcessListResult lists processes.
@@ -493,11 +496,13 @@ var Methods = []Method{
 	{GroupTake, ClientToDaemon, GroupTakeParams{}, GroupResult{}, "Asks every rank of the process's job (the same torchrun run id, master address and port, or parent) for its snapshot at once and stores them as one group, with the skew of their capture times. A rank that fails is listed in failed; the call fails only when no rank gave a snapshot."},
 	{GroupList, ClientToDaemon, nil, GroupListResult{}, "Stored groups, newest first."},
 	{GroupGet, ClientToDaemon, IDParams{}, GroupResult{}, "One stored group and its members' snapshots."},
+	{IdleReport, ClientToDaemon, IdleParams{}, IdleResult{}, "Why the process's GPU idled over a window: its stack samples joined with its GPU's utilisation, the idle share of wall time and the lines the training thread was on, grouped into causes with fixes."},
 	{AnalysisRanks, ClientToDaemon, RanksParams{}, analyze.Ranks{}, "The rank view (as vramscope ranks --json) of a group: per rank peak, reserved, categories, NVML's non-PyTorch memory and top lines; the imbalance (max/median peak) and each outlier rank's per-line diff against the median rank."},
 	{CancelRequest, ClientNotice, CancelParams{}, nil, "Stops a request of this connection that the client no longer waits for (as LSP's $/cancelRequest); a closed connection stops all of its requests."},
 	{AgentRegister, AgentToDaemon, RegisterParams{}, RegisterResult{}, "An agent announces its process; the connection then belongs to that process until it closes."},
 	{AgentCaptured, AgentToDaemon, CapturedParams{}, SnapshotResult{}, "The agent hands over a snapshot it wrote on its own (out of memory) into the incoming dir."},
 	{AgentTorch, AgentNotice, TorchParams{}, nil, "torch.cuda's allocated/reserved bytes, about once a second."},
+	{AgentStacks, AgentNotice, StacksParams{}, nil, "Where the process's threads were: stack samples (user frames and a wait marker) taken at 20-50 Hz, about a second of them per batch."},
 	{AgentDump, DaemonToAgent, DumpParams{}, DumpResult{}, "The daemon asks the agent to write its snapshot to path; the agent syncs the file before answering."},
 	{EventAgentConnected, Notification, AgentEvent{}, nil, "An agent registered (topic agent_connected)."},
 	{EventAgentGone, Notification, AgentEvent{}, nil, "An agent's connection closed (topic agent_gone)."},

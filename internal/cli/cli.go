@@ -45,6 +45,7 @@ func init() {
 		{"lsp", "lsp [--snapshot FILE] [--daemon auto|connect|off]  the language server, over stdio", runLSP},
 		{"status", "status  the daemon's state", runStatus},
 		{"ps", "ps  processes with an agent, and GPU processes without one", runPS},
+		{"idle", "idle PID|FILE.json [--window 60s] [--json] [--raw]  why the GPU idled: the share of wall time and the lines the training thread was on, by cause, with fixes", runIdle},
 		{"snap", "snap PID [--label L] [--job]  take a snapshot of process PID through its agent; --job: of every rank of its launch at once", runSnap},
 		{"snapshots", "snapshots  the stored snapshots: ID, reason (OOM marked), size, process, file", runSnapshots},
 		{"import", "import FILE [--label L]  copy a snapshot file into the daemon's store (then analyze ID, ranks, the editor)", runImport},

@@ -117,7 +117,7 @@ func runPS(args []string, stdout, stderr io.Writer) int {
 		return printJSON(stdout, stderr, res)
 	}
 	stdout = terminal(stdout) // argv and notes come from the processes
-	fmt.Fprintf(stdout, "%8s %5s %4s %10s %10s  %s\n", "PID", "RANK", "GPU", "GPU MEM", "TORCH", "COMMAND")
+	fmt.Fprintf(stdout, "%8s %5s %4s %10s %10s %5s  %s\n", "PID", "RANK", "GPU", "GPU MEM", "TORCH", "UTIL", "COMMAND")
 	for _, p := range res.Processes {
 		rank := "-"
 		if p.Agent {
@@ -131,7 +131,10 @@ func runPS(args []string, stdout, stderr io.Writer) int {
 		if p.Note != "" {
 			cmd += "  (" + p.Note + ")"
 		}
-		fmt.Fprintf(stdout, "%8d %5s %4d %10s %10s  %s\n", p.PID, rank, p.Device, profiler.FormatBytes(int64(p.GPUBytes)), torch, cmd)
+		fmt.Fprintf(stdout, "%8d %5s %4d %10s %10s %5s  %s\n", p.PID, rank, p.Device, profiler.FormatBytes(int64(p.GPUBytes)), torch, utilText(p), cmd)
+		if p.IdleTop != "" {
+			fmt.Fprintf(stdout, "%8s GPU idle %.0f%% of the last minute: %s (vramscope idle %d)\n", "", 100*p.IdleShare, p.IdleTop, p.PID)
+		}
 	}
 	return exitOK
 }
@@ -187,4 +190,12 @@ func runSnapshots(args []string, stdout, stderr io.Writer) int {
 	stdout = terminal(stdout) // sources (argv[0]) and pods come from the processes
 	writeSnapshots(stdout, res.Snapshots)
 	return exitOK
+}
+
+// utilText is a process's GPU utilisation for ps: "-" without a reading.
+func utilText(p api.Process) string {
+	if p.UtilGPU == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%d%%", *p.UtilGPU)
 }

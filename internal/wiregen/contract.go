@@ -85,7 +85,7 @@ type contract struct {
 	comments map[string]string // "pkg/path.Type" and "pkg/path.Type.Field"
 	methods  []constDecl       // method names, in Methods' order
 	codes    []constDecl       // Code*: error codes
-	limits   []constDecl       // Max*Bytes: message size limits
+	limits   []constDecl       // Max*: message size and batch limits
 	types    []reflect.Type    // the structs reachable from Methods (engine types too), nested first
 	lspTypes []reflect.Type    // the structs the language server's commands carry that types lacks
 	names    map[reflect.Type]string
@@ -155,7 +155,7 @@ func parseContract(srcs []source) (*contract, error) {
 		switch {
 		case strings.HasPrefix(name, "Code") && d.Value.Kind() == constant.Int:
 			c.codes = append(c.codes, d)
-		case strings.HasPrefix(name, "Max") && strings.HasSuffix(name, "Bytes"):
+		case strings.HasPrefix(name, "Max") && d.Value.Kind() == constant.Int:
 			c.limits = append(c.limits, d)
 		case d.Value.Kind() == constant.String:
 			byValue[constant.StringVal(d.Value)] = d

@@ -233,6 +233,7 @@ def test_sampler_daemon_counters(tmp):
         assert hist and hist[0]["used"] == 5 << 30
         p = s.sample()
         assert p["used"] == 5 << 30 and p["util"] == 37 and p["total"] == 80 << 30
+        assert s.idle().startswith("GPU idle 77% of 11 s: waiting for the data loader at ")
         s.close()
         assert d.calls[:2] == ["daemon.hello", "counters.devices"]
     finally:

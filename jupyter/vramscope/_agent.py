@@ -29,7 +29,7 @@ import sys
 import threading
 import time
 
-from . import _api, _paths, _schedule, _torch
+from . import _api, _paths, _schedule, _stacks, _torch
 from ._common import (
     QUEUE_MAX,
     _env_int,
@@ -112,9 +112,18 @@ class Agent(_Link, _Captures):
                 return
             self.thread = threading.Thread(target=self._run, name="vramscope-agent", daemon=True)
         self.thread.start()
+        self.start_stacks()
+
+    def start_stacks(self):
+        """Where each thread is (agent.stacks): the stack sampler, beside the agent thread."""
+        try:
+            _stacks.start(self.notify)
+        except Exception:
+            log.warning("vramscope: could not start the stack sampler", exc_info=True)
 
     def shutdown(self, wait=2.0):
         self.stop.set()
+        _stacks.stop()
         if self.import_hook is not None:
             from . import _importhook
 
@@ -441,6 +450,7 @@ def _after_fork_child():
     global _agent, _lock
     _lock = threading.RLock()
     a, _agent = _agent, None
+    _stacks._sampler = None  # its thread is the parent's
     if a is not None:
         a.stop.set()
         s = a.sock

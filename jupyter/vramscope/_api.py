@@ -5,7 +5,7 @@ codes, message size limits and the shapes of params and results, the
 engine's (analyze --json, flame --format json) included."""
 from typing import Any, Dict, List, Optional, TypedDict, Union
 
-API_VERSION = "1.1"
+API_VERSION = "1.2"
 
 # Methods.
 HELLO = "daemon.hello"
@@ -30,11 +30,13 @@ SUBSCRIBE = "events.subscribe"
 GROUP_TAKE = "group.take"
 GROUP_LIST = "group.list"
 GROUP_GET = "group.get"
+IDLE_REPORT = "idle.report"
 ANALYSIS_RANKS = "analysis.ranks"
 CANCEL_REQUEST = "$/cancelRequest"
 AGENT_REGISTER = "agent.register"
 AGENT_CAPTURED = "agent.captured"
 AGENT_TORCH = "agent.torch"
+AGENT_STACKS = "agent.stacks"
 AGENT_DUMP = "agent.dump"
 EVENT_AGENT_CONNECTED = "event.agent_connected"
 EVENT_AGENT_GONE = "event.agent_gone"
@@ -64,6 +66,8 @@ CODE_METHOD_NOT_FOUND = -32601  # JSON-RPC: no such method (or one the receiver 
 MAX_HELLO_BYTES = 4096
 MAX_MESSAGE_BYTES = 1048576
 MAX_REGISTER_BYTES = 16777216
+MAX_STACK_FRAMES = 8
+MAX_STACK_SAMPLES = 2048
 
 
 class _HelloParamsRequired(TypedDict):
@@ -138,6 +142,9 @@ class Process(_ProcessRequired, total=False):
     torch_reserved: int  # (omitted when empty) torch.cuda.memory_reserved, from the agent's last report
     connected: str  # (omitted when empty) RFC 3339
     job: str  # (omitted when empty) what ties it to the other ranks of its launch ("run:ID", "master:ADDR:PORT", "parent:PID"; "" alone): group.take captures every process of its job
+    util_gpu_pct: Optional[int]  # (omitted when empty) utilization.gpu of its GPU now (NVML); absent without a reading
+    idle_share: float  # (omitted when empty) share of the last minute its GPU idled (idle.report), with stack samples
+    idle_top: str  # (omitted when empty) the top idle cause and its line, e.g. "waiting for the data loader at data.py:12"
 
 
 class ProcessListResult(TypedDict):
@@ -335,8 +342,8 @@ class Category(TypedDict):
     share: float  # of the bytes allocated at that moment
 
 
-class AnalyzeKVCache(TypedDict):
-    """KVCache is a device's key/value cache at the snapshot, from the agent's walk: every tensor of kind kv_cache, shaped [batch, heads, seq, head_dim] (jupyter/vramscope/_tensors.py). BytesPerToken is what one more token of one sequence adds over every layer's keys and values: the figure that says which batch and length fit."""
+class _AnalyzeKVCacheRequired(TypedDict):
+    """The keys of AnalyzeKVCache that are always present."""
     name: str  # the largest group ("cache.layers[*].keys")
     bytes: int
     tensors: int
@@ -344,6 +351,11 @@ class AnalyzeKVCache(TypedDict):
     batch: int
     tokens: int  # the sequence length it holds (a static cache: its capacity)
     bytes_per_token: int
+
+
+class AnalyzeKVCache(_AnalyzeKVCacheRequired, total=False):
+    """KVCache is a device's key/value cache at the snapshot, from the agent's walk: every tensor of kind kv_cache, shaped [batch, heads, seq, head_dim] (jupyter/vramscope/_tensors.py). BytesPerToken is what one more token of one sequence adds over every layer's keys and values: the figure that says which batch and length fit."""
+    filled_layers: int  # (omitted when empty) Filled is how many layers held keys when the cache was only partly filled (a failure inside the prompt's forward), 0 when every layer the model has did; Layers and BytesPerToken then count every layer.
 
 
 class _DeviceRequired(TypedDict):
@@ -397,7 +409,7 @@ class Site(TypedDict):
     categories: "CategoryBytes"  # Categories splits PeakBytes by memory category, where known.
 
 
-class Frame(TypedDict):
+class ProfilerFrame(TypedDict):
     """Frame is one Python (or C++) frame of an allocation's call stack."""
     file: str
     line: int
@@ -406,7 +418,7 @@ class Frame(TypedDict):
 
 class Stack(TypedDict):
     """Stack is one attributed call stack with its totals."""
-    frames: Optional[List["Frame"]]  # root first
+    frames: Optional[List["ProfilerFrame"]]  # root first
     peak_bytes: int
     current_bytes: int
     alloc_bytes: int
@@ -435,7 +447,7 @@ class _OOMRequired(TypedDict):
     file: str
     line: int
     function: str
-    frames: Optional[List["Frame"]]  # root first
+    frames: Optional[List["ProfilerFrame"]]  # root first
 
 
 class OOM(_OOMRequired, total=False):
@@ -1018,6 +1030,118 @@ class GroupListResult(TypedDict):
     groups: Optional[List["GroupResult"]]  # newest first
 
 
+class _IdleParamsRequired(TypedDict):
+    """The keys of IdleParams that are always present."""
+    pid: int  # a process whose agent sent stack samples
+
+
+class IdleParams(_IdleParamsRequired, total=False):
+    """IdleParams asks why PID's GPU idled over the last WindowMS of its samples."""
+    window_ms: int  # (omitted when empty) default 60000
+    raw: bool  # (omitted when empty) also return the join's input (utilisation and samples), for recordings
+
+
+class _IdleSiteRequired(TypedDict):
+    """The keys of IdleSite that are always present."""
+    file: str
+    line: int
+    idle_ms: float
+    share: float  # of the window's wall time
+
+
+class IdleSite(_IdleSiteRequired, total=False):
+    """IdleSite is a source line with the GPU idle time spent on it."""
+    func: str  # (omitted when empty)
+
+
+class _IdleCauseRequired(TypedDict):
+    """The keys of IdleCause that are always present."""
+    kind: str  # data_loader, sync, copy, checkpoint, logging, collective, python, no_samples
+    title: str
+    idle_ms: float
+    share: float  # of the window's wall time
+    site: "IdleSite"  # the line to change
+    lines: Optional[List["IdleSite"]]  # where the training thread was, largest first
+
+
+class IdleCause(_IdleCauseRequired, total=False):
+    """IdleCause is one reason the GPU idled."""
+    fix: str  # (omitted when empty)
+
+
+class Util(TypedDict):
+    """Util is one utilisation reading of the process's GPU. A field without data is -1 (an idle GPU reads 0)."""
+    time_ms: int  # unix milliseconds
+    gpu: float  # utilization.gpu, percent of time a kernel ran
+    sm_active: float  # GPM SM activity, percent; -1 without GPM
+    pcie_mbps: float  # host<->device traffic, MB/s both ways; -1 none
+
+
+class _IdleFrameRequired(TypedDict):
+    """The keys of IdleFrame that are always present."""
+    file: str
+    line: int
+
+
+class IdleFrame(_IdleFrameRequired, total=False):
+    """Frame is one user frame of a stack sample: a source line."""
+    func: str  # (omitted when empty)
+
+
+class _SampleRequired(TypedDict):
+    """The keys of Sample that are always present."""
+    time_ms: int  # unix milliseconds
+    thread: str  # the thread's name
+    main: bool  # the training (main) thread
+    stack: Optional[List["IdleFrame"]]  # user frames, innermost first; empty: only library frames
+
+
+class Sample(_SampleRequired, total=False):
+    """Sample is where one thread was at one instant."""
+    wait: str  # (omitted when empty)
+
+
+class _InputRequired(TypedDict):
+    """The keys of Input that are always present."""
+    pid: int
+    device: int  # NVML index of the GPU
+    period_ms: float  # the agent's sampling period
+    dropped: int  # samples the agent dropped (it never blocks the job)
+    shared: bool  # other processes used the GPU in the window
+    util: Optional[List["Util"]]
+    samples: Optional[List["Sample"]]
+
+
+class Input(_InputRequired, total=False):
+    """Input is everything one join reads: a process's samples and its GPU's utilisation, both in time order. The CLI writes it with --raw; tests read recorded ones from testdata."""
+    sampler_cpu_ms: float  # (omitted when empty) SamplerCPUMS is the CPU time the agent's stack sampler took since the process started (its batches' cost_ms), for what the samples cost.
+
+
+class _IdleResultRequired(TypedDict):
+    """The keys of IdleResult that are always present."""
+    pid: int
+    device: int  # NVML index of the GPU
+    from_ms: int  # the window's start, unix milliseconds
+    to_ms: int  # its end
+    wall_ms: float  # time covered by utilisation readings
+    idle_ms: float  # of which the GPU did not compute
+    idle_share: float  # IdleMS / WallMS
+    samples: int  # samples of the training thread in the window
+    period_ms: float  # the agent's sampling period
+    causes: Optional[List["IdleCause"]]  # largest first
+
+
+class IdleResult(_IdleResultRequired, total=False):
+    """IdleResult is the join of a process's stack samples with its GPU's utilisation over a window: how much of the wall time the GPU idled, and the lines the training thread was on while it did, grouped into causes."""
+    copy_ms: float  # (omitted when empty) utilization.gpu read busy while no SM was (a copy): counted idle
+    dropped: int  # (omitted when empty) samples the agent dropped
+    shared: bool  # (omitted when empty) other processes used the GPU: the utilisation is the device's
+    sampler_cpu_ms: float  # (omitted when empty) CPU time the agent's stack sampler took since the process started
+    headline: str  # (omitted when empty) Headline is the finding in one line ("GPU idle 31% of 60 s: waiting for the data loader at train.py:42 (24%)"); empty when the GPU was busy.
+    note: str  # (omitted when empty) why the report is empty (no samples, no NVML)
+    input: Optional["Input"]  # (omitted when empty) Input is the join's input (utilisation and samples), with raw.
+
+
 class RanksParams(TypedDict):
     """RanksParams asks for the rank view of a group."""
     group: str  # the group's ID
@@ -1154,6 +1278,53 @@ class TorchParams(TypedDict):
     max_allocated: int  # torch.cuda.max_memory_allocated
 
 
+class _StackThreadRequired(TypedDict):
+    """The keys of StackThread that are always present."""
+    name: str
+
+
+class StackThread(_StackThreadRequired, total=False):
+    """StackThread is one thread of the process."""
+    main: bool  # (omitted when empty) the main (training) thread
+
+
+class _StackFrameRequired(TypedDict):
+    """The keys of StackFrame that are always present."""
+    file: str
+    line: int
+
+
+class StackFrame(_StackFrameRequired, total=False):
+    """StackFrame is one user frame: a source line."""
+    func: str  # (omitted when empty)
+
+
+class _StackSampleRequired(TypedDict):
+    """The keys of StackSample that are always present."""
+    t: int  # unix milliseconds
+    th: int  # index into Threads
+
+
+class StackSample(_StackSampleRequired, total=False):
+    """StackSample is where one thread was at one instant."""
+    s: Optional[List[int]]  # (omitted when empty) indexes into Frames, innermost first (at most MaxStackFrames)
+    w: str  # (omitted when empty) Wait is what the thread waits on, from the library frames below the user's or the user line's text: dataloader, dataloader_workers, sync, copy, checkpoint, logging, collective; empty: none.
+
+
+class _StacksParamsRequired(TypedDict):
+    """The keys of StacksParams that are always present."""
+    period_ms: float  # the sampler's period
+    threads: Optional[List["StackThread"]]  # the threads sampled, by index
+    frames: Optional[List["StackFrame"]]  # the user frames, by index
+    samples: Optional[List["StackSample"]]  # oldest first
+
+
+class StacksParams(_StacksParamsRequired, total=False):
+    """StacksParams is one batch of stack samples, about a second of them. Frames and threads are interned per batch: a sample names them by index, so a batch stands alone (a lost batch loses nothing else)."""
+    dropped: int  # (omitted when empty) samples dropped since the last batch (the sampler never blocks the job)
+    cost_ms: float  # (omitted when empty) CPU time the sampler took for this batch
+
+
 class _DumpParamsRequired(TypedDict):
     """The keys of DumpParams that are always present."""
     path: str  # the file to write, in the incoming dir
@@ -1261,11 +1432,13 @@ PARAMS = {
     "group.take": "GroupTakeParams",
     "group.list": None,
     "group.get": "IDParams",
+    "idle.report": "IdleParams",
     "analysis.ranks": "RanksParams",
     "$/cancelRequest": "CancelParams",
     "agent.register": "RegisterParams",
     "agent.captured": "CapturedParams",
     "agent.torch": "TorchParams",
+    "agent.stacks": "StacksParams",
     "agent.dump": "DumpParams",
     "event.agent_connected": "AgentEvent",
     "event.agent_gone": "AgentEvent",
@@ -1297,11 +1470,13 @@ RESULTS = {
     "group.take": "GroupResult",
     "group.list": "GroupListResult",
     "group.get": "GroupResult",
+    "idle.report": "IdleResult",
     "analysis.ranks": "Ranks",
     "$/cancelRequest": None,
     "agent.register": "RegisterResult",
     "agent.captured": "SnapshotResult",
     "agent.torch": None,
+    "agent.stacks": None,
     "agent.dump": "DumpResult",
     "event.agent_connected": None,
     "event.agent_gone": None,

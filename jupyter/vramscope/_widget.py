@@ -302,6 +302,7 @@ def _live_widget(anywidget, t):
         running = t.Bool(False).tag(sync=True)
         source = t.Unicode("").tag(sync=True)
         note = t.Unicode("").tag(sync=True)
+        idle = t.Unicode("").tag(sync=True)  # why the GPU idled over the last minute, by line (vramscope idle)
         device = t.Int(0).tag(sync=True)
         total = t.Int(0).tag(sync=True)
         interval = t.Float(1.0).tag(sync=True)
@@ -320,7 +321,8 @@ def _live_widget(anywidget, t):
 
         def state(self):
             return {"samples": list(self.samples), "running": self.running, "source": self.source,
-                    "note": self.note, "device": self.device, "total": self.total, "interval": self.interval}
+                    "note": self.note, "idle": self.idle, "device": self.device, "total": self.total,
+                    "interval": self.interval}
 
         def _static_html(self):
             from . import _livestatic
@@ -378,7 +380,11 @@ def _live_widget(anywidget, t):
                 hist = s.history()
                 if hist:
                     self.samples = hist[-s.keep:]
+                n = 0
                 while not self._stop.is_set():
+                    if n % s.IDLE_EVERY == 0:
+                        self.idle = s.idle()
+                    n += 1
                     point = s.sample()
                     if point is not None:
                         self.total = int(point.get("total") or self.total or 0)

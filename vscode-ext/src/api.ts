@@ -3,7 +3,7 @@
 // api.ts: the daemon's JSON-RPC contract (method names, error codes, limits,
 // and the shapes of params and results) for the extension.
 
-export const API_VERSION = "1.1";
+export const API_VERSION = "1.2";
 
 /** The daemon's methods, as the wire spells them. */
 export const Method = {
@@ -29,11 +29,13 @@ export const Method = {
   GroupTake: "group.take",
   GroupList: "group.list",
   GroupGet: "group.get",
+  IdleReport: "idle.report",
   AnalysisRanks: "analysis.ranks",
   CancelRequest: "$/cancelRequest",
   AgentRegister: "agent.register",
   AgentCaptured: "agent.captured",
   AgentTorch: "agent.torch",
+  AgentStacks: "agent.stacks",
   AgentDump: "agent.dump",
   EventAgentConnected: "event.agent_connected",
   EventAgentGone: "event.agent_gone",
@@ -82,6 +84,8 @@ export const Limit = {
   MaxHelloBytes: 4096,
   MaxMessageBytes: 1048576,
   MaxRegisterBytes: 16777216,
+  MaxStackFrames: 8,
+  MaxStackSamples: 2048,
 } as const;
 
 /** HelloParams opens a session. Token is required on TCP connections. */
@@ -178,6 +182,12 @@ export interface Process {
   connected?: string;
   /** what ties it to the other ranks of its launch ("run:ID", "master:ADDR:PORT", "parent:PID"; "" alone): group.take captures every process of its job */
   job?: string;
+  /** utilization.gpu of its GPU now (NVML); absent without a reading */
+  util_gpu_pct?: number;
+  /** share of the last minute its GPU idled (idle.report), with stack samples */
+  idle_share?: number;
+  /** the top idle cause and its line, e.g. "waiting for the data loader at data.py:12" */
+  idle_top?: string;
 }
 
 /** ProcessListResult lists processes. */
@@ -409,6 +419,8 @@ export interface AnalyzeKVCache {
   /** the sequence length it holds (a static cache: its capacity) */
   tokens: number;
   bytes_per_token: number;
+  /** Filled is how many layers held keys when the cache was only partly filled (a failure inside the prompt's forward), 0 when every layer the model has did; Layers and BytesPerToken then count every layer. */
+  filled_layers?: number;
 }
 
 /** Device is the per-GPU part of a result. */
@@ -467,7 +479,7 @@ export interface Site {
 }
 
 /** Frame is one Python (or C++) frame of an allocation's call stack. */
-export interface Frame {
+export interface ProfilerFrame {
   file: string;
   line: number;
   function: string;
@@ -476,7 +488,7 @@ export interface Frame {
 /** Stack is one attributed call stack with its totals. */
 export interface Stack {
   /** root first */
-  frames: Frame[] | null;
+  frames: ProfilerFrame[] | null;
   peak_bytes: number;
   current_bytes: number;
   alloc_bytes: number;
@@ -509,7 +521,7 @@ export interface OOM {
   line: number;
   function: string;
   /** root first */
-  frames: Frame[] | null;
+  frames: ProfilerFrame[] | null;
   /** CapAtMost is set when the device had room for the request (DeviceFree at least Requested) yet the allocator refused it: a per-process cap (torch.cuda.set_per_process_memory_fraction) did, and it is at most the reserved bytes plus the request. 0: the device itself was full. */
   process_cap_at_most?: number;
   /** Cap is that cap exactly, when the agent read it at the snapshot (torch.cuda.get_per_process_memory_fraction × the device's memory). */
@@ -1138,6 +1150,127 @@ export interface GroupListResult {
   groups: GroupResult[] | null;
 }
 
+/** IdleParams asks why PID's GPU idled over the last WindowMS of its samples. */
+export interface IdleParams {
+  /** a process whose agent sent stack samples */
+  pid: number;
+  /** default 60000 */
+  window_ms?: number;
+  /** also return the join's input (utilisation and samples), for recordings */
+  raw?: boolean;
+}
+
+/** IdleSite is a source line with the GPU idle time spent on it. */
+export interface IdleSite {
+  file: string;
+  line: number;
+  func?: string;
+  idle_ms: number;
+  /** of the window's wall time */
+  share: number;
+}
+
+/** IdleCause is one reason the GPU idled. */
+export interface IdleCause {
+  /** data_loader, sync, copy, checkpoint, logging, collective, python, no_samples */
+  kind: string;
+  title: string;
+  idle_ms: number;
+  /** of the window's wall time */
+  share: number;
+  /** the line to change */
+  site: IdleSite;
+  /** where the training thread was, largest first */
+  lines: IdleSite[] | null;
+  fix?: string;
+}
+
+/** Util is one utilisation reading of the process's GPU. A field without data is -1 (an idle GPU reads 0). */
+export interface Util {
+  /** unix milliseconds */
+  time_ms: number;
+  /** utilization.gpu, percent of time a kernel ran */
+  gpu: number;
+  /** GPM SM activity, percent; -1 without GPM */
+  sm_active: number;
+  /** host<->device traffic, MB/s both ways; -1 none */
+  pcie_mbps: number;
+}
+
+/** Frame is one user frame of a stack sample: a source line. */
+export interface IdleFrame {
+  file: string;
+  line: number;
+  func?: string;
+}
+
+/** Sample is where one thread was at one instant. */
+export interface Sample {
+  /** unix milliseconds */
+  time_ms: number;
+  /** the thread's name */
+  thread: string;
+  /** the training (main) thread */
+  main: boolean;
+  /** user frames, innermost first; empty: only library frames */
+  stack: IdleFrame[] | null;
+  wait?: string;
+}
+
+/** Input is everything one join reads: a process's samples and its GPU's utilisation, both in time order. The CLI writes it with --raw; tests read recorded ones from testdata. */
+export interface Input {
+  pid: number;
+  /** NVML index of the GPU */
+  device: number;
+  /** the agent's sampling period */
+  period_ms: number;
+  /** samples the agent dropped (it never blocks the job) */
+  dropped: number;
+  /** other processes used the GPU in the window */
+  shared: boolean;
+  /** SamplerCPUMS is the CPU time the agent's stack sampler took since the process started (its batches' cost_ms), for what the samples cost. */
+  sampler_cpu_ms?: number;
+  util: Util[] | null;
+  samples: Sample[] | null;
+}
+
+/** IdleResult is the join of a process's stack samples with its GPU's utilisation over a window: how much of the wall time the GPU idled, and the lines the training thread was on while it did, grouped into causes. */
+export interface IdleResult {
+  pid: number;
+  /** NVML index of the GPU */
+  device: number;
+  /** the window's start, unix milliseconds */
+  from_ms: number;
+  /** its end */
+  to_ms: number;
+  /** time covered by utilisation readings */
+  wall_ms: number;
+  /** of which the GPU did not compute */
+  idle_ms: number;
+  /** IdleMS / WallMS */
+  idle_share: number;
+  /** utilization.gpu read busy while no SM was (a copy): counted idle */
+  copy_ms?: number;
+  /** samples of the training thread in the window */
+  samples: number;
+  /** the agent's sampling period */
+  period_ms: number;
+  /** samples the agent dropped */
+  dropped?: number;
+  /** other processes used the GPU: the utilisation is the device's */
+  shared?: boolean;
+  /** CPU time the agent's stack sampler took since the process started */
+  sampler_cpu_ms?: number;
+  /** Headline is the finding in one line ("GPU idle 31% of 60 s: waiting for the data loader at train.py:42 (24%)"); empty when the GPU was busy. */
+  headline?: string;
+  /** largest first */
+  causes: IdleCause[] | null;
+  /** why the report is empty (no samples, no NVML) */
+  note?: string;
+  /** Input is the join's input (utilisation and samples), with raw. */
+  input?: Input;
+}
+
 /** RanksParams asks for the rank view of a group. */
 export interface RanksParams {
   /** the group's ID */
@@ -1309,6 +1442,48 @@ export interface TorchParams {
   max_allocated: number;
 }
 
+/** StackThread is one thread of the process. */
+export interface StackThread {
+  name: string;
+  /** the main (training) thread */
+  main?: boolean;
+}
+
+/** StackFrame is one user frame: a source line. */
+export interface StackFrame {
+  file: string;
+  line: number;
+  func?: string;
+}
+
+/** StackSample is where one thread was at one instant. */
+export interface StackSample {
+  /** unix milliseconds */
+  t: number;
+  /** index into Threads */
+  th: number;
+  /** indexes into Frames, innermost first (at most MaxStackFrames) */
+  s?: number[];
+  /** Wait is what the thread waits on, from the library frames below the user's or the user line's text: dataloader, dataloader_workers, sync, copy, checkpoint, logging, collective; empty: none. */
+  w?: string;
+}
+
+/** StacksParams is one batch of stack samples, about a second of them. Frames and threads are interned per batch: a sample names them by index, so a batch stands alone (a lost batch loses nothing else). */
+export interface StacksParams {
+  /** the sampler's period */
+  period_ms: number;
+  /** samples dropped since the last batch (the sampler never blocks the job) */
+  dropped?: number;
+  /** CPU time the sampler took for this batch */
+  cost_ms?: number;
+  /** the threads sampled, by index */
+  threads: StackThread[] | null;
+  /** the user frames, by index */
+  frames: StackFrame[] | null;
+  /** oldest first */
+  samples: StackSample[] | null;
+}
+
 /** DumpParams asks an agent to write a snapshot to Path (in the incoming dir). */
 export interface DumpParams {
   /** the file to write, in the incoming dir */
@@ -1421,11 +1596,13 @@ export interface Params {
   "group.take": GroupTakeParams;
   "group.list": null;
   "group.get": IDParams;
+  "idle.report": IdleParams;
   "analysis.ranks": RanksParams;
   "$/cancelRequest": CancelParams;
   "agent.register": RegisterParams;
   "agent.captured": CapturedParams;
   "agent.torch": TorchParams;
+  "agent.stacks": StacksParams;
   "agent.dump": DumpParams;
   "event.agent_connected": AgentEvent;
   "event.agent_gone": AgentEvent;
@@ -1459,11 +1636,13 @@ export interface Results {
   "group.take": GroupResult;
   "group.list": GroupListResult;
   "group.get": GroupResult;
+  "idle.report": IdleResult;
   "analysis.ranks": Ranks;
   "$/cancelRequest": null;
   "agent.register": RegisterResult;
   "agent.captured": SnapshotResult;
   "agent.torch": null;
+  "agent.stacks": null;
   "agent.dump": DumpResult;
   "event.agent_connected": null;
   "event.agent_gone": null;
