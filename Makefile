@@ -117,10 +117,10 @@ test-py: build
 
 # The MCP server against the official conformance suite (pinned in
 # package.json; the scenarios it fails on purpose, and why, are in
-# internal/mcp/conformance/expected-failures.yml); results in $(ARTIFACTS)/mcp.
+# cmd/vramscope/mcp/conformance/expected-failures.yml); results in $(ARTIFACTS)/mcp.
 # The Go tests drive it over stdio and the Python mcp SDK's session is in test-py.
 test-mcp: build
-	sh internal/mcp/conformance/run.sh $(BIN) '$(ARTIFACTS)/mcp'
+	sh cmd/vramscope/mcp/conformance/run.sh $(BIN) '$(ARTIFACTS)/mcp'
 
 # make dist, then: make dist's preflight on a fresh git clone (deploy/dist/fresh.py), and each wheel's tags and engine header, the x86_64 wheel
 # installed offline into a fresh venv without Go (vramscope analyze, %vramscope

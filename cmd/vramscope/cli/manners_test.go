@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vramscope/vramscope/internal/cli"
+	"github.com/vramscope/vramscope/cmd/vramscope/cli"
 )
 
 var commandNames = []string{"analyze", "flame", "diff", "whatif", "convert", "serve", "run", "attach", "lsp",
@@ -70,7 +70,7 @@ func TestTopLevelUsage(t *testing.T) {
 	if !strings.Contains(usage, "COMMAND --help") {
 		t.Errorf("the usage does not point to COMMAND --help")
 	}
-	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	readme, err := os.ReadFile(filepath.Join("..", "..", "..", "README.md"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/vramscope/vramscope/internal/cli"
+	"github.com/vramscope/vramscope/cmd/vramscope/cli"
 )
 
 // TestLSPFramingError runs `vramscope lsp` (this test binary, run again as

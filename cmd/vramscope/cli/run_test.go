@@ -19,10 +19,10 @@ func TestRunPutsTheBootstrapFirst(t *testing.T) {
 		t.Skip("no python3")
 	}
 	bin := filepath.Join(t.TempDir(), "vramscope")
-	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/vramscope").CombinedOutput(); err != nil {
+	if out, err := exec.Command("go", "build", "-o", bin, "..").CombinedOutput(); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	jupyter, _ := filepath.Abs("../../jupyter")
+	jupyter, _ := filepath.Abs("../../../jupyter")
 	dir := t.TempDir()
 	socket := filepath.Join(dir, "d.sock")
 	cmd := exec.Command(bin, "run", "--socket", socket, "--max-entries", "1234", "--", py, "-c",

@@ -16,7 +16,7 @@ import (
 // them, while files and lines stay the recorded ones. A bad names
 // file is an input error naming it.
 func TestNamesFlag(t *testing.T) {
-	snap := "../../examples/snapshots/findings/cache_growth.pickle"
+	snap := "../../../examples/snapshots/findings/cache_growth.pickle"
 	recorded := "/work/main/examples/record/record_findings.py" // where the recording ran
 	names := filepath.Join(t.TempDir(), "names.json")
 	os.WriteFile(names, []byte(`{"`+recorded+`": "cell [3]"}`), 0o644)

@@ -80,7 +80,7 @@ func TestHTTPNeedsToken(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cs.Close()
-	file, _ := filepath.Abs("../../examples/snapshots/agent_oom.pickle")
+	file, _ := filepath.Abs("../../../examples/snapshots/agent_oom.pickle")
 	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "analyze_snapshot", Arguments: map[string]any{"snapshot": file}})
 	if err != nil || res.IsError || !strings.Contains(res.Content[0].(*sdk.TextContent).Text, "cause: large_allocation") {
 		t.Errorf("analyze_snapshot over HTTP: %v %+v", err, res)

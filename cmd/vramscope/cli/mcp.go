@@ -11,8 +11,8 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/vramscope/vramscope/cmd/vramscope/mcp"
 	"github.com/vramscope/vramscope/daemon"
-	"github.com/vramscope/vramscope/internal/mcp"
 )
 
 // mcpCmd serves the Model Context Protocol: on stdio by default (the

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vramscope/vramscope/internal/cli"
+	"github.com/vramscope/vramscope/cmd/vramscope/cli"
 	"github.com/vramscope/vramscope/internal/daemontest"
 	"github.com/vramscope/vramscope/internal/synth"
 	"github.com/vramscope/vramscope/profiler"
@@ -50,7 +50,7 @@ func atoi(t *testing.T, s string) int {
 // on one rank captures the others): an OOM column, a line saying what it
 // asked for where, and the JSON's oom_ranks and per-rank oom.
 func TestRanksShowOOM(t *testing.T) {
-	dir := filepath.Join("..", "..", "examples", "ranks", "out", "snapshots")
+	dir := filepath.Join("..", "..", "..", "examples", "ranks", "out", "snapshots")
 	files := []string{need(t, filepath.Join(dir, "rank0_oom.pickle")), need(t, filepath.Join(dir, "rank1_oom.pickle"))}
 	o := mustRun(t, append([]string{"ranks"}, files...)...)
 	if !regexp.MustCompile(`(?m)^\s+1 .* OOM  `).MatchString(o.stdout) || !strings.Contains(o.stdout, "rank 1 ran out of memory under a per-process cap of at most") {
@@ -214,7 +214,7 @@ func TestStoredSnapshotsFromTheCLI(t *testing.T) {
 // ranks DIR reads the rank files in the folder (metas and other files left
 // out), as the files named one by one; a folder without any says so.
 func TestRanksOfAFolder(t *testing.T) {
-	src := filepath.Join("..", "..", "examples", "ranks", "out", "snapshots")
+	src := filepath.Join("..", "..", "..", "examples", "ranks", "out", "snapshots")
 	dir := t.TempDir()
 	var files []string
 	for _, n := range []string{"rank0_oom.pickle", "rank1_oom.pickle"} {

@@ -11,10 +11,10 @@ import (
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/vramscope/vramscope/cmd/vramscope/mcp"
 	"github.com/vramscope/vramscope/daemon/api"
 	"github.com/vramscope/vramscope/daemon/client"
 	"github.com/vramscope/vramscope/internal/daemontest"
-	"github.com/vramscope/vramscope/internal/mcp"
 	"github.com/vramscope/vramscope/profiler/analyze"
 )
 
@@ -28,7 +28,7 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	bin = filepath.Join(dir, "vramscope")
-	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/vramscope").CombinedOutput(); err != nil {
+	if out, err := exec.Command("go", "build", "-o", bin, "..").CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "go build: %v\n%s", err, out)
 		os.Exit(1)
 	}
@@ -74,7 +74,7 @@ func noSocket(t *testing.T) string { return filepath.Join(t.TempDir(), "none.soc
 // the engine finds them (examples/snapshots/expected_findings.json labels
 // agent_oom large_allocation at examples/e2e/train.py:28).
 func TestWhyOOM(t *testing.T) {
-	file, _ := filepath.Abs("../../examples/snapshots/agent_oom.pickle")
+	file, _ := filepath.Abs("../../../examples/snapshots/agent_oom.pickle")
 	res, err := analyze.Run(file, analyze.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -98,7 +98,7 @@ func TestWhyOOM(t *testing.T) {
 // naming the details there are, and a missing file is named.
 func TestDetails(t *testing.T) {
 	cs := session(t, noSocket(t))
-	file, _ := filepath.Abs("../../examples/snapshots/leak_steps.pickle")
+	file, _ := filepath.Abs("../../../examples/snapshots/leak_steps.pickle")
 	for detail, want := range map[string]string{"lines": "Top lines at the peak", "steps": "Steps (8, from annotations)",
 		"findings": "leak", "categories": "Memory at the peak by category", "allocator": "reserved in", "stacks": "Top stacks"} {
 		text, isErr := call(t, cs, "analyze_snapshot", map[string]any{"snapshot": file, "detail": detail, "top": 3})
@@ -134,8 +134,8 @@ func TestNoDaemon(t *testing.T) {
 
 // TestDiff compares two real snapshots of one script by file.
 func TestDiff(t *testing.T) {
-	a, _ := filepath.Abs("../../examples/snapshots/example_train.pickle")
-	b, _ := filepath.Abs("../../examples/snapshots/leak_steps.pickle")
+	a, _ := filepath.Abs("../../../examples/snapshots/example_train.pickle")
+	b, _ := filepath.Abs("../../../examples/snapshots/leak_steps.pickle")
 	ra, _ := analyze.Run(a, analyze.Options{})
 	rb, _ := analyze.Run(b, analyze.Options{})
 	d := analyze.Compare(ra, rb)
@@ -151,7 +151,7 @@ func TestDiff(t *testing.T) {
 // resources of the stored snapshot.
 func TestWithDaemon(t *testing.T) {
 	d := daemontest.Start(t)
-	src, _ := filepath.Abs("../../examples/snapshots/agent_oom.pickle")
+	src, _ := filepath.Abs("../../../examples/snapshots/agent_oom.pickle")
 	daemontest.Agent(t, d.Socket, api.RegisterParams{PID: 4242, Host: "h", Argv: []string{"train.py"}, APIVersion: api.Version, Recording: true}, src)
 	waitAgent(t, d.Socket, 4242)
 	cs := session(t, d.Socket)
@@ -208,7 +208,7 @@ func waitAgent(t *testing.T, socket string, pid int) {
 // with three times the batch: the view names rank 1 as the outlier, with the
 // engine's imbalance.
 func TestRankView(t *testing.T) {
-	dir, _ := filepath.Abs("../../examples/ranks/out/snapshots")
+	dir, _ := filepath.Abs("../../../examples/ranks/out/snapshots")
 	files := []string{filepath.Join(dir, "rank0.pickle"), filepath.Join(dir, "rank1.pickle")}
 	var snaps []analyze.RankSnapshot
 	for i, f := range files {
@@ -235,7 +235,7 @@ func TestWhatFits(t *testing.T) {
 	var snaps []map[string]any
 	var pts []analyze.WhatIfPoint
 	for _, bs := range []int{2, 4, 8} {
-		f, _ := filepath.Abs(fmt.Sprintf("../../examples/snapshots/whatif/whatif_bs%d.pickle", bs))
+		f, _ := filepath.Abs(fmt.Sprintf("../../../examples/snapshots/whatif/whatif_bs%d.pickle", bs))
 		res, err := analyze.Run(f, analyze.Options{})
 		if err != nil {
 			t.Fatal(err)

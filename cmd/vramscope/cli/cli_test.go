@@ -18,14 +18,14 @@ import (
 
 	"github.com/google/pprof/profile"
 
-	"github.com/vramscope/vramscope/internal/cli"
+	"github.com/vramscope/vramscope/cmd/vramscope/cli"
 	"github.com/vramscope/vramscope/profiler/flame"
 )
 
 var (
-	fixtureDir = filepath.Join("..", "..", "..", "shared", "fixtures", "snapshots")
-	exampleDir = filepath.Join("..", "..", "examples", "snapshots")
-	trainerDir = filepath.Join("..", "..", "..", "shared", "fixtures", "trainer")
+	fixtureDir = filepath.Join("..", "..", "..", "..", "shared", "fixtures", "snapshots")
+	exampleDir = filepath.Join("..", "..", "..", "examples", "snapshots")
+	trainerDir = filepath.Join("..", "..", "..", "..", "shared", "fixtures", "trainer")
 )
 
 func abs(t *testing.T, p string) string {
@@ -87,7 +87,7 @@ func mustRun(t *testing.T, args ...string) outcome {
 // The text report on the repository's example, with recorded paths found
 // under the repository by --root. Machine paths are replaced by <REPO>.
 func TestAnalyzeGolden(t *testing.T) {
-	repo := abs(t, filepath.Join("..", ".."))
+	repo := abs(t, filepath.Join("..", "..", ".."))
 	snap := abs(t, example(t, "example_train"))
 	// The examples were recorded in a checkout at /work/main. Where that path
 	// exists outside this checkout, it is the local file and --root rightly
@@ -705,7 +705,7 @@ func TestConvert(t *testing.T) {
 	dir := t.TempDir()
 	src := example(t, "example_train")
 	vsm := filepath.Join(dir, "ex.vsm")
-	pkg := abs(t, filepath.Join("..", "..", "jupyter"))
+	pkg := abs(t, filepath.Join("..", "..", "..", "jupyter"))
 	cmd := exec.Command(py, "-c", "import sys, pickle; sys.path.insert(0, sys.argv[1]); from vramscope._vsm import write_vsm; "+
 		"write_vsm(pickle.load(open(sys.argv[2], 'rb')), open(sys.argv[3], 'wb'), chunk_entries=700)", pkg, src, vsm)
 	if out, err := cmd.CombinedOutput(); err != nil {

@@ -8,7 +8,7 @@ import (
 	"github.com/vramscope/vramscope/daemon/api"
 )
 
-const idleRecordings = "../../profiler/idle/testdata/"
+const idleRecordings = "../../../profiler/idle/testdata/"
 
 // vramscope idle on recordings of the H200 runs (examples/idle): the text
 // says the idle share, the finding, the lines and the fix; --json is the

@@ -88,7 +88,7 @@ func TestRanksRefuses(t *testing.T) {
 // rank 1's OOM (captured with rank 0's state at that moment) what differs is
 // what the failing step held, named by the agent's tensor walk.
 func TestRanksRealJob(t *testing.T) {
-	dir := filepath.Join("..", "..", "examples", "ranks", "out", "snapshots")
+	dir := filepath.Join("..", "..", "..", "examples", "ranks", "out", "snapshots")
 	for _, c := range []struct {
 		golden, suffix, firstLine string
 		minImbalance              float64
