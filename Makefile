@@ -37,9 +37,10 @@ dist:
 # among them, for the editor test), Debian's chromium for the real-browser
 # tests, Debian's prometheus for the daemon's scrape test, Debian's Emacs
 # with eglot for the Emacs test (only when missing, and only as root), and
-# .venv-torch for the trainer callbacks' CPU tests: Debian's python3-torch
-# (CPU only) under Debian's python3 with transformers and Lightning pinned in
-# jupyter/requirements-torch.txt (installed --no-deps: the file says why), and
+# .venv-torch for the trainer callbacks' and the tensor walk's CPU tests:
+# Debian's python3-torch (CPU only) under Debian's python3 with transformers,
+# Lightning, peft and pytest pinned in jupyter/requirements-torch.txt
+# (installed --no-deps: the file says why), and
 # for the Helix test Debian's tmux and, in .helix, Debian 13's hx with its libc
 # (lsp/testdata/helix/install.sh says why).
 setup:
@@ -111,7 +112,8 @@ test-web:
 # The Python agent: real child processes on a real Unix socket, a fake torch
 # for the torch-facing parts (the GPU run is make gpu-e2e); the trainer
 # callbacks in real transformers and Lightning trainers on CPU with
-# .venv-torch's interpreter (test_trainers.py).
+# .venv-torch's interpreter (test_trainers.py), and the tensor walk's routes
+# on real CPU tensors under that interpreter's pytest (test_tensors_torch.py).
 test-py: build
 	.venv/bin/python -m pytest -q jupyter/tests
 

@@ -12,25 +12,14 @@ import subprocess
 
 import pytest
 
-from conftest import HERE, PKG_PARENT, ROOT, missing
+from conftest import HERE, PKG_PARENT, torch_python
 
 PREFIX = "vramscope."
 
 
-def torch_python():
-    """The interpreter with torch, transformers and Lightning: $VRAMSCOPE_TORCH_PYTHON or .venv-torch."""
-    py = os.environ.get("VRAMSCOPE_TORCH_PYTHON") or os.path.join(ROOT, ".venv-torch", "bin", "python")
-    if not os.access(py, os.X_OK):
-        missing("no torch interpreter at %s (make setup builds .venv-torch)" % py)
-    probe = subprocess.run([py, "-c", "import torch, transformers, lightning"], capture_output=True, text=True)
-    if probe.returncode:
-        missing("%s cannot import torch, transformers and lightning: %s" % (py, probe.stderr.strip()[-400:]))
-    return py
-
-
 @pytest.fixture(scope="module")
 def py():
-    return torch_python()
+    return torch_python("transformers", "lightning")
 
 
 def run_trainer(py, tmp, which):
