@@ -411,6 +411,9 @@ type DumpResult struct {
 	Phases Phases `json:"phases_ms,omitzero"`
 	// DumpTime is when the agent read the allocator's state, for a group's skew.
 	DumpTime
+	// Levels are the steps the agent measured and has not sent with
+	// agent.levels yet (the daemon keeps the earlier ones).
+	Levels *LevelsParams `json:"levels,omitempty"`
 }
 
 // CapturedParams hands over a snapshot the agent took on its own (on OOM).
@@ -512,6 +515,7 @@ var Methods = []Method{
 	{AgentRegister, AgentToDaemon, RegisterParams{}, RegisterResult{}, "An agent announces its process; the connection then belongs to that process until it closes."},
 	{AgentCaptured, AgentToDaemon, CapturedParams{}, SnapshotResult{}, "The agent hands over a snapshot it wrote on its own (out of memory) into the incoming dir."},
 	{AgentTorch, AgentNotice, TorchParams{}, nil, "torch.cuda's allocated/reserved bytes, about once a second."},
+	{AgentLevels, AgentNotice, LevelsParams{}, nil, "The steps the agent measured since its last agent.levels (every few seconds, at most MaxLevelsSent a message): allocated, reserved and peak bytes at each step's end, its duration and the shapes passed to the root module."},
 	{AgentDump, DaemonToAgent, DumpParams{}, DumpResult{}, "The daemon asks the agent to write its snapshot to path; the agent syncs the file before answering."},
 	{EventAgentConnected, Notification, AgentEvent{}, nil, "An agent registered (topic agent_connected)."},
 	{EventAgentGone, Notification, AgentEvent{}, nil, "An agent's connection closed (topic agent_gone)."},

@@ -34,6 +34,7 @@ CANCEL_REQUEST = "$/cancelRequest"
 AGENT_REGISTER = "agent.register"
 AGENT_CAPTURED = "agent.captured"
 AGENT_TORCH = "agent.torch"
+AGENT_LEVELS = "agent.levels"
 AGENT_DUMP = "agent.dump"
 EVENT_AGENT_CONNECTED = "event.agent_connected"
 EVENT_AGENT_GONE = "event.agent_gone"
@@ -376,6 +377,29 @@ class DumpTime(TypedDict, total=False):
     at_ms: float  # (omitted when empty) unix milliseconds, the agent's clock
 
 
+class StepLevel(TypedDict, total=False):
+    """StepLevel is one step of a process as the agent measured it at the step's end, from torch's caching allocator (host-side counters: no GPU sync)."""
+    step: int  # the record's number in the run, 0-based (train, eval and forward steps all count)
+    unix_ms: int  # wall time at the step's end
+    dur_us: int  # the step's duration: since the previous step's end (or the first forward call)
+    allocated: int  # torch.cuda.memory_allocated at the step's end
+    reserved: int  # torch.cuda.memory_reserved at the step's end
+    peak: int  # torch.cuda.max_memory_allocated over the step (reset at each step's end); -1 not measured
+    inputs: Optional[List[Optional[List[int]]]]  # (omitted when empty) Inputs are the shapes of the tensors passed to the root module in the step's first call (batch × sequence, …), at most 4.
+    phase: str  # Phase: "train" (ended by an optimizer step), "eval" (a root-module call without gradients in a program that makes optimizer steps), "forward" (a root-module call in a program without optimizer steps).
+    recorded: bool  # (omitted when empty) the allocator's history was recording (a sampled window)
+    oom: bool  # (omitted when empty) OOM marks the step that ran out of memory: measured at the error (allocated then, the peak up to it), not at its end.
+    nvml_bytes: int  # (omitted when empty) NVMLBytes is the daemon's join: the process's device memory NVML saw nearest the step's end (0: no sample); the agent never sends it.
+
+
+class LevelsParams(TypedDict, total=False):
+    """LevelsParams carries steps measured by an agent, oldest first."""
+    device: int  # the CUDA device measured
+    cap: int  # Cap is the memory the process may use: its memory-fraction cap (torch.cuda.set_per_process_memory_fraction) or the device's total; 0 unknown.
+    levels: Optional[List["StepLevel"]]
+    dropped: int  # (omitted when empty) steps measured but lost before sending (the queue was full), since the start
+
+
 class DumpResult(DumpTime, total=False):
     """DumpResult is what the agent wrote."""
     path: str  # the file written (DumpParams.Path)
@@ -385,6 +409,7 @@ class DumpResult(DumpTime, total=False):
     device: int  # the CUDA device it describes
     streamed: bool  # (omitted when empty) written to DumpParams.Stream as VSM1, not to Path
     phases_ms: "Phases"  # (omitted when empty) Phases: where the agent's time went (Finish is the daemon's).
+    levels: Optional["LevelsParams"]  # (omitted when empty) Levels are the steps the agent measured and has not sent with agent.levels yet (the daemon keeps the earlier ones).
 
 
 class OOMRaw(TypedDict, total=False):

@@ -34,6 +34,7 @@ export const Method = {
   AgentRegister: "agent.register",
   AgentCaptured: "agent.captured",
   AgentTorch: "agent.torch",
+  AgentLevels: "agent.levels",
   AgentDump: "agent.dump",
   EventAgentConnected: "event.agent_connected",
   EventAgentGone: "event.agent_gone",
@@ -553,6 +554,43 @@ export interface DumpTime {
   at_ms?: number;
 }
 
+/** StepLevel is one step of a process as the agent measured it at the step's end, from torch's caching allocator (host-side counters: no GPU sync). */
+export interface StepLevel {
+  /** the record's number in the run, 0-based (train, eval and forward steps all count) */
+  step: number;
+  /** wall time at the step's end */
+  unix_ms: number;
+  /** the step's duration: since the previous step's end (or the first forward call) */
+  dur_us: number;
+  /** torch.cuda.memory_allocated at the step's end */
+  allocated: number;
+  /** torch.cuda.memory_reserved at the step's end */
+  reserved: number;
+  /** torch.cuda.max_memory_allocated over the step (reset at each step's end); -1 not measured */
+  peak: number;
+  /** Inputs are the shapes of the tensors passed to the root module in the step's first call (batch × sequence, …), at most 4. */
+  inputs?: number[][];
+  /** Phase: "train" (ended by an optimizer step), "eval" (a root-module call without gradients in a program that makes optimizer steps), "forward" (a root-module call in a program without optimizer steps). */
+  phase: string;
+  /** the allocator's history was recording (a sampled window) */
+  recorded?: boolean;
+  /** OOM marks the step that ran out of memory: measured at the error (allocated then, the peak up to it), not at its end. */
+  oom?: boolean;
+  /** NVMLBytes is the daemon's join: the process's device memory NVML saw nearest the step's end (0: no sample); the agent never sends it. */
+  nvml_bytes?: number;
+}
+
+/** LevelsParams carries steps measured by an agent, oldest first. */
+export interface LevelsParams {
+  /** the CUDA device measured */
+  device: number;
+  /** Cap is the memory the process may use: its memory-fraction cap (torch.cuda.set_per_process_memory_fraction) or the device's total; 0 unknown. */
+  cap: number;
+  levels: StepLevel[] | null;
+  /** steps measured but lost before sending (the queue was full), since the start */
+  dropped?: number;
+}
+
 /** DumpResult is what the agent wrote. */
 export interface DumpResult extends DumpTime {
   /** the file written (DumpParams.Path) */
@@ -569,6 +607,8 @@ export interface DumpResult extends DumpTime {
   streamed?: boolean;
   /** Phases: where the agent's time went (Finish is the daemon's). */
   phases_ms?: Phases;
+  /** Levels are the steps the agent measured and has not sent with agent.levels yet (the daemon keeps the earlier ones). */
+  levels?: LevelsParams;
 }
 
 /** OOMRaw is what the out-of-memory observer saw. */
