@@ -12,7 +12,7 @@ import (
 // reportKeys are the analysis fields the report shows. allocator_maps is
 // drawn by allocmap.js when the analysis has it.
 var reportKeys = []string{"file", "file_bytes", "events", "peak", "ooms", "findings", "steps",
-	"step_source", "categories", "device_memory", "allocator_maps"}
+	"step_source", "categories", "device_memory", "allocator_maps", "road"}
 
 // ReportSites bounds the top lines a report carries.
 const ReportSites = 50

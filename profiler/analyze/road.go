@@ -1,0 +1,360 @@
+package analyze
+
+// road.go: the road to an out-of-memory error. The agent measures every step
+// of a run (allocated, reserved and peak bytes at its end, its inputs'
+// shapes); the daemon keeps them beside a snapshot and hands them here. The
+// road is what the report draws over the run, and what changed at the step
+// that failed — a larger input than the steps before, or memory that had
+// been growing step after step — goes into the out-of-memory finding.
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/vramscope/vramscope/profiler"
+)
+
+// RoadStep is one step of a run as the agent measured it (the fields of the
+// daemon's api.StepLevel, which converts to it).
+type RoadStep struct {
+	Step      int64     `json:"step"`
+	UnixMS    int64     `json:"unix_ms"`
+	DurUS     int64     `json:"dur_us"`
+	Allocated int64     `json:"allocated"`
+	Reserved  int64     `json:"reserved"`
+	Peak      int64     `json:"peak"`
+	Inputs    [][]int64 `json:"inputs,omitempty"`
+	Phase     string    `json:"phase"`
+	Recorded  bool      `json:"recorded,omitempty"`
+	OOM       bool      `json:"oom,omitempty"`
+	NVMLBytes int64     `json:"nvml_bytes,omitempty"`
+}
+
+// Road is the run a snapshot ends: its steps (downsampled to at most
+// RoadPoints for the report, the last RoadTail kept whole), the memory the
+// process could use, and what changed at the last step.
+type Road struct {
+	Steps []RoadStep `json:"steps"`
+	// Total counts the steps measured (Steps may hold fewer).
+	Total int   `json:"total"`
+	Cap   int64 `json:"cap,omitempty"`
+	// Change is what changed at the failing (else the last) step; nil when
+	// there are too few steps to compare.
+	Change *RoadChange `json:"change,omitempty"`
+}
+
+// RoadChange says what was different about the failing step.
+type RoadChange struct {
+	// Kind: "input" (its inputs were larger than the steps' before), "growth"
+	// (memory had been growing step after step), "none" (neither).
+	Kind string `json:"kind"`
+	Text string `json:"text"`
+	Step int64  `json:"step"`
+	OOM  bool   `json:"oom,omitempty"` // the step ran out of memory (else it is the last measured)
+	// The steps compared against (first and last step numbers).
+	From int64 `json:"from"`
+	To   int64 `json:"to"`
+	// Input: the step's tokens (the product of its first input's shape) and
+	// the median of the steps before; its bytes per token above the level it
+	// started from, and theirs (a lower bound for a step that failed).
+	Tokens           int64 `json:"tokens,omitempty"`
+	BaseTokens       int64 `json:"base_tokens,omitempty"`
+	PerToken         int64 `json:"per_token,omitempty"`
+	BasePerToken     int64 `json:"base_per_token,omitempty"`
+	Needed           int64 `json:"needed,omitempty"` // what the step would have needed at the steps' rate per token, above its start
+	GrowthSteps      int   `json:"growth_steps,omitempty"`
+	GrowthPerStep    int64 `json:"growth_per_step,omitempty"` // bytes per step, allocated at step end
+	GrowthFrom       int64 `json:"growth_from,omitempty"`
+	GrowthTo         int64 `json:"growth_to,omitempty"`
+	BaseMaxPeak      int64 `json:"base_max_peak,omitempty"`
+	StartAllocated   int64 `json:"start_allocated,omitempty"` // allocated at the end of the step before it
+	FailingRequested int64 `json:"requested,omitempty"`
+}
+
+const (
+	// RoadPoints bounds the steps a report carries; RoadTail are the last
+	// steps kept whole (the road's end is what the reader looks at).
+	RoadPoints = 2000
+	RoadTail   = 300
+	// roadBase is how many steps before the failing one are compared with it.
+	roadBase = 200
+	// An input is "larger" from inputRatio times the steps' median tokens,
+	// and more than any of them had (variable lengths are no change).
+	inputRatio = 1.5
+	// Growth counts when allocated rose by at least growthMin bytes and
+	// growthShare of the cap over the run, in most steps of it.
+	growthMin   = 64 << 20
+	growthShare = 0.05
+)
+
+// SetRoad gives the result its road: steps as the daemon kept them (any
+// order), cap the memory the process could use (0 unknown). The out-of-memory
+// finding says what changed at the failing step.
+func (r *Result) SetRoad(steps []RoadStep, cap int64) {
+	if len(steps) == 0 {
+		return
+	}
+	steps = append([]RoadStep(nil), steps...)
+	sort.SliceStable(steps, func(i, j int) bool { return steps[i].Step < steps[j].Step })
+	var requested int64
+	if len(r.OOMs) > 0 {
+		requested = r.OOMs[0].Requested
+		if cap <= 0 {
+			cap = r.OOMs[0].Cap
+		}
+	}
+	road := &Road{Total: len(steps), Cap: cap, Steps: downsampleRoad(steps)}
+	if c, ok := RoadChangeOf(steps, cap, requested); ok {
+		road.Change = &c
+		r.amendOOM(c)
+	}
+	r.Road = road
+}
+
+// amendOOM adds the change to the out-of-memory finding's title and numbers.
+func (r *Result) amendOOM(c RoadChange) {
+	for i := range r.Findings {
+		f := &r.Findings[i]
+		if f.Kind != KindOOM || !c.OOM {
+			continue
+		}
+		f.Title += "; " + c.Text
+		if f.Evidence.Numbers == nil {
+			f.Evidence.Numbers = map[string]int64{}
+		}
+		n := f.Evidence.Numbers
+		n["road_step"] = c.Step
+		switch c.Kind {
+		case "input":
+			n["road_tokens"], n["road_base_tokens"] = c.Tokens, c.BaseTokens
+			n["road_per_token"], n["road_base_per_token"] = c.PerToken, c.BasePerToken
+		case "growth":
+			n["road_growth_steps"], n["road_growth_per_step"] = int64(c.GrowthSteps), c.GrowthPerStep
+		}
+		return
+	}
+}
+
+// RoadChangeOf compares the failing step (the last one marked OOM, else the
+// last) with the steps of its phase before it. requested is the failing
+// allocation's size (0 unknown). ok is false with fewer than 3 steps to compare.
+func RoadChangeOf(steps []RoadStep, cap, requested int64) (RoadChange, bool) {
+	fi := len(steps) - 1
+	for i := len(steps) - 1; i >= 0; i-- {
+		if steps[i].OOM {
+			fi = i
+			break
+		}
+	}
+	if fi < 0 {
+		return RoadChange{}, false
+	}
+	f := steps[fi]
+	var base []int // indices of the steps compared, oldest first
+	for i := fi - 1; i >= 0 && len(base) < roadBase; i-- {
+		if steps[i].Phase == f.Phase && !steps[i].OOM && steps[i].Peak >= 0 {
+			base = append(base, i)
+		}
+	}
+	if len(base) < 3 {
+		return RoadChange{}, false
+	}
+	for l, h := 0, len(base)-1; l < h; l, h = l+1, h-1 {
+		base[l], base[h] = base[h], base[l]
+	}
+	c := RoadChange{Kind: "none", Step: f.Step, OOM: f.OOM, From: steps[base[0]].Step, To: steps[base[len(base)-1]].Step,
+		FailingRequested: requested}
+	if fi > 0 {
+		c.StartAllocated = steps[fi-1].Allocated
+	}
+	for _, i := range base {
+		c.BaseMaxPeak = max(c.BaseMaxPeak, steps[i].Peak)
+	}
+	c.Tokens = tokens(f.Inputs)
+	var toks, per []int64
+	for _, i := range base {
+		t := tokens(steps[i].Inputs)
+		toks = append(toks, t)
+		if t > 0 && i > 0 && steps[i].Peak > steps[i-1].Allocated {
+			per = append(per, (steps[i].Peak-steps[i-1].Allocated)/t)
+		}
+	}
+	c.BaseTokens = median(toks)
+	maxTok := int64(0)
+	for _, t := range toks {
+		maxTok = max(maxTok, t)
+	}
+	c.BasePerToken = median(per)
+	if c.Tokens > 0 {
+		top := max(f.Peak, f.Allocated+requested) // what the failing step reached, or asked for
+		if top > c.StartAllocated {
+			c.PerToken = (top - c.StartAllocated) / c.Tokens
+		}
+	}
+	if c.Tokens > maxTok && c.BaseTokens > 0 && float64(c.Tokens) >= inputRatio*float64(c.BaseTokens) {
+		c.Kind = "input"
+		c.Needed = c.BasePerToken * c.Tokens
+		c.Text = inputText(f, steps[base[0]], c, cap)
+		return c, true
+	}
+	if g, ok := growth(steps, base, cap); ok {
+		c.Kind = "growth"
+		c.GrowthSteps, c.GrowthPerStep, c.GrowthFrom, c.GrowthTo = g.steps, g.rate, g.from, g.to
+		c.Text = fmt.Sprintf("memory had been growing for %d steps at %s/step (allocated at step end %s → %s)",
+			g.steps, fb(g.rate), fb(g.from), fb(g.to))
+		if cap > 0 && g.rate > 0 && c.StartAllocated < cap {
+			c.Text += fmt.Sprintf("; at that rate the %s the process could use would have been full in about %d more steps",
+				fb(cap), (cap-c.StartAllocated)/g.rate)
+		}
+		return c, true
+	}
+	c.Text = fmt.Sprintf("step %d was like steps %d–%d: inputs %s, their peaks at most %s", f.Step, c.From, c.To,
+		shapeText(f.Inputs), fb(c.BaseMaxPeak))
+	return c, true
+}
+
+// inputText: "step 39: batch 16 × 1024 (16,384 tokens), 8.0× the tokens of
+// steps 0–38 (8 × 256); it needed at least 1.9 MiB per token above the 1.2 GiB
+// held at its start, the steps before 1.9 MiB".
+func inputText(f, first RoadStep, c RoadChange, cap int64) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "step %d: inputs %s (%s tokens), %.1f× the tokens of steps %d–%d (%s)", f.Step, shapeText(f.Inputs),
+		profiler.FormatCount(c.Tokens), float64(c.Tokens)/float64(c.BaseTokens), c.From, c.To, shapeText(first.Inputs))
+	if c.BasePerToken > 0 {
+		what := "took"
+		if f.OOM {
+			what = "needed at least"
+		}
+		fmt.Fprintf(&b, "; it %s %s per token above the %s held at its start, the steps before %s per token",
+			what, fb(c.PerToken), fb(c.StartAllocated), fb(c.BasePerToken))
+		if f.OOM && cap > 0 {
+			fmt.Fprintf(&b, " (%s for its tokens at that rate: %s with what was held, against the %s the process could use)",
+				fb(c.Needed), fb(c.Needed+c.StartAllocated), fb(cap))
+		}
+	}
+	return b.String()
+}
+
+type growthRun struct {
+	steps          int
+	rate, from, to int64
+}
+
+// growth finds memory rising step after step at the end of base: the
+// Theil-Sen slope of allocated-at-step-end over the steps since the lowest
+// level (robust to saw-tooth and to a few odd steps), when the rise is large
+// (growthMin and growthShare of cap) and most steps of the run end higher
+// than the one before them a few steps earlier.
+func growth(steps []RoadStep, base []int, cap int64) (growthRun, bool) {
+	lo := 0
+	for k, i := range base {
+		if steps[i].Allocated <= steps[base[lo]].Allocated {
+			lo = k
+		}
+	}
+	run := base[lo:]
+	if len(run) < 4 {
+		return growthRun{}, false
+	}
+	from, to := steps[run[0]].Allocated, steps[run[len(run)-1]].Allocated
+	rise := to - from
+	if rise < growthMin || (cap > 0 && float64(rise) < growthShare*float64(cap)) {
+		return growthRun{}, false
+	}
+	lag := max(1, len(run)/10)
+	up := 0
+	for k := lag; k < len(run); k++ {
+		if steps[run[k]].Allocated > steps[run[k-lag]].Allocated {
+			up++
+		}
+	}
+	if 4*up < 3*(len(run)-lag) {
+		return growthRun{}, false
+	}
+	var slopes []float64
+	stride := max(1, len(run)/60) // at most ~1,800 pairs
+	for a := 0; a < len(run); a += stride {
+		for b := a + stride; b < len(run); b += stride {
+			ds := steps[run[b]].Step - steps[run[a]].Step
+			if ds > 0 {
+				slopes = append(slopes, float64(steps[run[b]].Allocated-steps[run[a]].Allocated)/float64(ds))
+			}
+		}
+	}
+	sort.Float64s(slopes)
+	rate := int64(slopes[len(slopes)/2])
+	if rate <= 0 {
+		return growthRun{}, false
+	}
+	return growthRun{steps: len(run), rate: rate, from: from, to: to}, true
+}
+
+// tokens is the product of the first input's dimensions but the last of a
+// 3-d or larger one (batch × sequence of a [batch, seq, hidden] input); 0 none.
+func tokens(inputs [][]int64) int64 {
+	if len(inputs) == 0 || len(inputs[0]) == 0 {
+		return 0
+	}
+	s := inputs[0]
+	if len(s) > 2 {
+		s = s[:len(s)-1]
+	}
+	n := int64(1)
+	for _, d := range s {
+		n *= d
+	}
+	return n
+}
+
+func shapeText(inputs [][]int64) string {
+	if len(inputs) == 0 {
+		return "unknown"
+	}
+	parts := make([]string, len(inputs[0]))
+	for i, d := range inputs[0] {
+		parts[i] = fmt.Sprint(d)
+	}
+	return strings.Join(parts, " × ")
+}
+
+func median(v []int64) int64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := append([]int64(nil), v...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	return s[len(s)/2]
+}
+
+// downsampleRoad keeps every step of a short run; of a long one, the last
+// RoadTail whole and, before them, one step per bucket: the one with the
+// highest peak, marked recorded when any step of it was (an OOM step is kept
+// whatever its peak).
+func downsampleRoad(steps []RoadStep) []RoadStep {
+	if len(steps) <= RoadPoints {
+		return steps
+	}
+	head, tail := steps[:len(steps)-RoadTail], steps[len(steps)-RoadTail:]
+	n := RoadPoints - RoadTail
+	out := make([]RoadStep, 0, RoadPoints+16)
+	for b := range n {
+		lo, hi := b*len(head)/n, (b+1)*len(head)/n
+		best, rec := lo, false
+		for i := lo; i < hi; i++ {
+			if head[i].OOM {
+				out = append(out, head[i])
+			}
+			if head[i].Peak > head[best].Peak {
+				best = i
+			}
+			rec = rec || head[i].Recorded
+		}
+		if hi > lo && !head[best].OOM {
+			s := head[best]
+			s.Recorded = rec
+			out = append(out, s)
+		}
+	}
+	return append(out, tail...)
+}
