@@ -78,6 +78,7 @@ func init() {
 		api.AgentRegister:    (*session).agentRegister,
 		api.AgentCaptured:    (*session).agentCaptured,
 		api.AgentTorch:       (*session).agentTorch,
+		api.AgentLevels:      (*session).agentLevels,
 	}
 }
 
