@@ -18,9 +18,14 @@ type StepLevel struct {
 	Step      int64 `json:"step"`      // the record's number in the run, 0-based (train, eval and forward steps all count)
 	UnixMS    int64 `json:"unix_ms"`   // wall time at the step's end
 	DurUS     int64 `json:"dur_us"`    // the step's duration: since the previous step's end (or the first forward call)
-	Allocated int64 `json:"allocated"` // torch.cuda.memory_allocated at the step's end
-	Reserved  int64 `json:"reserved"`  // torch.cuda.memory_reserved at the step's end
-	Peak      int64 `json:"peak"`      // torch.cuda.max_memory_allocated over the step (reset at each step's end); -1 not measured
+	// Allocated, Reserved and Peak are torch.cuda.memory_allocated and
+	// memory_reserved at the step's end and max_memory_allocated since the
+	// previous measured step (reset at each read); -1 when the agent did not
+	// read the allocator at this step (it reads it less often than every
+	// step when a read would cost more than 0.1% of a step).
+	Allocated int64 `json:"allocated"`
+	Reserved  int64 `json:"reserved"`
+	Peak      int64 `json:"peak"`
 	// Inputs are the shapes of the tensors passed to the root module in the
 	// step's first call (batch × sequence, …), at most 4.
 	Inputs [][]int64 `json:"inputs,omitempty"`

@@ -54,16 +54,23 @@ def run(layers, embd, heads, batch, seq):
         c0, n0 = (lv.cost_s, lv.step) if lv else (0.0, 0)
         times = [step() for _ in range(BLOCK)][SETTLE:]
         own = (lv.cost_s - c0) / max(1, lv.step - n0) if lv else None
-        blocks.append({"on": on, "median_s": statistics.median(times), "own_s_per_step": own})
+        read = sum(1 for e in list(lv.ring)[-BLOCK:] if e[3] >= 0) / BLOCK if lv else None
+        blocks.append({"on": on, "median_s": statistics.median(times), "own_s_per_step": own,
+                       "stride": lv.stride if lv else None, "read_share": read})
     lv = a.levels or (a._start_levels(torch) or a.levels)
     step()
     step()
-    reads = []
+    reads, cold = [], []
     for _ in range(5):
         t = time.perf_counter()
         for _ in range(1000):
             lv.reader.read()
         reads.append((time.perf_counter() - t) / 1000)
+    for _ in range(30):  # one read right after a step, as the hook reads
+        step()
+        t = time.perf_counter()
+        lv.reader.read()
+        cold.append(time.perf_counter() - t)
     on = [b["median_s"] for b in blocks if b["on"]]
     off = [b["median_s"] for b in blocks if not b["on"]]
     pairs = [blocks[i]["median_s"] - blocks[i + 1]["median_s"] if blocks[i]["on"] else
@@ -75,12 +82,14 @@ def run(layers, embd, heads, batch, seq):
             "paired_diff_median_s": statistics.median(pairs), "paired_diffs_s": pairs,
             "paired_diff_share": statistics.median(pairs) / med_off,
             "own_s_per_step_median": statistics.median(own), "own_share": statistics.median(own) / med_off,
-            "read_s_median": statistics.median(reads), "levels_sent_dropped": a.levels.dropped if a.levels else None}
+            "read_s_median": statistics.median(reads), "read_after_step_s_median": statistics.median(cold),
+            "stride_end": lv.stride, "ema": dict(lv.ema), "levels_sent_dropped": a.levels.dropped if a.levels else None}
 
 
 def main():
     print(json.dumps({"torch": torch.__version__, "gpu": torch.cuda.get_device_name(0),
-                      "agent": _agent.status().get("registered")}), flush=True)
+                      "agent": _agent.status().get("registered"),
+                      "torch_C_memory": sorted(n for n in dir(torch._C) if "emory" in n or "Stats" in n)}), flush=True)
     for name, cfg in (("gpt2_124m_b8_s512", (12, 768, 12, 8, 512)), ("gpt2_2l_b4_s128", (2, 256, 4, 4, 128))):
         print(json.dumps({name: run(*cfg)}), flush=True)
 

@@ -262,3 +262,32 @@ def test_roots_are_found_then_only_they_keep_hooks():
 
 if __name__ == "__main__":
     raise SystemExit(pytest.main([__file__, "-q"]))
+
+
+def test_reads_get_rarer_when_they_would_cost_more_than_the_budget():
+    lv, clock, _ = make()
+    reader = lv.reader
+    slow_read = reader.read
+
+    def read():
+        clock.t += 100e-6  # a read costs 100 µs: 1% of a 10 ms step
+        return slow_read()
+
+    reader.read = read
+    for _ in range(300):
+        clock.t += 0.010
+        lv.on_optimizer_step()
+    assert lv.stride == 10  # 100 µs / (0.1% of 10 ms)
+    got = lv.drain()
+    late = got[200:]
+    measured = [e for e in late if e["allocated"] >= 0]
+    assert 9 <= len(measured) <= 11, len(measured)
+    assert all(e["dur_us"] > 0 for e in late)  # every step keeps its duration
+    lv.on_oom()  # the failing step is always read
+    assert lv.drain()[-1]["allocated"] >= 0
+    # cheap reads: every step again
+    reader.read = slow_read
+    for _ in range(300):
+        clock.t += 0.010
+        lv.on_optimizer_step()
+    assert lv.stride == 1

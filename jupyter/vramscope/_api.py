@@ -382,9 +382,9 @@ class StepLevel(TypedDict, total=False):
     step: int  # the record's number in the run, 0-based (train, eval and forward steps all count)
     unix_ms: int  # wall time at the step's end
     dur_us: int  # the step's duration: since the previous step's end (or the first forward call)
-    allocated: int  # torch.cuda.memory_allocated at the step's end
-    reserved: int  # torch.cuda.memory_reserved at the step's end
-    peak: int  # torch.cuda.max_memory_allocated over the step (reset at each step's end); -1 not measured
+    allocated: int  # Allocated, Reserved and Peak are torch.cuda.memory_allocated and memory_reserved at the step's end and max_memory_allocated since the previous measured step (reset at each read); -1 when the agent did not read the allocator at this step (it reads it less often than every step when a read would cost more than 0.1% of a step).
+    reserved: int
+    peak: int
     inputs: Optional[List[Optional[List[int]]]]  # (omitted when empty) Inputs are the shapes of the tensors passed to the root module in the step's first call (batch × sequence, …), at most 4.
     phase: str  # Phase: "train" (ended by an optimizer step), "eval" (a root-module call without gradients in a program that makes optimizer steps), "forward" (a root-module call in a program without optimizer steps).
     recorded: bool  # (omitted when empty) the allocator's history was recording (a sampled window)

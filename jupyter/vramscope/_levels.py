@@ -23,8 +23,10 @@ call).
 Cost: all of it on the training thread, none on the device. The levels are the
 caching allocator's host-side counters (torch._C._cuda_memoryStats, one call
 for the three; it never synchronises the GPU) and the peak is reset with
-torch._C._cuda_resetPeakMemoryStats; docs/road-to-oom.md has the measured
-cost. A failing read drops the step's levels (-1), never raises. Because the
+torch._C._cuda_resetPeakMemoryStats. The agent measures what it costs a step
+and reads the allocator less often when that passes BUDGET (0.1%) of a step:
+docs/road-to-oom.md has the measured cost. A failing read drops the step's
+levels (-1), never raises. Because the
 peak is reset at every step, torch.cuda.max_memory_allocated and
 max_memory_reserved are wrapped to return the peak since the program's own
 last reset_peak_memory_stats, as they would without the agent
@@ -43,6 +45,12 @@ LEVELS_EVERY = 2.0  # seconds between agent.levels notifications
 PROBE_CALLS = 64  # root calls without an optimizer step before discovery ends
 MAX_INPUTS = 4  # tensor shapes kept per step
 MAX_DIMS = 6
+# What the bookkeeping may cost the training thread, as a share of a step:
+# past it the allocator is read every few steps (at most every MAX_STRIDE),
+# the steps between keep their duration and inputs with levels of -1, and a
+# read's peak covers the steps since the one before (docs/road-to-oom.md).
+BUDGET = 0.001
+MAX_STRIDE = 64
 
 
 def _shapes(args, kwargs):
@@ -133,6 +141,10 @@ class Levels:
         self.tally = [0, 0]  # peak allocated and reserved since the program's own last reset
         self.total = 0  # the device's memory, once known
         self.fraction = None  # () -> the memory fraction, or None
+        self.stride = 1  # the allocator is read every stride steps (_budget)
+        self.since = 0  # steps since the last read
+        self.cost_mark = 0.0
+        self.ema = {"dur": 0.0, "read": 0.0, "base": 0.0}  # seconds: a step; this bookkeeping with and without a read
 
     # --- the training thread ---------------------------------------------------
 
@@ -140,8 +152,13 @@ class Levels:
         """The current step ended (or ran out of memory): keep its levels."""
         t = self.clock()
         try:
+            t0 = self.t0
+            dur = int((t - t0) * 1e6) if t0 is not None else 0
             a = r = p = -1
-            if self.reader is not None:
+            self.since += 1
+            measured = self.reader is not None and (oom or self.since >= self.stride)
+            if measured:
+                self.since = 0
                 try:
                     a, r, p, pr = self.reader.read()
                     tl = self.tally
@@ -152,8 +169,6 @@ class Levels:
                 except Exception:
                     self.failed += 1
                     a = r = p = -1
-            t0 = self.t0
-            dur = int((t - t0) * 1e6) if t0 is not None else 0
             e = (self.step, int(self.wall() * 1000), dur, a, r, p, self.inputs, phase, bool(self.recording()), oom)
             self.step += 1
             self.ring.append(e)
@@ -164,7 +179,25 @@ class Levels:
             self.t0 = t
         except Exception:
             log.debug("vramscope: step levels failed", exc_info=True)
+            measured, dur = False, 0
         self.cost_s += self.clock() - t
+        self._budget(measured, dur)
+
+    def _budget(self, measured, dur_us):
+        """Keep this bookkeeping within BUDGET of a step: the allocator is read
+        every `stride` steps, stride set from what a step costs with and
+        without a read (moving averages) against the steps' duration."""
+        spent = self.cost_s - self.cost_mark
+        self.cost_mark = self.cost_s
+        if dur_us <= 0:
+            return
+        ema = self.ema
+        ema["dur"] += (dur_us * 1e-6 - ema["dur"]) * 0.1 if ema["dur"] else dur_us * 1e-6
+        k = "read" if measured else "base"
+        ema[k] += (spent - ema[k]) * 0.1 if ema[k] else spent
+        extra = max(0.0, ema["read"] - ema["base"])
+        room = BUDGET * ema["dur"] - ema["base"]
+        self.stride = MAX_STRIDE if room <= 0 else max(1, min(MAX_STRIDE, int(-(-extra // room))))
 
     def on_optimizer_step(self, *_args, **_kw):
         """torch.optim's global post-hook (must not raise)."""
@@ -285,13 +318,18 @@ class Roots:
         self.global_handles = [m.register_module_forward_pre_hook(self._pre),
                                m.register_module_forward_hook(self._post)]
 
-    def _pre(self, module, _args):
+    def _pre(self, module, args):
         if self.thread is None:
             self.thread = threading.get_ident()
         elif self.thread != threading.get_ident():
             return
         if self.depth == 0 and not self.done:
             self.calls += 1
+            lv = self.levels
+            if lv.t0 is None:
+                lv.t0 = lv.clock()
+            if lv.inputs is None:  # a module's own hook comes from its next call: args only here
+                lv.inputs = _shapes(args, None)
             if id(module) not in self.seen:
                 self.seen[id(module)] = module
                 self._hook(module)

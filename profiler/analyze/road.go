@@ -153,7 +153,7 @@ func RoadChangeOf(steps []RoadStep, cap, requested int64) (RoadChange, bool) {
 	f := steps[fi]
 	var base []int // indices of the steps compared, oldest first
 	for i := fi - 1; i >= 0 && len(base) < roadBase; i-- {
-		if steps[i].Phase == f.Phase && !steps[i].OOM && steps[i].Peak >= 0 {
+		if steps[i].Phase == f.Phase && !steps[i].OOM && steps[i].Peak >= 0 && steps[i].Allocated >= 0 {
 			base = append(base, i)
 		}
 	}
@@ -165,9 +165,7 @@ func RoadChangeOf(steps []RoadStep, cap, requested int64) (RoadChange, bool) {
 	}
 	c := RoadChange{Kind: "none", Step: f.Step, OOM: f.OOM, From: steps[base[0]].Step, To: steps[base[len(base)-1]].Step,
 		FailingRequested: requested}
-	if fi > 0 {
-		c.StartAllocated = steps[fi-1].Allocated
-	}
+	c.StartAllocated = max(0, heldBefore(steps, fi))
 	for _, i := range base {
 		c.BaseMaxPeak = max(c.BaseMaxPeak, steps[i].Peak)
 	}
@@ -176,8 +174,8 @@ func RoadChangeOf(steps []RoadStep, cap, requested int64) (RoadChange, bool) {
 	for _, i := range base {
 		t := tokens(steps[i].Inputs)
 		toks = append(toks, t)
-		if t > 0 && i > 0 && steps[i].Peak > steps[i-1].Allocated {
-			per = append(per, (steps[i].Peak-steps[i-1].Allocated)/t)
+		if held := heldBefore(steps, i); t > 0 && held >= 0 && steps[i].Peak > held {
+			per = append(per, (steps[i].Peak-held)/t)
 		}
 	}
 	c.BaseTokens = median(toks)
@@ -288,6 +286,17 @@ func growth(steps []RoadStep, base []int, cap int64) (growthRun, bool) {
 		return growthRun{}, false
 	}
 	return growthRun{steps: len(run), rate: rate, from: from, to: to}, true
+}
+
+// heldBefore is the memory allocated at the end of the last measured step
+// before step i (the agent may not read every step), or -1.
+func heldBefore(steps []RoadStep, i int) int64 {
+	for j := i - 1; j >= 0; j-- {
+		if steps[j].Allocated >= 0 {
+			return steps[j].Allocated
+		}
+	}
+	return -1
 }
 
 // tokens is the product of the first input's dimensions but the last of a

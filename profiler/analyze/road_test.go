@@ -140,3 +140,19 @@ func TestDownsampleRoadKeepsTheTailThePeaksAndTheWindows(t *testing.T) {
 		t.Errorf("kept the OOM step: %v, a recorded bucket: %v", oom, rec)
 	}
 }
+
+// TestRoadChangeWithStepsNotMeasured: an agent that reads the allocator
+// every third step (its budget) leaves levels of -1 between; the change is
+// found from the measured steps, each against the last measured level.
+func TestRoadChangeWithStepsNotMeasured(t *testing.T) {
+	steps := trainRun(40, 1200*mib, 2*mib, []int64{8, 256}, []int64{16, 1024})
+	for i := range steps[:39] {
+		if i%3 != 0 {
+			steps[i].Allocated, steps[i].Reserved, steps[i].Peak = -1, -1, -1
+		}
+	}
+	c, ok := RoadChangeOf(steps, 9<<30, 4<<30)
+	if !ok || c.Kind != "input" || c.BasePerToken != 2*mib || c.StartAllocated != 1200*mib {
+		t.Fatalf("change = %+v, %v", c, ok)
+	}
+}

@@ -562,11 +562,9 @@ export interface StepLevel {
   unix_ms: number;
   /** the step's duration: since the previous step's end (or the first forward call) */
   dur_us: number;
-  /** torch.cuda.memory_allocated at the step's end */
+  /** Allocated, Reserved and Peak are torch.cuda.memory_allocated and memory_reserved at the step's end and max_memory_allocated since the previous measured step (reset at each read); -1 when the agent did not read the allocator at this step (it reads it less often than every step when a read would cost more than 0.1% of a step). */
   allocated: number;
-  /** torch.cuda.memory_reserved at the step's end */
   reserved: number;
-  /** torch.cuda.max_memory_allocated over the step (reset at each step's end); -1 not measured */
   peak: number;
   /** Inputs are the shapes of the tensors passed to the root module in the step's first call (batch × sequence, …), at most 4. */
   inputs?: number[][];

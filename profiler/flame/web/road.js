@@ -227,10 +227,7 @@
       let pen = false;
       for (const s of this.steps) {
         const v = +s[l.key];
-        if (!(v > 0)) {
-          pen = false;
-          continue;
-        }
+        if (!(v > 0)) continue; // not measured at this step (-1): joins the measured ones
         const x = this.xOf(s.step);
         const y = this.yOf(v);
         if (pen) ctx.lineTo(x, y);

@@ -1,0 +1,51 @@
+// Unit tests of road.js's pure parts and of report.js's one-instant check
+// (no DOM), on the road of a real run: testdata/road_report.json is the
+// daemon's analysis.report of examples/oom/road_oom.py's OOM snapshot on the
+// H200 (docs/road-to-oom.md). Run with node --test profiler/flame/web/
+import test from "node:test";
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import road from "./road.js";
+import rep from "./report.js";
+
+const report = JSON.parse(readFileSync(new URL("./testdata/road_report.json", import.meta.url), "utf8"));
+
+test("the road of a real OOM run spans the run and ends at the failing step", () => {
+  const r = report.road;
+  assert.ok(road.usable(r));
+  const last = r.steps[r.steps.length - 1];
+  assert.equal(last.oom, true);
+  const e = road.extent(r);
+  assert.equal(e.x0, r.steps[0].step);
+  assert.equal(e.x1, last.step);
+  assert.ok(e.top >= r.cap && e.top >= Math.max(...r.steps.map((s) => s.peak)));
+  assert.match(road.describe(last), /^step \d+ · ran out of memory · inputs 16 × 1024/);
+  assert.match(r.change.text, /16 × 1024 \(16,384 tokens\)/);
+});
+
+test("recorded windows are runs of steps", () => {
+  const steps = [0, 1, 2, 3, 4, 5, 9, 10].map((n) => ({ step: n, recorded: n < 3 || n === 5 || n >= 9 }));
+  assert.deepEqual(road.windowsOf(steps), [[0, 2], [5, 5], [9, 10]]);
+  assert.deepEqual(road.windowsOf(report.road.steps).length > 0, report.road.steps.some((s) => s.recorded));
+});
+
+test("nearest finds the step drawn nearest a position", () => {
+  const steps = [{ step: 0 }, { step: 10 }, { step: 20 }];
+  assert.equal(road.nearest(steps, -5), 0);
+  assert.equal(road.nearest(steps, 4), 0);
+  assert.equal(road.nearest(steps, 6), 1);
+  assert.equal(road.nearest(steps, 99), 2);
+});
+
+test("a report without a road or with an empty one draws none", () => {
+  assert.equal(road.usable(undefined), false);
+  assert.equal(road.usable({ steps: [] }), false);
+});
+
+test("an OOM snapshot of one instant has no time axis; a recorded trace has one", () => {
+  assert.equal(rep.instant(report.device), report.device.timeline.points.every((p) => p.time_us === report.device.timeline.points[0].time_us));
+  const base = JSON.parse(readFileSync(new URL("./testdata/report.json", import.meta.url), "utf8"));
+  assert.equal(rep.instant(base.device), false);
+  assert.equal(rep.instant({ timeline: { points: [{ time_us: 5 }, { time_us: 5 }] } }), true);
+  assert.equal(rep.instant(undefined), false);
+});
