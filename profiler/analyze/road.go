@@ -9,6 +9,7 @@ package analyze
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -137,8 +138,10 @@ func (r *Result) amendOOM(c RoadChange) {
 }
 
 // RoadChangeOf compares the failing step (the last one marked OOM, else the
-// last) with the steps of its phase before it. requested is the failing
-// allocation's size (0 unknown). ok is false with fewer than 3 steps to compare.
+// last) with the steps of its phase before it (up to roadBase): their inputs
+// all, their levels where the agent measured them. requested is the failing
+// allocation's size (0 unknown). ok is false with fewer than 3 measured steps
+// to compare.
 func RoadChangeOf(steps []RoadStep, cap, requested int64) (RoadChange, bool) {
 	fi := len(steps) - 1
 	for i := len(steps) - 1; i >= 0; i-- {
@@ -151,49 +154,49 @@ func RoadChangeOf(steps []RoadStep, cap, requested int64) (RoadChange, bool) {
 		return RoadChange{}, false
 	}
 	f := steps[fi]
-	var base []int // indices of the steps compared, oldest first
-	for i := fi - 1; i >= 0 && len(base) < roadBase; i-- {
-		if steps[i].Phase == f.Phase && !steps[i].OOM && steps[i].Peak >= 0 && steps[i].Allocated >= 0 {
+	var all, base []int // same-phase steps before the failing one, oldest first; those measured
+	for i := fi - 1; i >= 0 && len(all) < roadBase; i-- {
+		if steps[i].Phase == f.Phase && !steps[i].OOM {
+			all = append(all, i)
+		}
+	}
+	slices.Reverse(all)
+	for _, i := range all {
+		if steps[i].Peak >= 0 && steps[i].Allocated >= 0 {
 			base = append(base, i)
 		}
 	}
 	if len(base) < 3 {
 		return RoadChange{}, false
 	}
-	for l, h := 0, len(base)-1; l < h; l, h = l+1, h-1 {
-		base[l], base[h] = base[h], base[l]
-	}
-	c := RoadChange{Kind: "none", Step: f.Step, OOM: f.OOM, From: steps[base[0]].Step, To: steps[base[len(base)-1]].Step,
+	c := RoadChange{Kind: "none", Step: f.Step, OOM: f.OOM, From: steps[all[0]].Step, To: steps[all[len(all)-1]].Step,
 		FailingRequested: requested}
 	c.StartAllocated = max(0, heldBefore(steps, fi))
+	var per []int64
 	for _, i := range base {
 		c.BaseMaxPeak = max(c.BaseMaxPeak, steps[i].Peak)
-	}
-	c.Tokens = tokens(f.Inputs)
-	var toks, per []int64
-	for _, i := range base {
-		t := tokens(steps[i].Inputs)
-		toks = append(toks, t)
-		if held := heldBefore(steps, i); t > 0 && held >= 0 && steps[i].Peak > held {
+		if held, t := heldBefore(steps, i), tokens(steps[i].Inputs); t > 0 && held >= 0 && steps[i].Peak > held {
 			per = append(per, (steps[i].Peak-held)/t)
 		}
 	}
-	c.BaseTokens = median(toks)
+	c.BasePerToken = median(per)
+	var toks []int64
 	maxTok := int64(0)
-	for _, t := range toks {
+	for _, i := range all {
+		t := tokens(steps[i].Inputs)
+		toks = append(toks, t)
 		maxTok = max(maxTok, t)
 	}
-	c.BasePerToken = median(per)
-	if c.Tokens > 0 {
-		top := max(f.Peak, f.Allocated+requested) // what the failing step reached, or asked for
-		if top > c.StartAllocated {
-			c.PerToken = (top - c.StartAllocated) / c.Tokens
-		}
+	c.BaseTokens = median(toks)
+	c.Tokens = tokens(f.Inputs)
+	if top := max(f.Peak, f.Allocated+requested); c.Tokens > 0 && top > c.StartAllocated {
+		c.PerToken = (top - c.StartAllocated) / c.Tokens // a lower bound when the step failed
 	}
+	name := stepNamer(steps, f.Phase)
 	if c.Tokens > maxTok && c.BaseTokens > 0 && float64(c.Tokens) >= inputRatio*float64(c.BaseTokens) {
 		c.Kind = "input"
 		c.Needed = c.BasePerToken * c.Tokens
-		c.Text = inputText(f, steps[base[0]], c, cap)
+		c.Text = inputText(steps, all, fi, c, cap, name)
 		return c, true
 	}
 	if g, ok := growth(steps, base, cap); ok {
@@ -207,31 +210,78 @@ func RoadChangeOf(steps []RoadStep, cap, requested int64) (RoadChange, bool) {
 		}
 		return c, true
 	}
-	c.Text = fmt.Sprintf("step %d was like steps %d–%d: inputs %s, their peaks at most %s", f.Step, c.From, c.To,
+	c.Text = fmt.Sprintf("%s was like %s: inputs %s, their peaks at most %s", name.one(fi), name.span(all),
 		shapeText(f.Inputs), fb(c.BaseMaxPeak))
 	return c, true
 }
 
-// inputText: "step 39: batch 16 × 1024 (16,384 tokens), 8.0× the tokens of
-// steps 0–38 (8 × 256); it needed at least 1.9 MiB per token above the 1.2 GiB
-// held at its start, the steps before 1.9 MiB".
-func inputText(f, first RoadStep, c RoadChange, cap int64) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "step %d: inputs %s (%s tokens), %.1f× the tokens of steps %d–%d (%s)", f.Step, shapeText(f.Inputs),
-		profiler.FormatCount(c.Tokens), float64(c.Tokens)/float64(c.BaseTokens), c.From, c.To, shapeText(first.Inputs))
-	if c.BasePerToken > 0 {
-		what := "took"
-		if f.OOM {
-			what = "needed at least"
-		}
-		fmt.Fprintf(&b, "; it %s %s per token above the %s held at its start, the steps before %s per token",
-			what, fb(c.PerToken), fb(c.StartAllocated), fb(c.BasePerToken))
-		if f.OOM && cap > 0 {
-			fmt.Fprintf(&b, " (%s for its tokens at that rate: %s with what was held, against the %s the process could use)",
-				fb(c.Needed), fb(c.Needed+c.StartAllocated), fb(cap))
+// namer names steps as the reader counts them: by their number in the run,
+// or, when steps of another phase came between (evaluation passes), by their
+// number among the steps of their phase ("training step 60").
+type namer struct {
+	word string
+	num  func(i int) int64
+}
+
+func (n namer) one(i int) string { return fmt.Sprintf("%s %d", n.word, n.num(i)) }
+
+func (n namer) span(idx []int) string {
+	return fmt.Sprintf("%ss %d–%d", n.word, n.num(idx[0]), n.num(idx[len(idx)-1]))
+}
+
+func stepNamer(steps []RoadStep, phase string) namer {
+	mixed := false
+	for _, s := range steps {
+		mixed = mixed || s.Phase != phase
+	}
+	word := map[string]string{"train": "training step", "eval": "evaluation step", "forward": "forward step"}[phase]
+	if !mixed || word == "" || steps[0].Step != 0 {
+		return namer{"step", func(i int) int64 { return steps[i].Step }}
+	}
+	nth := make([]int64, len(steps))
+	var k int64
+	for i, s := range steps {
+		nth[i] = k
+		if s.Phase == phase {
+			k++
 		}
 	}
+	return namer{word, func(i int) int64 { return nth[i] }}
+}
+
+// inputText: "training step 60: inputs 16 × 1024 (16,384 tokens), 8.0× the
+// tokens of training steps 0–59 (8 × 256); at their 906.69 KiB per token
+// above what is held between steps, its tokens need 14.17 GiB: 15.69 GiB with
+// the 1.52 GiB held at its start, against the 8.00 GiB the process could use".
+func inputText(steps []RoadStep, all []int, fi int, c RoadChange, cap int64, name namer) string {
+	f := steps[fi]
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: inputs %s (%s tokens), %.1f× the tokens of %s (%s)", name.one(fi), shapeText(f.Inputs),
+		profiler.FormatCount(c.Tokens), float64(c.Tokens)/float64(c.BaseTokens), name.span(all), shapeText(typical(steps, all, c.BaseTokens)))
+	if c.BasePerToken <= 0 {
+		return b.String()
+	}
+	if !f.OOM {
+		fmt.Fprintf(&b, "; it took %s per token above the %s held at its start, the steps before %s", fb(c.PerToken),
+			fb(c.StartAllocated), fb(c.BasePerToken))
+		return b.String()
+	}
+	fmt.Fprintf(&b, "; at their %s per token above what was held between steps, its tokens need %s: %s with the %s held at its start",
+		fb(c.BasePerToken), fb(c.Needed), fb(c.Needed+c.StartAllocated), fb(c.StartAllocated))
+	if cap > 0 {
+		fmt.Fprintf(&b, ", against the %s the process could use", fb(cap))
+	}
 	return b.String()
+}
+
+// typical is the inputs of the last step of idx with the given tokens.
+func typical(steps []RoadStep, idx []int, toks int64) [][]int64 {
+	for k := len(idx) - 1; k >= 0; k-- {
+		if in := steps[idx[k]].Inputs; tokens(in) == toks {
+			return in
+		}
+	}
+	return nil
 }
 
 type growthRun struct {

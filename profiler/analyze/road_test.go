@@ -39,7 +39,8 @@ func TestRoadChangeNamesALongerBatch(t *testing.T) {
 		t.Errorf("per token %d, needed %d; want 2 MiB, 32 GiB", c.BasePerToken, c.Needed)
 	}
 	for _, want := range []string{"step 39: inputs 16 × 1024 (16,384 tokens), 8.0× the tokens of steps 0–38 (8 × 256)",
-		"needed at least", "the steps before 2.00 MiB per token", "against the 9.00 GiB the process could use"} {
+		"at their 2.00 MiB per token above what was held between steps, its tokens need 32.00 GiB: 33.17 GiB with the 1.17 GiB held at its start",
+		"against the 9.00 GiB the process could use"} {
 		if !strings.Contains(c.Text, want) {
 			t.Errorf("text %q lacks %q", c.Text, want)
 		}
@@ -69,7 +70,7 @@ func TestRoadChangeNamesSlowGrowth(t *testing.T) {
 
 func TestRoadChangeHealthyVariableLengthsAndEvalAreNotGrowth(t *testing.T) {
 	var steps []RoadStep
-	for i := range 120 {
+	for i := range 121 {
 		seq := int64(64 + (i*37)%448) // variable lengths, no trend
 		ph := "train"
 		if i%20 == 19 {
@@ -82,7 +83,7 @@ func TestRoadChangeHealthyVariableLengthsAndEvalAreNotGrowth(t *testing.T) {
 	if !ok || c.Kind != "none" {
 		t.Fatalf("change = %+v, %v; want none", c, ok)
 	}
-	if !strings.HasPrefix(c.Text, "step 119 was like steps") {
+	if !strings.HasPrefix(c.Text, "training step 114 was like training steps 0–113: inputs 4 × ") {
 		t.Errorf("text %q", c.Text)
 	}
 }
