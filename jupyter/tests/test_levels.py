@@ -291,3 +291,28 @@ def test_reads_get_rarer_when_they_would_cost_more_than_the_budget():
         clock.t += 0.010
         lv.on_optimizer_step()
     assert lv.stride == 1
+
+
+def test_short_eval_steps_leave_the_training_steps_stride_alone():
+    lv, clock, state = make()
+    reader = lv.reader
+    slow_read = reader.read
+
+    def read():
+        clock.t += 20e-6  # 20 µs: within 0.1% of a 40 ms training step, not of a 2 ms eval step
+        return slow_read()
+
+    reader.read = read
+    for n in range(200):
+        clock.t += 0.040
+        lv.on_optimizer_step()
+        if n % 50 == 49:  # an evaluation pass of 20 short steps
+            state["grad"] = False
+            for _ in range(20):
+                clock.t += 0.002
+                lv.root_pre(None, (T(8, 8),), None)
+                lv.root_post(None, (), None)
+            state["grad"] = True
+    assert lv.strides["train"] == 1 and lv.strides["eval"] > 1
+    got = lv.drain()
+    assert all(e["allocated"] >= 0 for e in got if e["phase"] == "train")

@@ -141,10 +141,11 @@ class Levels:
         self.tally = [0, 0]  # peak allocated and reserved since the program's own last reset
         self.total = 0  # the device's memory, once known
         self.fraction = None  # () -> the memory fraction, or None
-        self.stride = 1  # the allocator is read every stride steps (_budget)
+        self.stride = 1  # the stride set last (_budget); strides: by phase
+        self.strides = {}
         self.since = 0  # steps since the last read
         self.cost_mark = 0.0
-        self.ema = {"dur": 0.0, "read": 0.0, "base": 0.0}  # seconds: a step; this bookkeeping with and without a read
+        self.ema = {}  # by phase, seconds: a step; this bookkeeping with and without a read
 
     # --- the training thread ---------------------------------------------------
 
@@ -156,7 +157,7 @@ class Levels:
             dur = int((t - t0) * 1e6) if t0 is not None else 0
             a = r = p = -1
             self.since += 1
-            measured = self.reader is not None and (oom or self.since >= self.stride)
+            measured = self.reader is not None and (oom or self.since >= self.strides.get(phase, 1))
             if measured:
                 self.since = 0
                 try:
@@ -181,23 +182,28 @@ class Levels:
             log.debug("vramscope: step levels failed", exc_info=True)
             measured, dur = False, 0
         self.cost_s += self.clock() - t
-        self._budget(measured, dur)
+        self._budget(measured, dur, phase)
 
-    def _budget(self, measured, dur_us):
+    def _budget(self, measured, dur_us, phase):
         """Keep this bookkeeping within BUDGET of a step: the allocator is read
         every `stride` steps, stride set from what a step costs with and
-        without a read (moving averages) against the steps' duration."""
+        without a read (moving averages) against the steps' duration, apart
+        for each phase (an evaluation pass's short steps leave the training
+        steps' stride alone)."""
         spent = self.cost_s - self.cost_mark
         self.cost_mark = self.cost_s
         if dur_us <= 0:
             return
-        ema = self.ema
+        ema = self.ema.get(phase)
+        if ema is None:
+            ema = self.ema[phase] = {"dur": 0.0, "read": 0.0, "base": 0.0}
         ema["dur"] += (dur_us * 1e-6 - ema["dur"]) * 0.1 if ema["dur"] else dur_us * 1e-6
         k = "read" if measured else "base"
         ema[k] += (spent - ema[k]) * 0.1 if ema[k] else spent
         extra = max(0.0, ema["read"] - ema["base"])
         room = BUDGET * ema["dur"] - ema["base"]
         self.stride = MAX_STRIDE if room <= 0 else max(1, min(MAX_STRIDE, int(-(-extra // room))))
+        self.strides[phase] = self.stride
 
     def on_optimizer_step(self, *_args, **_kw):
         """torch.optim's global post-hook (must not raise)."""
