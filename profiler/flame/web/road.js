@@ -53,6 +53,20 @@
     return { x0: st[0].step, x1: Math.max(st[st.length - 1].step, st[0].step + 1), top: top > 0 ? top * 1.05 : 1 };
   }
 
+  /**
+   * stepTicks gives the whole steps to label between x0 and x1 on widthPx
+   * pixels: a nice interval (1, 2, 5 × 10^k) at least minPx apart, so that
+   * labels never overlap.
+   */
+  function stepTicks(x0, x1, widthPx, minPx) {
+    const span = Math.max(1, x1 - x0);
+    let xs = Math.max(1, Math.ceil(niceStep(span, Math.max(1, Math.floor(widthPx / minPx)))));
+    while ((xs / span) * widthPx < minPx && xs < span) xs = niceStep(xs * 2.1, 1);
+    const out = [];
+    for (let s = Math.ceil(x0 / xs) * xs; s <= x1; s += xs) out.push(s);
+    return out;
+  }
+
   /** describe is one step as a line of text (the hover's). */
   function describe(s) {
     const parts = ["step " + s.step + (s.phase && s.phase !== "train" ? " (" + s.phase + ")" : "")];
@@ -214,9 +228,9 @@
       // Step labels at whole steps, at least 60 px apart (they never overlap).
       ctx.textAlign = "center";
       ctx.textBaseline = "top";
-      const span = this.ext.x1 - this.ext.x0;
-      const xs = Math.max(1, Math.ceil(niceStep(span, Math.max(2, Math.floor((this.cssW - AXIS_W) / 60)))));
-      for (let s = Math.ceil(this.ext.x0 / xs) * xs; s <= this.ext.x1; s += xs) ctx.fillText(String(s), this.xOf(s), cssH - AXIS_H + 3);
+      for (const s of stepTicks(this.ext.x0, this.ext.x1, Math.max(1, this.cssW - AXIS_W - 8), 60)) {
+        ctx.fillText(String(s), this.xOf(s), cssH - AXIS_H + 3);
+      }
     }
 
     line(ctx, l) {
@@ -271,5 +285,5 @@
     };
   }
 
-  return { render, usable, windowsOf, extent, describe, nearest };
+  return { render, usable, windowsOf, extent, describe, nearest, stepTicks };
 });
