@@ -282,10 +282,10 @@ class _Captures:
             t0 = time.perf_counter()
             sched = self.schedule
             between = sched is not None and not sched.recording()
-            if self.levels is not None:
-                self.levels.on_oom()  # the failing step, as far as it went
             at_ms = time.time() * 1000.0  # when this rank's state was read, for its group's skew
             snap = _take_snapshot()
+            if self.levels is not None:
+                self.levels.on_oom()  # the failing step, as far as it went (after the snapshot: it comes first)
             if isinstance(snap, _FileSnapshot):  # test hook: read it now, like torch's snapshot
                 with open(snap.path, "rb") as f:
                     snap = f.read()
