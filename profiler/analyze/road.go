@@ -71,6 +71,8 @@ type RoadChange struct {
 	BaseMaxPeak      int64 `json:"base_max_peak,omitempty"`
 	StartAllocated   int64 `json:"start_allocated,omitempty"` // allocated at the end of the step before it
 	FailingRequested int64 `json:"requested,omitempty"`
+	// Holder is the growing holder the agent named at the failure, for a growth.
+	Holder string `json:"holder,omitempty"`
 }
 
 const (
@@ -107,10 +109,34 @@ func (r *Result) SetRoad(steps []RoadStep, cap int64) {
 	}
 	road := &Road{Total: len(steps), Cap: cap, Steps: downsampleRoad(steps)}
 	if c, ok := RoadChangeOf(steps, cap, requested); ok {
+		if c.Kind == "growth" {
+			r.growingHolder(&c)
+		}
 		road.Change = &c
 		r.amendOOM(c)
 	}
 	r.Road = road
+}
+
+// growingHolder names, in a growth's text, the largest holder the agent's
+// tensor walk found growing at the failure (many entries of one shape
+// family: a cache), when there is one.
+func (r *Result) growingHolder(c *RoadChange) {
+	if r.Tensors == nil {
+		return
+	}
+	for _, g := range r.Tensors.Groups { // largest first
+		if !g.Growing {
+			continue
+		}
+		c.Holder = g.Name
+		c.Text += fmt.Sprintf("; what grew: %s (%s in %d tensors at the failure", g.Name, fb(g.Bytes), g.Tensors)
+		if g.File != "" {
+			c.Text += fmt.Sprintf(", %s:%d", g.File, g.Line)
+		}
+		c.Text += ")"
+		return
+	}
 }
 
 // amendOOM adds the change to the out-of-memory finding's title and numbers.

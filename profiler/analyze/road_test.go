@@ -157,3 +157,26 @@ func TestRoadChangeWithStepsNotMeasured(t *testing.T) {
 		t.Fatalf("change = %+v, %v", c, ok)
 	}
 }
+
+// TestSetRoadNamesTheHolderThatGrew: a growth, and the agent's walk found a
+// cache growing at the failure: the change names it.
+func TestSetRoadNamesTheHolderThatGrew(t *testing.T) {
+	var steps []RoadStep
+	for i := range 100 {
+		held := 2000*mib + int64(i)*16*mib
+		steps = append(steps, RoadStep{Step: int64(i), Allocated: held, Peak: held + 300*mib, Inputs: [][]int64{{8, 128}}, Phase: "train"})
+	}
+	steps[99].OOM = true
+	r := &Result{Findings: []Finding{{Kind: KindOOM, Title: "CUDA out of memory"}},
+		Tensors: &Tensors{Groups: []TensorGroup{{Name: "model.transformer.h.*.attn.c_attn.weight", Kind: "parameter", Bytes: 900 * mib},
+			{Name: "_CACHE[*]", Kind: "global", Bytes: 1500 * mib, Tensors: 97, File: "train.py", Line: 12, Growing: true}}}}
+	r.SetRoad(steps, 8<<30)
+	c := r.Road.Change
+	if c == nil || c.Kind != "growth" || c.Holder != "_CACHE[*]" {
+		t.Fatalf("change = %+v", c)
+	}
+	if !strings.Contains(r.Findings[0].Title, "memory had been growing for 99 steps at 16.00 MiB/step") ||
+		!strings.HasSuffix(r.Findings[0].Title, "; what grew: _CACHE[*] (1.46 GiB in 97 tensors at the failure, train.py:12)") {
+		t.Errorf("finding %q", r.Findings[0].Title)
+	}
+}
