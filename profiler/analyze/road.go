@@ -230,7 +230,7 @@ func RoadChangeOf(steps []RoadStep, cap, requested int64) (RoadChange, bool) {
 		c.GrowthSteps, c.GrowthPerStep, c.GrowthFrom, c.GrowthTo = g.steps, g.rate, g.from, g.to
 		c.Text = fmt.Sprintf("memory had been growing for %d steps at %s/step (allocated at step end %s → %s)",
 			g.steps, fb(g.rate), fb(g.from), fb(g.to))
-		if cap > 0 && g.rate > 0 && c.StartAllocated < cap {
+		if !f.OOM && cap > 0 && g.rate > 0 && c.StartAllocated < cap {
 			c.Text += fmt.Sprintf("; at that rate the %s the process could use would have been full in about %d more steps",
 				fb(cap), (cap-c.StartAllocated)/g.rate)
 		}
