@@ -50,9 +50,9 @@ func (d *Daemon) capture(ctx context.Context, a *agent, req captureReq) (capture
 		}
 		d.store.RemoveIncoming(part)
 		if errors.Is(err, context.DeadlineExceeded) {
-			return captured{}, rpcErr(api.CodeAgentFailed, "process %d did not dump its snapshot within %s", pid, req.timeout)
+			return captured{}, fail(errAgentFailed, "process %d did not dump its snapshot within %s", pid, req.timeout)
 		}
-		return captured{}, rpcErr(api.CodeAgentFailed, "process %d could not dump its snapshot: %v", pid, err)
+		return captured{}, fail(errAgentFailed, "process %d could not dump its snapshot: %v", pid, err)
 	}
 	at := capturedAt(asked, res)
 	d.addLevels(a, res.Levels) // before the commit, whose analysis reads them
@@ -67,7 +67,7 @@ func (d *Daemon) capture(ctx context.Context, a *agent, req captureReq) (capture
 		sr := st.wait(cctx)
 		if sr.stopped {
 			d.store.RemoveIncoming(part)
-			return captured{}, rpcErr(api.CodeAgentFailed, "process %d did not finish streaming its snapshot within %s: %v", pid, req.timeout, sr.err)
+			return captured{}, fail(errAgentFailed, "process %d did not finish streaming its snapshot within %s: %v", pid, req.timeout, sr.err)
 		}
 		finished := time.Now()
 		meta.Phases.Finish = millis(finished.Sub(answered))

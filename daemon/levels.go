@@ -104,17 +104,13 @@ func (l *levelStore) forget(pid int) {
 	delete(l.byPID, pid)
 }
 
-func (s *session) agentLevels(_ context.Context, raw json.RawMessage) (any, error) {
-	var p api.LevelsParams
-	if err := decode(raw, &p); err != nil {
-		return nil, err
-	}
+func (s *session) agentLevels(_ context.Context, p api.LevelsParams) error {
 	a, err := s.currentAgent()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	s.d.addLevels(a, &p)
-	return nil, nil
+	return nil
 }
 
 // addLevels keeps steps an agent measured (from agent.levels or with a

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/vramscope/vramscope/profiler/analyze"
+	"github.com/vramscope/vramscope/profiler/flame"
 )
 
 //go:generate go run ../../internal/wiregen/cmd/wiregen -root ../..
@@ -39,7 +40,7 @@ type Method struct {
 	Name   string
 	Dir    Direction
 	Params any // a zero value of the params type; nil for none
-	Result any // a zero value of the result type; nil for none (notifications)
+	Result any // a zero value of the result type, or a OneOf; nil for none (notifications)
 	Doc    string
 }
 
@@ -329,21 +330,6 @@ type SeriesParams struct {
 	MaxPoints int   `json:"max_points,omitempty"` // default 2000
 }
 
-// SeriesResult holds samples (counters.DeviceSample or counters.ProcessSample).
-type SeriesResult struct {
-	Device  int `json:"device"`        // as asked
-	PID     int `json:"pid,omitempty"` // as asked
-	Samples any `json:"samples"`       // []counters.DeviceSample for a device, []counters.ProcessSample for a process, oldest first
-}
-
-// DevicesResult lists the GPUs NVML sees and the sampler's state.
-type DevicesResult struct {
-	Status  CountersStatus `json:"status"`  // the NVML sampler's state
-	Devices any            `json:"devices"` // []counters.DeviceInfo
-	Latest  any            `json:"latest"`  // []counters.DeviceSample
-	Phases  any            `json:"phases"`  // []gpuphase.Phase: what each GPU does now (its last few seconds classified)
-}
-
 // CancelParams names a request of this connection whose answer the client no
 // longer waits for: the daemon stops its work (an analysis no other request
 // waits for stops decoding) and answers it with an error.
@@ -496,21 +482,21 @@ var Methods = []Method{
 	{SnapshotList, ClientToDaemon, ListParams{}, ListResult{}, "Stored snapshots, newest first."},
 	{SnapshotGet, ClientToDaemon, IDParams{}, SnapshotResult{}, "One stored snapshot's metadata and path."},
 	{SnapshotDelete, ClientToDaemon, IDParams{}, Empty{}, "Removes a stored snapshot and its cached analysis."},
-	{AnalysisSummary, ClientToDaemon, IDParams{}, "analyze.Result (as vramscope analyze --json)", "The full analysis; computed once per snapshot and cached."},
+	{AnalysisSummary, ClientToDaemon, IDParams{}, analyze.Result{}, "The full analysis, as vramscope analyze --json writes it; computed once per snapshot and cached."},
 	{AnalysisSites, ClientToDaemon, SitesParams{}, SitesResult{}, "The lines of one source file that hold memory (paths matched exactly or by suffix)."},
-	{AnalysisFlame, ClientToDaemon, FlameParams{}, "flame.Tree (as vramscope flame --format json)", "The flame tree for the shared renderer."},
-	{AnalysisReport, ClientToDaemon, IDParams{}, "analyze.Result.Report (as vramscope analyze --report)", "The linked report's data beside the flame tree: the peak device's timeline, the live set over time by origin (moments: what a click on the timeline shows), top lines, categories, findings, allocator maps."},
-	{AnalysisTimeline, ClientToDaemon, TimelineParams{}, "analyze.Timeline", "Allocated and reserved bytes over time for one device, with step and annotation markers."},
-	{AnalysisFindings, ClientToDaemon, IDParams{}, "[]analyze.Finding", "The findings (OOM, …) with evidence and fix."},
-	{AnalysisDiff, ClientToDaemon, DiffParams{}, "analyze.Diff (as vramscope diff --json)", "Per-line change from snapshot a to snapshot b."},
-	{AnalysisWhatIf, ClientToDaemon, WhatIfParams{}, "analyze.WhatIf (as vramscope whatif --json)", "Peak against size over several snapshots of one script: the fit, its leave-one-out error, the largest size that fits."},
+	{AnalysisFlame, ClientToDaemon, FlameParams{}, flame.Tree{}, "The flame tree for the shared renderer, as vramscope flame --format json writes it."},
+	{AnalysisReport, ClientToDaemon, IDParams{}, analyze.Report{}, "The linked report's data (as vramscope analyze --report writes it) beside the flame tree: the peak device's timeline, the live set over time by origin (moments: what a click on the timeline shows), top lines, categories, findings, allocator maps."},
+	{AnalysisTimeline, ClientToDaemon, TimelineParams{}, analyze.Timeline{}, "Allocated and reserved bytes over time for one device, with step and annotation markers."},
+	{AnalysisFindings, ClientToDaemon, IDParams{}, []analyze.Finding{}, "The findings (OOM, …) with evidence and fix."},
+	{AnalysisDiff, ClientToDaemon, DiffParams{}, analyze.Diff{}, "Per-line change from snapshot a to snapshot b, as vramscope diff --json writes it."},
+	{AnalysisWhatIf, ClientToDaemon, WhatIfParams{}, analyze.WhatIf{}, "Peak against size over several snapshots of one script (as vramscope whatif --json): the fit, its leave-one-out error, the largest size that fits."},
 	{CountersDevices, ClientToDaemon, nil, DevicesResult{}, "GPUs NVML sees, the sampler's status and the latest sample of each."},
-	{CountersSeries, ClientToDaemon, SeriesParams{}, SeriesResult{}, "Counter samples of a device or a process over a time range, downsampled to max_points."},
+	{CountersSeries, ClientToDaemon, SeriesParams{}, OneOf{SeriesResult{}, ProcessSeriesResult{}}, "Counter samples of a device or a process over a time range, downsampled to max_points."},
 	{Subscribe, ClientToDaemon, SubscribeParams{}, Empty{}, "Sends this connection the event.* notifications of the topics asked for."},
 	{GroupTake, ClientToDaemon, GroupTakeParams{}, GroupResult{}, "Asks every rank of the process's job (the same torchrun run id, master address and port, or parent) for its snapshot at once and stores them as one group, with the skew of their capture times. A rank that fails is listed in failed; the call fails only when no rank gave a snapshot."},
 	{GroupList, ClientToDaemon, nil, GroupListResult{}, "Stored groups, newest first."},
 	{GroupGet, ClientToDaemon, IDParams{}, GroupResult{}, "One stored group and its members' snapshots."},
-	{AnalysisRanks, ClientToDaemon, RanksParams{}, "analyze.Ranks (as vramscope ranks --json)", "The rank view of a group: per rank peak, reserved, categories, NVML's non-PyTorch memory and top lines; the imbalance (max/median peak) and each outlier rank's per-line diff against the median rank."},
+	{AnalysisRanks, ClientToDaemon, RanksParams{}, analyze.Ranks{}, "The rank view (as vramscope ranks --json) of a group: per rank peak, reserved, categories, NVML's non-PyTorch memory and top lines; the imbalance (max/median peak) and each outlier rank's per-line diff against the median rank."},
 	{CancelRequest, ClientNotice, CancelParams{}, nil, "Stops a request of this connection that the client no longer waits for (as LSP's $/cancelRequest); a closed connection stops all of its requests."},
 	{AgentRegister, AgentToDaemon, RegisterParams{}, RegisterResult{}, "An agent announces its process; the connection then belongs to that process until it closes."},
 	{AgentCaptured, AgentToDaemon, CapturedParams{}, SnapshotResult{}, "The agent hands over a snapshot it wrote on its own (out of memory) into the incoming dir."},

@@ -139,7 +139,7 @@ func writeDiagnosis(w io.Writer, r *analyze.Result) {
 		sort.Strings(keys)
 		for _, k := range keys {
 			v := f.Evidence.Numbers[k]
-			if bytesKey(k) {
+			if u, _ := analyze.EvidenceUnitOf(k); u == analyze.UnitBytes {
 				fmt.Fprintf(w, " %s=%s", k, profiler.FormatBytes(v))
 			} else {
 				fmt.Fprintf(w, " %s=%d", k, v)
@@ -186,20 +186,6 @@ func writeUncovered(w io.Writer, r *analyze.Result) {
 				"steps and the timeline's categories stop there\n", d.Device)
 		}
 	}
-}
-
-// bytesKey says whether an evidence number is a byte count (the others are
-// counts, percentages and step numbers).
-func bytesKey(k string) bool {
-	if strings.HasPrefix(k, "growth") {
-		return true // growth_per_step
-	}
-	for _, suffix := range []string{"_pct", "_step", "blocks", "tensors", "sizes", "segments", "steps", "_batch", "_tokens", "_layers", "entries"} {
-		if strings.HasSuffix(k, suffix) {
-			return false
-		}
-	}
-	return !strings.HasPrefix(k, "from_") && !strings.HasPrefix(k, "to_")
 }
 
 // byteSize is a flag of bytes: 85899345920, 80GiB, 80G (binary), 80GB (decimal).

@@ -275,3 +275,26 @@ def test_report_of_an_oom_in_generation(tmp_path):
     assert oom["fix"].startswith("the KV cache (past_key_values.layers[*].keys in generate) takes 2.00 KiB a token")
     assert "at 100 tokens a batch of" in oom["fix"] and "and at batch 8, " in oom["fix"]
     assert oom["where"] == "/workspace/proj/train.py:30"
+
+
+def test_report_of_a_real_oom_in_generation(tmp_path):
+    """The agent's capture of batch generate() out of a 3 GiB cap on the H200
+    (GPT-2 medium, batch 32 x 512 tokens; examples/snapshots/inference/
+    gen_oom.pickle.gz): the notebook's OOM row says the cache's size per token
+    and a batch below the one that failed, on the generate() line."""
+    import gzip
+    import re
+    import shutil
+
+    from vramscope import _report
+
+    snap = str(tmp_path / "gen_oom.pickle")
+    with gzip.open(os.path.join(ROOT, "examples", "snapshots", "inference", "gen_oom.pickle.gz")) as src, \
+            open(snap, "wb") as dst:
+        shutil.copyfileobj(src, dst)
+    rows = _report.findings(_engine.analyze(snap), None)
+    oom = next(r for r in rows if r["kind"] == "oom")
+    assert "the KV cache holds 1.50 GiB: batch 32 x 512 tokens, 96.00 KiB a token" in oom["title"]
+    fits = int(re.search(r"at 512 tokens a batch of (\d+) fits", oom["fix"]).group(1))
+    assert 16 <= fits < 32
+    assert oom["where"].endswith("examples/inference/workloads.py:34")

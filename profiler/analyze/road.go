@@ -54,8 +54,8 @@ type RoadChange struct {
 	Step int64  `json:"step"`
 	OOM  bool   `json:"oom,omitempty"` // the step ran out of memory (else it is the last measured)
 	// The steps compared against (first and last step numbers).
-	From int64 `json:"from"`
-	To   int64 `json:"to"`
+	From int64 `json:"from_step"`
+	To   int64 `json:"to_step"`
 	// Input: the step's tokens (the product of its first input's shape) and
 	// the median of the steps before; its bytes per token above the level it
 	// started from, and theirs (a lower bound for a step that failed).

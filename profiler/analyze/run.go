@@ -270,6 +270,7 @@ func (a *analysis) device(dev int, t *tracker, snap *torchsnap.Snapshot) Device 
 	// Blocks alive at the end that the trace never allocated were there all along.
 	var preLive int64
 	stateUnseen := a.optimizerStateUnseen(segs, t, len(stepWindows(snap.Annotations, dev)) > 0)
+	flight, flightOK := a.backwardInFlight(t)
 	for _, s := range segs {
 		for _, b := range s.Blocks {
 			if b.State == profiler.BlockInactive {
@@ -283,13 +284,20 @@ func (a *analysis) device(dev int, t *tracker, snap *torchsnap.Snapshot) Device 
 				o = lb.resolved()
 			default:
 				o = a.origins.preTrace(b.Stack)
-				if name != nil && b.Stack == 0 {
+				inFlight := false
+				switch {
+				case name != nil && b.Stack == 0:
 					o = a.tensorOrigin(name)
+				case name == nil && b.Stack == 0 && flightOK && !s.PrivatePool():
+					o, inFlight = flight, true
 				}
 				preLive += int64(b.Size)
 				d.moments.base[o] += int64(b.Size)
 				a.addPeak(o, int64(b.Size))
 				c := a.preCategory(b.Stack, name, stateUnseen, s.PrivatePool())
+				if inFlight {
+					c = CatGradient
+				}
 				d.pre.add(c, int64(b.Size))
 				a.origins.at(o).addCat(c, int64(b.Size))
 			}
