@@ -127,10 +127,14 @@ func (s *session) agentRegister(_ context.Context, p api.RegisterParams) (api.Re
 func (d *Daemon) agentGone(a *agent, reason string) {
 	d.agents.mu.Lock()
 	pid := a.process().PID
-	if d.agents.byPID[pid] == a {
+	gone := d.agents.byPID[pid] == a
+	if gone {
 		delete(d.agents.byPID, pid)
 	}
 	d.agents.mu.Unlock()
+	if gone {
+		d.levels.forget(pid) // its snapshots keep theirs
+	}
 	d.cfg.Logf("agent %d gone: %s", pid, reason)
 	d.events.publish(api.EventAgentGone, api.AgentEvent{Process: a.process(), Reason: reason})
 	go d.importSpool() // a process that exits with a snapshot in the spool hands it over no more

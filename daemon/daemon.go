@@ -33,6 +33,7 @@ type Daemon struct {
 	token   string
 
 	agents    *agents
+	levels    *levelStore // each agent's per-step levels (levels.go)
 	analyses  *analyses
 	events    *events
 	counters  *counterSource
@@ -88,6 +89,7 @@ func New(cfg Config) (*Daemon, error) {
 	d := &Daemon{
 		cfg: cfg, store: st, started: time.Now(), host: host,
 		agents:    newAgents(),
+		levels:    newLevelStore(),
 		events:    newEvents(),
 		tcp:       newTCPSlots(cfg.TCPLimits),
 		sessions:  map[*session]struct{}{},
@@ -102,6 +104,7 @@ func New(cfg Config) (*Daemon, error) {
 		if m, ok := st.Get(id); ok {
 			r.Findings = append(r.Findings, nonPyTorchFindings(m, r, d.snapshotDeviceTotal(m))...)
 			r.Findings = append(r.Findings, d.idleFindings(m)...)
+			d.roadOf(m, r)
 		}
 	}
 	st.OnRemove(d.analyses.drop)

@@ -79,6 +79,7 @@ func init() {
 		api.AgentTorch:       notification((*session).agentTorch),
 		api.AgentStacks:      notification((*session).agentStacks),
 		api.IdleReport:       typed((*session).idleReport),
+		api.AgentLevels:      notification((*session).agentLevels),
 	}
 }
 

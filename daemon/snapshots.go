@@ -153,7 +153,11 @@ func (s *session) agentCaptured(_ context.Context, p api.CapturedParams) (api.Sn
 	at := capturedAt(time.Now().Add(-time.Duration(p.TookMS*float64(time.Millisecond))), p.DumpResult)
 	s.d.nvmlAt(&meta, proc.PID, meta.Device)
 	s.d.podMeta(&meta, proc.PID)
+	s.d.addLevels(a, p.Levels) // before the commit, whose analysis reads them
 	m, err := s.d.commit(p.Path, p.Path, meta)
+	if err == nil {
+		s.d.storeLevels(m)
+	}
 	if oomRank != nil {
 		if err != nil {
 			oomRank <- &store.Member{Rank: proc.Rank, PID: proc.PID} // no ID: not stored

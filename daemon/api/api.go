@@ -20,7 +20,7 @@ import (
 
 // Version is the API version. A client whose major version differs is refused
 // by daemon.hello; minor additions keep the major.
-const Version = "1.2"
+const Version = "1.3"
 
 // Direction says who sends a method.
 type Direction string
@@ -400,6 +400,9 @@ type DumpResult struct {
 	Phases Phases `json:"phases_ms,omitzero"`
 	// DumpTime is when the agent read the allocator's state, for a group's skew.
 	DumpTime
+	// Levels are the steps the agent measured and has not sent with
+	// agent.levels yet (the daemon keeps the earlier ones).
+	Levels *LevelsParams `json:"levels,omitempty"`
 }
 
 // CapturedParams hands over a snapshot the agent took on its own (on OOM).
@@ -503,6 +506,7 @@ var Methods = []Method{
 	{AgentCaptured, AgentToDaemon, CapturedParams{}, SnapshotResult{}, "The agent hands over a snapshot it wrote on its own (out of memory) into the incoming dir."},
 	{AgentTorch, AgentNotice, TorchParams{}, nil, "torch.cuda's allocated/reserved bytes, about once a second."},
 	{AgentStacks, AgentNotice, StacksParams{}, nil, "Where the process's threads were: stack samples (user frames and a wait marker) taken at 20-50 Hz, about a second of them per batch."},
+	{AgentLevels, AgentNotice, LevelsParams{}, nil, "The steps the agent measured since its last agent.levels (every few seconds, at most MaxLevelsSent a message): allocated, reserved and peak bytes at each step's end, its duration and the shapes passed to the root module."},
 	{AgentDump, DaemonToAgent, DumpParams{}, DumpResult{}, "The daemon asks the agent to write its snapshot to path; the agent syncs the file before answering."},
 	{EventAgentConnected, Notification, AgentEvent{}, nil, "An agent registered (topic agent_connected)."},
 	{EventAgentGone, Notification, AgentEvent{}, nil, "An agent's connection closed (topic agent_gone)."},

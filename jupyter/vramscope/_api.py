@@ -5,7 +5,7 @@ codes, message size limits and the shapes of params and results, the
 engine's (analyze --json, flame --format json) included."""
 from typing import Any, Dict, List, Optional, TypedDict, Union
 
-API_VERSION = "1.2"
+API_VERSION = "1.3"
 
 # Methods.
 HELLO = "daemon.hello"
@@ -37,6 +37,7 @@ AGENT_REGISTER = "agent.register"
 AGENT_CAPTURED = "agent.captured"
 AGENT_TORCH = "agent.torch"
 AGENT_STACKS = "agent.stacks"
+AGENT_LEVELS = "agent.levels"
 AGENT_DUMP = "agent.dump"
 EVENT_AGENT_CONNECTED = "event.agent_connected"
 EVENT_AGENT_GONE = "event.agent_gone"
@@ -68,6 +69,7 @@ MAX_MESSAGE_BYTES = 1048576
 MAX_REGISTER_BYTES = 16777216
 MAX_STACK_FRAMES = 8
 MAX_STACK_SAMPLES = 2048
+MAX_LEVELS_SENT = 3000
 
 
 class _HelloParamsRequired(TypedDict):
@@ -535,6 +537,64 @@ class Tensors(_TensorsRequired, total=False):
     error: str  # (omitted when empty)
 
 
+class _RoadStepRequired(TypedDict):
+    """The keys of RoadStep that are always present."""
+    step: int
+    unix_ms: int
+    dur_us: int
+    allocated: int
+    reserved: int
+    peak: int
+    phase: str
+
+
+class RoadStep(_RoadStepRequired, total=False):
+    """RoadStep is one step of a run as the agent measured it (the fields of the daemon's api.StepLevel, which converts to it)."""
+    inputs: Optional[List[Optional[List[int]]]]  # (omitted when empty)
+    recorded: bool  # (omitted when empty)
+    oom: bool  # (omitted when empty)
+    nvml_bytes: int  # (omitted when empty)
+
+
+class _RoadChangeRequired(TypedDict):
+    """The keys of RoadChange that are always present."""
+    kind: str  # Kind: "input" (its inputs were larger than the steps' before), "growth" (memory had been growing step after step), "none" (neither).
+    text: str
+    step: int
+    from_step: int  # The steps compared against (first and last step numbers).
+    to_step: int
+
+
+class RoadChange(_RoadChangeRequired, total=False):
+    """RoadChange says what was different about the failing step."""
+    oom: bool  # (omitted when empty) the step ran out of memory (else it is the last measured)
+    tokens: int  # (omitted when empty) Input: the step's tokens (the product of its first input's shape) and the median of the steps before; its bytes per token above the level it started from, and theirs (a lower bound for a step that failed).
+    base_tokens: int  # (omitted when empty)
+    per_token: int  # (omitted when empty)
+    base_per_token: int  # (omitted when empty)
+    needed: int  # (omitted when empty) what the step would have needed at the steps' rate per token, above its start
+    growth_steps: int  # (omitted when empty)
+    growth_per_step: int  # (omitted when empty) bytes per step, allocated at step end
+    growth_from: int  # (omitted when empty)
+    growth_to: int  # (omitted when empty)
+    base_max_peak: int  # (omitted when empty)
+    start_allocated: int  # (omitted when empty) allocated at the end of the step before it
+    requested: int  # (omitted when empty)
+    holder: str  # (omitted when empty) Holder is the growing holder the agent named at the failure, for a growth.
+
+
+class _RoadRequired(TypedDict):
+    """The keys of Road that are always present."""
+    steps: Optional[List["RoadStep"]]
+    total: int  # Total counts the steps measured (Steps may hold fewer).
+
+
+class Road(_RoadRequired, total=False):
+    """Road is the run a snapshot ends: its steps (downsampled to at most RoadPoints for the report, the last RoadTail kept whole), the memory the process could use, and what changed at the last step."""
+    cap: int  # (omitted when empty)
+    change: Optional["RoadChange"]  # (omitted when empty) Change is what changed at the failing (else the last) step; nil when there are too few steps to compare.
+
+
 class _AllocBlockRequired(TypedDict):
     """The keys of AllocBlock that are always present."""
     offset: int
@@ -620,6 +680,7 @@ class Result(_ResultRequired, total=False):
     device_memory: int  # (omitted when empty)
     legacy_layout: bool  # (omitted when empty)
     named_tensors: Optional["Tensors"]  # (omitted when empty) Tensors is what the agent named among the blocks alive at snapshot time; absent when the snapshot carries no names.
+    road: Optional["Road"]  # (omitted when empty) Road is the run up to the snapshot, step by step, when the agent measured it and the daemon kept it (SetRoad, road.go).
 
 
 class SitesParams(TypedDict):
@@ -728,6 +789,7 @@ class Report(_ReportRequired, total=False):
     device: Optional["ReportDevice"]  # (omitted when empty) the device with the highest peak
     device_memory: int  # (omitted when empty)
     moments: Optional["Moments"]  # (omitted when empty) the live set over time (moments.go)
+    road: Optional["Road"]  # (omitted when empty) every step of the run, when the agent measured them (road.go)
 
 
 class TimelineParams(TypedDict):
@@ -1235,6 +1297,37 @@ class DumpTime(TypedDict, total=False):
     at_ms: float  # (omitted when empty) unix milliseconds, the agent's clock
 
 
+class _StepLevelRequired(TypedDict):
+    """The keys of StepLevel that are always present."""
+    step: int  # the record's number in the run, 0-based (train, eval and forward steps all count)
+    unix_ms: int  # wall time at the step's end
+    dur_us: int  # the step's duration: since the previous step's end (or the first forward call)
+    allocated: int  # Allocated, Reserved and Peak are torch.cuda.memory_allocated and memory_reserved at the step's end and max_memory_allocated since the previous measured step (reset at each read); -1 when the agent did not read the allocator at this step (it reads it less often than every step when a read would cost more than 0.1% of a step).
+    reserved: int
+    peak: int
+    phase: str  # Phase: "train" (ended by an optimizer step), "eval" (a root-module call without gradients in a program that makes optimizer steps), "forward" (a root-module call in a program without optimizer steps).
+
+
+class StepLevel(_StepLevelRequired, total=False):
+    """StepLevel is one step of a process as the agent measured it at the step's end, from torch's caching allocator (host-side counters: no GPU sync)."""
+    inputs: Optional[List[Optional[List[int]]]]  # (omitted when empty) Inputs are the shapes of the tensors passed to the root module in the step's first call (batch × sequence, …), at most 4.
+    recorded: bool  # (omitted when empty) the allocator's history was recording (a sampled window)
+    oom: bool  # (omitted when empty) OOM marks the step that ran out of memory: measured at the error (allocated then, the peak up to it), not at its end.
+    nvml_bytes: int  # (omitted when empty) NVMLBytes is the daemon's join: the process's device memory NVML saw nearest the step's end (0: no sample); the agent never sends it.
+
+
+class _LevelsParamsRequired(TypedDict):
+    """The keys of LevelsParams that are always present."""
+    device: int  # the CUDA device measured
+    cap: int  # Cap is the memory the process may use: its memory-fraction cap (torch.cuda.set_per_process_memory_fraction) or the device's total; 0 unknown.
+    levels: Optional[List["StepLevel"]]
+
+
+class LevelsParams(_LevelsParamsRequired, total=False):
+    """LevelsParams carries steps measured by an agent, oldest first."""
+    dropped: int  # (omitted when empty) steps measured but lost before sending (the queue was full), since the start
+
+
 class _DumpResultRequired(DumpTime):
     """The keys of DumpResult that are always present."""
     path: str  # the file written (DumpParams.Path)
@@ -1248,6 +1341,7 @@ class DumpResult(_DumpResultRequired, total=False):
     """DumpResult is what the agent wrote."""
     streamed: bool  # (omitted when empty) written to DumpParams.Stream as VSM1, not to Path
     phases_ms: "Phases"  # (omitted when empty) Phases: where the agent's time went (Finish is the daemon's).
+    levels: Optional["LevelsParams"]  # (omitted when empty) Levels are the steps the agent measured and has not sent with agent.levels yet (the daemon keeps the earlier ones).
 
 
 class OOMRaw(TypedDict):
@@ -1439,6 +1533,7 @@ PARAMS = {
     "agent.captured": "CapturedParams",
     "agent.torch": "TorchParams",
     "agent.stacks": "StacksParams",
+    "agent.levels": "LevelsParams",
     "agent.dump": "DumpParams",
     "event.agent_connected": "AgentEvent",
     "event.agent_gone": "AgentEvent",
@@ -1477,6 +1572,7 @@ RESULTS = {
     "agent.captured": "SnapshotResult",
     "agent.torch": None,
     "agent.stacks": None,
+    "agent.levels": None,
     "agent.dump": "DumpResult",
     "event.agent_connected": None,
     "event.agent_gone": None,

@@ -28,7 +28,8 @@ type Report struct {
 	Moments       *Moments        `json:"moments,omitempty"` // the live set over time (moments.go)
 	OOMs          []OOM           `json:"ooms"`
 	Peak          Peak            `json:"peak"`
-	Sites         []Site          `json:"sites"` // the top ReportSites lines
+	Road          *Road           `json:"road,omitempty"` // every step of the run, when the agent measured them (road.go)
+	Sites         []Site          `json:"sites"`          // the top ReportSites lines
 	StepSource    string          `json:"step_source"`
 	Steps         []Step          `json:"steps"`
 }
@@ -56,7 +57,8 @@ func (r *Result) Report() ([]byte, error) {
 func (r *Result) ReportData() Report {
 	rep := Report{AllocatorMaps: r.AllocatorMaps, Categories: r.Categories, DeviceMemory: r.DeviceMemory,
 		Events: r.Events, File: r.File, FileBytes: r.Bytes, Findings: r.Findings, OOMs: r.OOMs, Peak: r.Peak,
-		Sites: r.Sites[:min(len(r.Sites), ReportSites)], StepSource: r.StepSource, Steps: r.Steps, Moments: r.Moments()}
+		Sites: r.Sites[:min(len(r.Sites), ReportSites)], StepSource: r.StepSource, Steps: r.Steps, Moments: r.Moments(),
+		Road: r.Road}
 	if d := r.peakDevice(); d != nil {
 		rep.Device = &ReportDevice{Device: d.Device, Peak: d.Peak, Timeline: d.Timeline,
 			StartUS: d.StartUS, EndUS: d.EndUS, PreTraceBytes: d.PreTraceBytes}

@@ -70,6 +70,9 @@ type Result struct {
 	// Tensors is what the agent named among the blocks alive at snapshot
 	// time; absent when the snapshot carries no names.
 	Tensors *Tensors `json:"named_tensors,omitempty"`
+	// Road is the run up to the snapshot, step by step, when the agent
+	// measured it and the daemon kept it (SetRoad, road.go).
+	Road *Road `json:"road,omitempty"`
 
 	frames  *profiler.Frames
 	origins *origins

@@ -3,7 +3,7 @@
 // api.ts: the daemon's JSON-RPC contract (method names, error codes, limits,
 // and the shapes of params and results) for the extension.
 
-export const API_VERSION = "1.2";
+export const API_VERSION = "1.3";
 
 /** The daemon's methods, as the wire spells them. */
 export const Method = {
@@ -36,6 +36,7 @@ export const Method = {
   AgentCaptured: "agent.captured",
   AgentTorch: "agent.torch",
   AgentStacks: "agent.stacks",
+  AgentLevels: "agent.levels",
   AgentDump: "agent.dump",
   EventAgentConnected: "event.agent_connected",
   EventAgentGone: "event.agent_gone",
@@ -86,6 +87,7 @@ export const Limit = {
   MaxRegisterBytes: 16777216,
   MaxStackFrames: 8,
   MaxStackSamples: 2048,
+  MaxLevelsSent: 3000,
 } as const;
 
 /** HelloParams opens a session. Token is required on TCP connections. */
@@ -599,6 +601,62 @@ export interface Tensors {
   groups: TensorGroup[] | null;
 }
 
+/** RoadStep is one step of a run as the agent measured it (the fields of the daemon's api.StepLevel, which converts to it). */
+export interface RoadStep {
+  step: number;
+  unix_ms: number;
+  dur_us: number;
+  allocated: number;
+  reserved: number;
+  peak: number;
+  inputs?: number[][];
+  phase: string;
+  recorded?: boolean;
+  oom?: boolean;
+  nvml_bytes?: number;
+}
+
+/** RoadChange says what was different about the failing step. */
+export interface RoadChange {
+  /** Kind: "input" (its inputs were larger than the steps' before), "growth" (memory had been growing step after step), "none" (neither). */
+  kind: string;
+  text: string;
+  step: number;
+  /** the step ran out of memory (else it is the last measured) */
+  oom?: boolean;
+  /** The steps compared against (first and last step numbers). */
+  from_step: number;
+  to_step: number;
+  /** Input: the step's tokens (the product of its first input's shape) and the median of the steps before; its bytes per token above the level it started from, and theirs (a lower bound for a step that failed). */
+  tokens?: number;
+  base_tokens?: number;
+  per_token?: number;
+  base_per_token?: number;
+  /** what the step would have needed at the steps' rate per token, above its start */
+  needed?: number;
+  growth_steps?: number;
+  /** bytes per step, allocated at step end */
+  growth_per_step?: number;
+  growth_from?: number;
+  growth_to?: number;
+  base_max_peak?: number;
+  /** allocated at the end of the step before it */
+  start_allocated?: number;
+  requested?: number;
+  /** Holder is the growing holder the agent named at the failure, for a growth. */
+  holder?: string;
+}
+
+/** Road is the run a snapshot ends: its steps (downsampled to at most RoadPoints for the report, the last RoadTail kept whole), the memory the process could use, and what changed at the last step. */
+export interface Road {
+  steps: RoadStep[] | null;
+  /** Total counts the steps measured (Steps may hold fewer). */
+  total: number;
+  cap?: number;
+  /** Change is what changed at the failing (else the last) step; nil when there are too few steps to compare. */
+  change?: RoadChange;
+}
+
 /** AllocBlock is a block at its offset in the segment. State is "allocated", "pending_free", "inactive_split" (free, in a segment that also holds allocated blocks: only a request that fits it can use it), "free" (a segment with nothing allocated: empty_cache would release it) or "mixed" (merged blocks of several states; Allocated says how much is in use). */
 export interface AllocBlock {
   offset: number;
@@ -683,6 +741,8 @@ export interface Result {
   legacy_layout?: boolean;
   /** Tensors is what the agent named among the blocks alive at snapshot time; absent when the snapshot carries no names. */
   named_tensors?: Tensors;
+  /** Road is the run up to the snapshot, step by step, when the agent measured it and the daemon kept it (SetRoad, road.go). */
+  road?: Road;
   /** AllocatorMaps are each device's segments and blocks at the snapshot, the peak and the first OOM (allocmap.go). */
   allocator_maps: AllocatorMaps[] | null;
 }
@@ -798,6 +858,8 @@ export interface Report {
   moments?: Moments;
   ooms: OOM[] | null;
   peak: Peak;
+  /** every step of the run, when the agent measured them (road.go) */
+  road?: Road;
   /** the top ReportSites lines */
   sites: Site[] | null;
   step_source: string;
@@ -1388,6 +1450,41 @@ export interface DumpTime {
   at_ms?: number;
 }
 
+/** StepLevel is one step of a process as the agent measured it at the step's end, from torch's caching allocator (host-side counters: no GPU sync). */
+export interface StepLevel {
+  /** the record's number in the run, 0-based (train, eval and forward steps all count) */
+  step: number;
+  /** wall time at the step's end */
+  unix_ms: number;
+  /** the step's duration: since the previous step's end (or the first forward call) */
+  dur_us: number;
+  /** Allocated, Reserved and Peak are torch.cuda.memory_allocated and memory_reserved at the step's end and max_memory_allocated since the previous measured step (reset at each read); -1 when the agent did not read the allocator at this step (it reads it less often than every step when a read would cost more than 0.1% of a step). */
+  allocated: number;
+  reserved: number;
+  peak: number;
+  /** Inputs are the shapes of the tensors passed to the root module in the step's first call (batch × sequence, …), at most 4. */
+  inputs?: number[][];
+  /** Phase: "train" (ended by an optimizer step), "eval" (a root-module call without gradients in a program that makes optimizer steps), "forward" (a root-module call in a program without optimizer steps). */
+  phase: string;
+  /** the allocator's history was recording (a sampled window) */
+  recorded?: boolean;
+  /** OOM marks the step that ran out of memory: measured at the error (allocated then, the peak up to it), not at its end. */
+  oom?: boolean;
+  /** NVMLBytes is the daemon's join: the process's device memory NVML saw nearest the step's end (0: no sample); the agent never sends it. */
+  nvml_bytes?: number;
+}
+
+/** LevelsParams carries steps measured by an agent, oldest first. */
+export interface LevelsParams {
+  /** the CUDA device measured */
+  device: number;
+  /** Cap is the memory the process may use: its memory-fraction cap (torch.cuda.set_per_process_memory_fraction) or the device's total; 0 unknown. */
+  cap: number;
+  levels: StepLevel[] | null;
+  /** steps measured but lost before sending (the queue was full), since the start */
+  dropped?: number;
+}
+
 /** DumpResult is what the agent wrote. */
 export interface DumpResult extends DumpTime {
   /** the file written (DumpParams.Path) */
@@ -1404,6 +1501,8 @@ export interface DumpResult extends DumpTime {
   streamed?: boolean;
   /** Phases: where the agent's time went (Finish is the daemon's). */
   phases_ms?: Phases;
+  /** Levels are the steps the agent measured and has not sent with agent.levels yet (the daemon keeps the earlier ones). */
+  levels?: LevelsParams;
 }
 
 /** OOMRaw is what the out-of-memory observer saw. */
@@ -1603,6 +1702,7 @@ export interface Params {
   "agent.captured": CapturedParams;
   "agent.torch": TorchParams;
   "agent.stacks": StacksParams;
+  "agent.levels": LevelsParams;
   "agent.dump": DumpParams;
   "event.agent_connected": AgentEvent;
   "event.agent_gone": AgentEvent;
@@ -1643,6 +1743,7 @@ export interface Results {
   "agent.captured": SnapshotResult;
   "agent.torch": null;
   "agent.stacks": null;
+  "agent.levels": null;
   "agent.dump": DumpResult;
   "event.agent_connected": null;
   "event.agent_gone": null;
