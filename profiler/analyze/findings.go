@@ -186,7 +186,10 @@ func (a *analysis) diagnose(d *Device, t *tracker, snap *torchsnap.Snapshot, oom
 	blocks = append(blocks, t.freedSincePeak...)
 	sortBlocks(blocks)
 	d.Categories, dg.peak = dg.lt.tally(blocks, d.PreTraceBytes-t.preFreed, d.Peak.TimeUS, true)
-	dg.lt.categoryTimeline(&d.Timeline, t, d.PreTraceBytes-t.preFreed)
+	cats := dg.lt.categoryTimeline(&d.Timeline, t, d.PreTraceBytes-t.preFreed)
+	if a.keepFit || len(t.ooms) > 0 {
+		d.fit = dg.lt.fitTrace(t, cats, d)
+	}
 	for _, cb := range dg.peak {
 		a.origins.at(cb.resolved()).addCat(cb.cat, cb.size)
 	}

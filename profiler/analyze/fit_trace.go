@@ -1,0 +1,163 @@
+package analyze
+
+import "github.com/vramscope/vramscope/profiler"
+
+// fit_trace.go keeps one device's allocations in order, each classified by
+// how its bytes change with the size of a step (batch × tokens), for the
+// one-snapshot model of fit.go.
+
+// fitClass says how a block's bytes change with the size of a step.
+type fitClass uint8
+
+const (
+	// fitFixed does not change: weights, the optimizer step's temporaries,
+	// weight-sized copies (autocast's casts), blocks from before the trace.
+	fitFixed fitClass = iota
+	// fitGrad is a gradient: fixed, but kept across micro-steps under
+	// gradient accumulation.
+	fitGrad
+	// fitState is optimizer state: fixed, and alive in every later step
+	// (the first step creates it after its backward).
+	fitState
+	// fitTokens grows with batch × tokens: activations, logits, the
+	// backward's activation gradients, their temporaries.
+	fitTokens
+)
+
+// fitAlloc is one allocation of the trace.
+type fitAlloc struct {
+	t     int64 // µs, as recorded
+	size  int64 // the block's bytes (the request rounded to 512)
+	cls   fitClass
+	saved bool // made in forward and alive when backward began (category activation)
+	bwd   bool // made with no Python stack: autograd's backward thread
+	opt   bool // made inside an optimizer step (its scope or torch/optim code)
+	// fixedShare is the share of a fitTokens allocation that is likely a
+	// weight's cast instead (fit_casts.go): it keeps that share of its bytes.
+	fixedShare float32
+}
+
+// fitTrace is a device's allocations and frees in order.
+type fitTrace struct {
+	// base is what was allocated before the trace and stayed alive
+	// (weights loaded before recording): fixed.
+	base int64
+	// reservedBase is what the allocator held before the trace began.
+	reservedBase int64
+	allocs       []fitAlloc
+	// ev is the order: i+1 allocates allocs[i], -(i+1) frees it. Blocks
+	// from before the trace that the trace frees are allocated first.
+	ev []int32
+	// oomAt is the index in ev of the last out-of-memory failure (-1: none)
+	// and oomSize the bytes it asked for.
+	oomAt   int
+	oomSize int64
+	oomCls  fitClass
+	opt     []window
+	// modules are the agent's activations by repeated block (fit_modules.go).
+	modules []fitModule
+	// recorded is the batch and sequence length read from the agent's shapes (0: unknown).
+	recorded FitSize
+}
+
+// fitTrace builds the trace of tracker t from its log and the categories
+// classifyLog gave its entries.
+func (lt *lifetimes) fitTrace(t *tracker, cats []uint8, d *Device) *fitTrace {
+	n := t.log.len()
+	if n == 0 || len(cats) != n {
+		return nil
+	}
+	ft := &fitTrace{base: d.PreTraceBytes - t.preFreed, reservedBase: d.preReserved, oomAt: -1, opt: lt.opt}
+	params := lt.paramSizes(t, cats, d.preSizes)
+	halves := map[int64]int{}
+	for p, n := range params {
+		halves[blockSize(uint64(p/2))] += n
+	}
+	idx := make([]int32, n)
+	var pre []int32 // pre-trace blocks the trace frees
+	oomLog := -1
+	if len(t.ooms) > 0 && !t.truncated {
+		oomLog = n - int(t.afterOOM)
+		ft.oomSize = blockSize(uint64(t.ooms[len(t.ooms)-1].requested))
+		ft.oomCls = fitTokens
+		if params[ft.oomSize] > 0 || halves[ft.oomSize] > 0 {
+			ft.oomCls = fitFixed
+		}
+	}
+	var prev int64
+	for i := 0; i < n; i++ {
+		if i == oomLog {
+			ft.oomAt = len(ft.ev)
+		}
+		e := t.log.at(i)
+		delta := e.cur - prev
+		prev = e.cur
+		at := t.firstT + e.t
+		switch {
+		case e.stack != 0:
+			if old, ok := t.replaced[int32(i)]; ok {
+				ft.ev = append(ft.ev, -(idx[old] + 1))
+				delta += ft.allocs[idx[old]].size
+			}
+			idx[i] = int32(len(ft.allocs))
+			ft.allocs = append(ft.allocs, lt.fitAllocOf(at, delta, lt.order[cats[i]], e.stack))
+			ft.ev = append(ft.ev, idx[i]+1)
+		case e.back > 0:
+			ft.ev = append(ft.ev, -(idx[e.back-1] + 1))
+		default: // a block from before the trace, freed now
+			j := int32(len(ft.allocs))
+			ft.allocs = append(ft.allocs, fitAlloc{t: at, size: -delta, cls: fitFixed})
+			pre = append(pre, j+1)
+			ft.ev = append(ft.ev, -(j + 1))
+		}
+	}
+	if oomLog == n {
+		ft.oomAt = len(ft.ev)
+	}
+	if len(pre) > 0 {
+		ft.ev = append(pre, ft.ev...)
+		if ft.oomAt >= 0 {
+			ft.oomAt += len(pre)
+		}
+	}
+	ft.modules, ft.recorded = lt.a.names.fitModules(d.Device)
+	ft.shareCasts(halves)
+	return ft
+}
+
+// fitAllocOf classifies one allocation.
+func (lt *lifetimes) fitAllocOf(at, size int64, cat string, stack uint32) fitAlloc {
+	a := fitAlloc{t: at, size: size, saved: cat == CatActivation, bwd: stack == 1}
+	_, inOpt := lt.optWindow(at)
+	a.opt = inOpt || (stack > 1 && lt.isOptimizer(profiler.StackID(stack-1)))
+	switch {
+	case cat == CatGradient && !a.opt:
+		a.cls = fitGrad
+	case cat == CatOptimizerState:
+		a.cls = fitState
+	case cat == CatParameter || a.opt || size <= 512:
+		a.cls = fitFixed
+	default:
+		a.cls = fitTokens
+	}
+	return a
+}
+
+// paramSizes counts the weights by block size: those allocated before
+// the trace and those the trace classified as parameters.
+func (lt *lifetimes) paramSizes(t *tracker, cats []uint8, pre []int64) map[int64]int {
+	out := map[int64]int{}
+	for _, s := range pre {
+		out[s]++
+	}
+	var prev int64
+	for i := 0; i < t.log.len(); i++ {
+		e := t.log.at(i)
+		delta := e.cur - prev
+		prev = e.cur
+		if e.stack != 0 && lt.order[cats[i]] == CatParameter {
+			out[delta]++
+		}
+	}
+	return out
+}
