@@ -18,6 +18,9 @@ type Finding struct {
 	Cause    string   `json:"cause,omitempty"`
 	Evidence Evidence `json:"evidence"`
 	Fix      string   `json:"fix"`
+	// Plans are the ways to run the step that fit, for an out-of-memory
+	// error (fit_oom.go), the first of them leading Fix.
+	Plans []FitSuggestion `json:"plans,omitempty"`
 }
 
 // Evidence backs a finding with numbers, source lines and a time range.

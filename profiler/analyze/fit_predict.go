@@ -122,6 +122,9 @@ func (r *fitReplay) run() {
 		}
 		r.allocate(i, a)
 	}
+	if ft.oomAt == len(ft.ev) {
+		r.failedRequest()
+	}
 }
 
 // prealloc puts in place what a steady-state step finds alive: optimizer

@@ -64,11 +64,18 @@ type fitTrace struct {
 // classifyLog gave its entries.
 func (lt *lifetimes) fitTrace(t *tracker, cats []uint8, d *Device) *fitTrace {
 	n := t.log.len()
-	if n == 0 || len(cats) != n {
+	if n == 0 {
+		return lt.fitState(t, d)
+	}
+	if len(cats) != n {
 		return nil
 	}
 	ft := &fitTrace{base: d.PreTraceBytes - t.preFreed, reservedBase: d.preReserved, oomAt: -1, opt: lt.opt}
-	params := lt.paramSizes(t, cats, d.preSizes)
+	named := lt.namedByLog(t, d.Device)
+	for li, c := range named {
+		cats[li] = uint8(lt.catIndex(c))
+	}
+	params := lt.paramSizes(t, cats, d.preBlocks)
 	halves := map[int64]int{}
 	for p, n := range params {
 		halves[blockSize(uint64(p/2))] += n
@@ -145,10 +152,12 @@ func (lt *lifetimes) fitAllocOf(at, size int64, cat string, stack uint32) fitAll
 
 // paramSizes counts the weights by block size: those allocated before
 // the trace and those the trace classified as parameters.
-func (lt *lifetimes) paramSizes(t *tracker, cats []uint8, pre []int64) map[int64]int {
+func (lt *lifetimes) paramSizes(t *tracker, cats []uint8, pre []fitPreBlock) map[int64]int {
 	out := map[int64]int{}
-	for _, s := range pre {
-		out[s]++
+	for _, b := range pre {
+		if b.cat == CatParameter {
+			out[b.size]++
+		}
 	}
 	var prev int64
 	for i := 0; i < t.log.len(); i++ {
@@ -160,4 +169,32 @@ func (lt *lifetimes) paramSizes(t *tracker, cats []uint8, pre []int64) map[int64
 		}
 	}
 	return out
+}
+
+// namedByLog is the category the agent's names give the blocks alive at the
+// snapshot, by their allocation's index in the log: a name outranks what
+// the block's lifetime suggests.
+func (lt *lifetimes) namedByLog(t *tracker, dev int) map[int32]string {
+	if lt.a.names == nil {
+		return nil
+	}
+	out := map[int32]string{}
+	for _, b := range t.live {
+		if n := lt.a.names.at(dev, b.addr); n != nil && b.li >= 0 {
+			out[b.li] = tensorCategory(n.Kind)
+		}
+	}
+	return out
+}
+
+// catIndex is the index of category c in lt.order, appending it when the
+// order lacks it.
+func (lt *lifetimes) catIndex(c string) int {
+	for i, o := range lt.order {
+		if o == c {
+			return i
+		}
+	}
+	lt.order = append(lt.order[:len(lt.order):len(lt.order)], c)
+	return len(lt.order) - 1
 }

@@ -113,9 +113,9 @@ type Device struct {
 	pre     preTraceSplit // pre-trace memory alive at the end, by category (pretrace.go)
 	moments *momentSource
 	fit     *fitTrace // the allocations in order, for FitModel (fit_trace.go); nil unless kept
-	// preSizes are the blocks alive at the end that the trace never
+	// preBlocks are the blocks alive at the end that the trace never
 	// allocated, and preReserved what the allocator held before the trace.
-	preSizes    []int64
+	preBlocks   []fitPreBlock
 	preReserved int64
 }
 
@@ -295,10 +295,10 @@ func (a *analysis) device(dev int, t *tracker, snap *torchsnap.Snapshot) Device 
 					o = a.tensorOrigin(name)
 				}
 				preLive += int64(b.Size)
-				d.preSizes = append(d.preSizes, int64(b.Size))
 				d.moments.base[o] += int64(b.Size)
 				a.addPeak(o, int64(b.Size))
 				c := a.preCategory(b.Stack, name, stateUnseen, s.PrivatePool())
+				d.preBlocks = append(d.preBlocks, fitPreBlock{size: int64(b.Size), cat: c})
 				d.pre.add(c, int64(b.Size))
 				a.origins.at(o).addCat(c, int64(b.Size))
 			}
