@@ -82,7 +82,7 @@ func writeFit(w io.Writer, a *analyze.FitAnswer) {
 	fmt.Fprintf(w, "  replayed at the recorded size: %s allocated, %s reserved (the trace: %s allocated)\n\n",
 		fb(m.AtRecorded.Allocated), fb(m.AtRecorded.Reserved), fb(m.RecordedPeak))
 	p := a.AsIs
-	fmt.Fprintf(w, "at batch %d × seq %d: %s allocated, %s reserved (fragmentation margin %s; largest transient %s; peak in the %s)\n",
+	fmt.Fprintf(w, "at batch %d × seq %d: %s allocated, %s reserved (fragmentation margin %s; largest transient %s; peak: %s)\n",
 		a.Target.Batch, a.Target.Seq, fb(p.Allocated), fb(p.Reserved), fb(p.Margin), fb(p.Transient), p.Phase)
 	verdict := "does not fit"
 	if a.Fits {

@@ -74,7 +74,9 @@ type FitModel struct {
 	AtRecorded   FitPrediction `json:"at_recorded"`
 	RecordedPeak int64         `json:"recorded_peak"`
 	EndsInOOM    bool          `json:"ends_in_oom"`
-	Notes        []string      `json:"notes,omitempty"`
+	// Unrecorded is what the rest of a step that failed is estimated to add (fit_rest.go).
+	Unrecorded fitRest  `json:"unrecorded"`
+	Notes      []string `json:"notes,omitempty"`
 
 	trace *fitTrace
 }
@@ -128,10 +130,10 @@ func (m *FitModel) describe() {
 	m.Fixed = ft.base + best[fitFixed]
 	m.PerToken = int64(float64(best[fitTokens]) / float64(m.Recorded.Seq) / float64(m.Recorded.Batch))
 	m.ForwardShare = ft.forwardShare()
+	m.Unrecorded = m.rest()
 	if ft.oomAt >= 0 {
-		m.Notes = append(m.Notes, "the trace ends in an out-of-memory error: the rest of that step (its backward "+
-			"and optimizer step) was never recorded; the peak is the failed request's moment, which a backward "+
-			"pass can exceed")
+		m.Notes = append(m.Notes, "the trace ends in an out-of-memory error: what the rest of that step needs is "+
+			"estimated ("+m.Unrecorded.String()+"); a snapshot of one whole step at a smaller batch is exact")
 	}
 }
 
@@ -179,3 +181,8 @@ func (m *FitModel) modules() {
 			"the vramscope agent, which names what each module saved for backward)")
 	}
 }
+
+// gradBytes and stateBytes are the gradients and optimizer state of a step,
+// recorded or estimated.
+func (m *FitModel) gradBytes() int64  { return max(m.Gradients, m.Unrecorded.Gradient) }
+func (m *FitModel) stateBytes() int64 { return max(m.State, m.Unrecorded.State) }

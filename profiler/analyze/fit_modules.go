@@ -19,11 +19,12 @@ type fitModule struct {
 	InputPerToken int64
 }
 
-// fitModules groups the walk's activations on dev by repeated block, and
-// reads the recorded batch and sequence length from their shapes.
-func (ix *tensorIndex) fitModules(dev int) ([]fitModule, FitSize) {
+// fitModules groups the walk's activations on dev by repeated block, reads
+// the recorded batch and sequence length from their shapes, and counts the
+// repeated blocks that have weights (blocks the forward may not have reached).
+func (ix *tensorIndex) fitModules(dev int) ([]fitModule, FitSize, int) {
 	if ix == nil {
-		return nil, FitSize{}
+		return nil, FitSize{}, 0
 	}
 	byName := map[string]*fitModule{}
 	hidden := map[string]map[int64]int{} // block -> bytes a token of a 1-D weight -> count
@@ -60,7 +61,7 @@ func (ix *tensorIndex) fitModules(dev int) ([]fitModule, FitSize) {
 		out = append(out, *m)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Index < out[j].Index })
-	return out, heaviest(sizes)
+	return out, heaviest(sizes), len(hidden)
 }
 
 // repeatedBlock is the module path up to its first layer number

@@ -135,15 +135,15 @@ func (r *fitReplay) run() {
 // micro-steps before.
 func (r *fitReplay) prealloc() {
 	r.statePre = r.m.trace.steps() < 2
-	state := r.m.State
+	state := r.m.stateBytes()
 	if r.v.Optimizer8bit {
 		state /= 4
 	}
 	if state > 0 && r.statePre {
 		r.sim.alloc(blockSize(uint64(state)))
 	}
-	if r.v.Accumulation > 1 && r.m.Gradients > 0 {
-		r.sim.alloc(blockSize(uint64(r.m.Gradients)))
+	if g := r.m.gradBytes(); r.v.Accumulation > 1 && g > 0 {
+		r.sim.alloc(blockSize(uint64(g)))
 	}
 	r.note("forward")
 }
@@ -184,8 +184,43 @@ func (r *fitReplay) failedRequest() {
 	if ft.oomCls == fitTokens {
 		size = r.scaled(size, false)
 	}
-	r.sim.alloc(size)
-	r.note("the request that ran out of memory")
+	if b := r.sim.alloc(size); b != nil {
+		r.note("the request that ran out of memory")
+		r.sim.free(b)
+	}
+	r.unrecorded()
+}
+
+// unrecorded adds the estimated rest of the failed step (fit_rest.go).
+func (r *fitReplay) unrecorded() {
+	m, rest := r.m, r.m.Unrecorded
+	if rest.Forward > 0 {
+		r.sim.alloc(r.scaled(rest.Forward, true))
+		r.note("forward (not recorded: estimated)")
+	}
+	if !m.trace.oomInBwd {
+		r.bwd = true
+		if b := r.sim.alloc(r.scaled(m.LargestTransient, false)); b != nil {
+			r.note("backward (not recorded: estimated)")
+			r.sim.free(b)
+		}
+	}
+	if rest.State == 0 {
+		return
+	}
+	// The optimizer step: weights, gradients, state and one list of temporaries.
+	state := m.stateBytes()
+	if r.v.Optimizer8bit {
+		state /= 4
+	}
+	opt := m.trace.weights + 2*m.gradBytes() + state
+	if opt > r.out.Allocated {
+		r.out.Allocated, r.out.Phase = opt, "optimizer step (not recorded: estimated)"
+	}
+	r.out.Reserved = max(r.out.Reserved, opt+opt/50)
+	if r.sim.limit > 0 && opt > r.sim.limit {
+		r.sim.oom = true
+	}
 }
 
 func (r *fitReplay) phase(a *fitAlloc) string {

@@ -34,10 +34,12 @@ func (lt *lifetimes) fitState(t *tracker, d *Device) *fitTrace {
 	ft.oomAt = len(ft.ev)
 	ft.oomSize = blockSize(uint64(t.ooms[len(t.ooms)-1].requested))
 	ft.oomCls = fitTokens
+	ft.oomInBwd = oomInBackward(lt.a.frames, t.ooms[len(t.ooms)-1].stack)
 	if params[ft.oomSize] > 0 || halves[ft.oomSize] > 0 {
 		ft.oomCls = fitFixed
 	}
-	ft.modules, ft.recorded = lt.a.names.fitModules(d.Device)
+	ft.modules, ft.recorded, ft.blocksTotal = lt.a.names.fitModules(d.Device)
+	ft.weights = weightBytes(ft, d.preBlocks)
 	ft.shareCasts(halves)
 	return ft
 }

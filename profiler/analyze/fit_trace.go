@@ -32,6 +32,7 @@ type fitAlloc struct {
 	saved bool // made in forward and alive when backward began (category activation)
 	bwd   bool // made with no Python stack: autograd's backward thread
 	opt   bool // made inside an optimizer step (its scope or torch/optim code)
+	param bool // a weight (category parameter)
 	// fixedShare is the share of a fitTokens allocation that is likely a
 	// weight's cast instead (fit_casts.go): it keeps that share of its bytes.
 	fixedShare float32
@@ -58,6 +59,12 @@ type fitTrace struct {
 	modules []fitModule
 	// recorded is the batch and sequence length read from the agent's shapes (0: unknown).
 	recorded FitSize
+	// blocksTotal counts the repeated blocks the agent named weights in;
+	// weights are the bytes of every weight; oomInBwd says the failure came
+	// in a backward pass (fit_rest.go).
+	blocksTotal int
+	weights     int64
+	oomInBwd    bool
 }
 
 // fitTrace builds the trace of tracker t from its log and the categories
@@ -86,6 +93,7 @@ func (lt *lifetimes) fitTrace(t *tracker, cats []uint8, d *Device) *fitTrace {
 	if len(t.ooms) > 0 && !t.truncated {
 		oomLog = n - int(t.afterOOM)
 		ft.oomSize = blockSize(uint64(t.ooms[len(t.ooms)-1].requested))
+		ft.oomInBwd = oomInBackward(lt.a.frames, t.ooms[len(t.ooms)-1].stack)
 		ft.oomCls = fitTokens
 		if params[ft.oomSize] > 0 || halves[ft.oomSize] > 0 {
 			ft.oomCls = fitFixed
@@ -127,14 +135,34 @@ func (lt *lifetimes) fitTrace(t *tracker, cats []uint8, d *Device) *fitTrace {
 			ft.oomAt += len(pre)
 		}
 	}
-	ft.modules, ft.recorded = lt.a.names.fitModules(d.Device)
+	ft.modules, ft.recorded, ft.blocksTotal = lt.a.names.fitModules(d.Device)
+	ft.weights = weightBytes(ft, d.preBlocks)
 	ft.shareCasts(halves)
 	return ft
 }
 
+// weightBytes sums the weights: blocks from before the trace taken for
+// parameters, and the trace's own (its fixed blocks alive at the end that
+// the classification called parameters are among fitFixed; the parameter
+// flag keeps them apart).
+func weightBytes(ft *fitTrace, pre []fitPreBlock) int64 {
+	var w int64
+	for _, b := range pre {
+		if b.cat == CatParameter {
+			w += b.size
+		}
+	}
+	for _, a := range ft.allocs {
+		if a.param {
+			w += a.size
+		}
+	}
+	return w
+}
+
 // fitAllocOf classifies one allocation.
 func (lt *lifetimes) fitAllocOf(at, size int64, cat string, stack uint32) fitAlloc {
-	a := fitAlloc{t: at, size: size, saved: cat == CatActivation, bwd: stack == 1}
+	a := fitAlloc{t: at, size: size, saved: cat == CatActivation, bwd: stack == 1, param: cat == CatParameter}
 	_, inOpt := lt.optWindow(at)
 	a.opt = inOpt || (stack > 1 && lt.isOptimizer(profiler.StackID(stack-1)))
 	switch {
