@@ -57,7 +57,8 @@ func runFit(args []string, stdout, stderr io.Writer) int {
 	}
 	m, err := res.FitModel(rec)
 	if err != nil {
-		return fail(stderr, inputError{err})
+		fmt.Fprintf(stderr, "vramscope fit: %v\n", err)
+		return exitInput
 	}
 	target := m.Recorded
 	if c.batch > 0 {

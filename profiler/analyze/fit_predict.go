@@ -108,15 +108,34 @@ func (r *fitReplay) run() {
 	r.skip = make([]bool, len(ft.allocs))
 	r.sim.allocated, r.sim.reserved = ft.base, max(ft.reservedBase, ft.base)
 	r.prealloc()
+	if !r.pass(nil) {
+		return
+	}
+	if ft.steps() < 2 && ft.oomAt < 0 {
+		// One step, which made the optimizer state after its backward: the
+		// next step runs beside that state, in the segments the first one
+		// left. Replay it again, without what stayed alive (weights, state).
+		r.pass(ft.persistent())
+	}
+}
+
+// pass replays the events once, leaving out the allocations in skip; false
+// when it stopped at the failed request.
+func (r *fitReplay) pass(skip []bool) bool {
+	ft := r.m.trace
 	for n, e := range ft.ev {
 		if n == ft.oomAt {
 			r.failedRequest()
-			return
+			return false
 		}
 		i, a := fitEvent(e, ft)
+		if skip != nil && skip[i] {
+			continue
+		}
 		if e < 0 {
 			if !r.skip[i] && r.blocks[i] != nil {
 				r.sim.free(r.blocks[i])
+				r.blocks[i] = nil
 			}
 			continue
 		}
@@ -124,17 +143,33 @@ func (r *fitReplay) run() {
 	}
 	if ft.oomAt == len(ft.ev) {
 		r.failedRequest()
+		return false
 	}
+	return true
+}
+
+// persistent marks the allocations the trace never frees.
+func (ft *fitTrace) persistent() []bool {
+	out := make([]bool, len(ft.allocs))
+	for i := range out {
+		out[i] = true
+	}
+	for _, e := range ft.ev {
+		if e < 0 {
+			out[-e-1] = false
+		}
+	}
+	return out
 }
 
 // prealloc puts in place what a steady-state step finds alive: optimizer
-// state, when the trace has no step after the one that created it (a trace
-// with a later step replays it where it was made: the allocator then places
-// it as it did, 0-3% from the reserved peaks measured on the H200, against
-// 8-13% with it placed first), and under accumulation the gradients of the
-// micro-steps before.
+// state, when the trace failed before an optimizer step made it (a trace
+// with a later step replays it where it was made, a trace of one step twice:
+// the allocator then places it as it did, 0-3% from the reserved peaks
+// measured on the H200, against 8-13% with it placed first), and under
+// accumulation the gradients of the micro-steps before.
 func (r *fitReplay) prealloc() {
-	r.statePre = r.m.trace.steps() < 2
+	r.statePre = r.m.trace.oomAt >= 0 && r.m.trace.steps() < 2
 	state := r.m.stateBytes()
 	if r.v.Optimizer8bit {
 		state /= 4

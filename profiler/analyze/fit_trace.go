@@ -33,6 +33,7 @@ type fitAlloc struct {
 	bwd   bool // made with no Python stack: autograd's backward thread
 	opt   bool // made inside an optimizer step (its scope or torch/optim code)
 	param bool // a weight (category parameter)
+	stack uint32
 	// fixedShare is the share of a fitTokens allocation that is likely a
 	// weight's cast instead (fit_casts.go): it keeps that share of its bytes.
 	fixedShare float32
@@ -138,6 +139,7 @@ func (lt *lifetimes) fitTrace(t *tracker, cats []uint8, d *Device) *fitTrace {
 	ft.modules, ft.recorded, ft.blocksTotal = lt.a.names.fitModules(d.Device)
 	ft.weights = weightBytes(ft, d.preBlocks)
 	ft.shareCasts(halves)
+	ft.survivors()
 	return ft
 }
 
@@ -162,7 +164,7 @@ func weightBytes(ft *fitTrace, pre []fitPreBlock) int64 {
 
 // fitAllocOf classifies one allocation.
 func (lt *lifetimes) fitAllocOf(at, size int64, cat string, stack uint32) fitAlloc {
-	a := fitAlloc{t: at, size: size, saved: cat == CatActivation, bwd: stack == 1, param: cat == CatParameter}
+	a := fitAlloc{t: at, size: size, saved: cat == CatActivation, bwd: stack == 1, param: cat == CatParameter, stack: stack}
 	_, inOpt := lt.optWindow(at)
 	a.opt = inOpt || (stack > 1 && lt.isOptimizer(profiler.StackID(stack-1)))
 	switch {
