@@ -259,6 +259,8 @@ def main():
     ap.add_argument("--bin", required=True)
     ap.add_argument("--out", required=True)
     ap.add_argument("--child")
+    ap.add_argument("--snapshots", help="DIR: plan from the recordings (and fit_verify.json) of an earlier run "
+                    "instead of recording again; the earlier run's measurements of the sizes stay, only plans run")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     t0 = time.time()
@@ -268,7 +270,13 @@ def main():
     jobs = {n: {"what": "record", "workload": w, "out": os.path.join(args.out, "fit_%s_bs%d.pickle" % (n, w["batch"]))}
             for n, w in WORKLOADS.items()}
     jobs["oom"] = {"what": "oom", "workload": OOM, "out": os.path.join(args.out, "fit_oom_bs16.pickle")}
-    recorded = dict(zip(jobs, pool.map(spawn, jobs.values())))
+    if args.snapshots:
+        for j in jobs.values():
+            j["out"] = os.path.join(args.snapshots, os.path.basename(j["out"]))
+        with open(os.path.join(args.snapshots, "fit_verify.json")) as f:
+            recorded = json.load(f)["recorded"]
+    else:
+        recorded = dict(zip(jobs, pool.map(spawn, jobs.values())))
     print("recorded", json.dumps(recorded), flush=True)
     # 2. predict and plan
     runs, answers = [], {}
@@ -278,18 +286,20 @@ def main():
                      (w["batch"], 2 * w["seq"]), (2 * w["batch"], 4 * w["seq"])]:
             a = fit(args.bin, snap, 1 << 40, b, s, rec)
             answers["%s %dx%d" % (n, b, s)] = a
-            if "error" not in a:
+            if "error" not in a and not args.snapshots:
                 runs.append({"name": n, "label": "as it is", "kind": "predict", "batch": b, "seq": s, "predicted": a["as_is"]})
         target = 8 * w["batch"]
         asis = answers["%s %dx%d" % (n, target, w["seq"])]
         if "error" in asis:
             continue
-        budget = int(0.6 * asis["as_is"]["peak_reserved"])
-        a = fit(args.bin, snap, budget, target, w["seq"], rec)
-        answers["%s plan %dx%d in %d" % (n, target, w["seq"], budget)] = a
-        if "error" not in a:
-            runs += plan_runs(n, w, a, budget)
+        for share in (0.6, 0.4):
+            budget = int(share * asis["as_is"]["peak_reserved"])
+            a = fit(args.bin, snap, budget, target, w["seq"], rec)
+            answers["%s plan %dx%d in %d" % (n, target, w["seq"], budget)] = a
+            if "error" not in a:
+                runs += plan_runs(n, w, a, budget)
     if not recorded["oom"].get("error") and recorded["oom"].get("oom"):
+        print("planning for the OOM", flush=True)
         cap = recorded["oom"]["cap"]
         for snap, label in [(jobs["oom"]["out"], "oom"), (jobs["oom"]["out"].replace(".pickle", "_notrace.pickle"), "oom_notrace")]:
             a = fit(args.bin, snap, cap, recorded="%dx%d" % (OOM["batch"], OOM["seq"]))

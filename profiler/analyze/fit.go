@@ -63,7 +63,8 @@ type FitModel struct {
 	Fixed     int64 `json:"fixed_bytes"`     // weights and their copies, the optimizer step's temporaries
 	Gradients int64 `json:"gradient_bytes"`  // the most gradients alive at once
 	State     int64 `json:"optimizer_state"` // optimizer state
-	// PerToken is what one more token (of one sequence) adds at the peak.
+	// PerToken is what one more token (of one sequence) adds where the most
+	// memory that grows with size is alive.
 	PerToken int64 `json:"per_token_bytes"`
 	// LargestTransient is the largest allocation that grows with size, at the recorded size.
 	LargestTransient int64 `json:"largest_transient"`
@@ -108,7 +109,7 @@ func (m *FitModel) describe() {
 	ft := m.trace
 	live := map[fitClass]int64{}
 	var best map[fitClass]int64
-	var level, top int64
+	var level, top, tokens int64
 	for _, e := range ft.ev {
 		_, a := fitEvent(e, ft)
 		if e > 0 {
@@ -121,6 +122,7 @@ func (m *FitModel) describe() {
 			live[a.cls] -= a.size
 			level -= a.size
 		}
+		tokens = max(tokens, live[fitTokens])
 		m.Gradients = max(m.Gradients, live[fitGrad])
 		m.State = max(m.State, live[fitState])
 		if level > top || best == nil {
@@ -128,7 +130,7 @@ func (m *FitModel) describe() {
 		}
 	}
 	m.Fixed = ft.base + best[fitFixed]
-	m.PerToken = int64(float64(best[fitTokens]) / float64(m.Recorded.Seq) / float64(m.Recorded.Batch))
+	m.PerToken = int64(float64(tokens) / float64(m.Recorded.Seq) / float64(m.Recorded.Batch))
 	m.ForwardShare = ft.forwardShare()
 	m.Unrecorded = m.rest()
 	if ft.oomAt >= 0 {

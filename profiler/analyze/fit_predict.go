@@ -44,6 +44,11 @@ type fitReplay struct {
 	k          float64 // tokens of a micro-step over the recorded tokens
 	savedScale float64 // what checkpointing leaves of saved activations
 	recompute  int64   // the largest checkpointed block's activations, recomputed in backward
+	// blocksSaved is what the blocks saved, savedLive what is saved and
+	// alive now (both at the recorded size): once savedLive falls below
+	// blocksSaved, backward has reached the blocks and recomputes them.
+	blocksSaved, savedLive int64
+	ckpt                   *fitCkpt // checkpointing replayed on a trace (fit_checkpoint.go)
 	blocks     []*simBlock
 	skip       []bool
 	out        FitPrediction
@@ -86,8 +91,17 @@ func (r *fitReplay) checkpointing() {
 			r.recompute = max(r.recompute, b.Saved)
 		}
 	}
-	if peak := r.m.savedAtPeak(); peak > 0 {
-		r.savedScale = max(0, 1-float64(freed)/float64(peak))
+	r.blocksSaved = r.m.trace.blocksSaved()
+	if !r.m.trace.stateOnly {
+		r.ckpt = newFitCkpt(r.m.trace, r.m.Modules, r.v.Checkpoint)
+		return
+	}
+	base := r.blocksSaved
+	if r.m.trace.stateOnly { // every saved block shrinks alike
+		base = r.m.savedAtPeak()
+	}
+	if base > 0 {
+		r.savedScale = max(0, 1-float64(freed)/float64(base))
 	}
 	r.recompute = r.scaled(r.recompute, false)
 }
@@ -133,6 +147,12 @@ func (r *fitReplay) pass(skip []bool) bool {
 			continue
 		}
 		if e < 0 {
+			if a.saved && a.cls == fitTokens && (r.blocks[i] != nil || r.skip[i]) {
+				r.savedLive -= a.size
+			}
+			if r.blocks[i] == nil {
+				r.ckptRecompute(i)
+			}
 			if !r.skip[i] && r.blocks[i] != nil {
 				r.sim.free(r.blocks[i])
 				r.blocks[i] = nil
@@ -190,13 +210,12 @@ func (r *fitReplay) allocate(i int, a *fitAlloc) {
 		return
 	}
 	r.bwd = a.bwd
-	size := a.size
-	if a.cls == fitState && r.v.Optimizer8bit {
-		size = blockSize(uint64(size / 4))
+	size := r.sizeOf(a)
+	if r.ckptAllocate(i, size, r.phase(a)) {
+		return
 	}
-	if a.cls == fitTokens {
-		fixed := int64(float64(a.size) * float64(a.fixedShare))
-		size = blockSize(uint64(fixed + r.scaled(a.size-fixed, a.saved)))
+	if a.saved && a.cls == fitTokens {
+		r.savedLive += a.size
 	}
 	b := r.sim.alloc(size)
 	if a.cls == fitGrad && r.v.Accumulation > 1 {
@@ -210,6 +229,18 @@ func (r *fitReplay) allocate(i int, a *fitAlloc) {
 	}
 	r.blocks[i] = b
 	r.note(r.phase(a))
+}
+
+// sizeOf is allocation a's bytes in this replay.
+func (r *fitReplay) sizeOf(a *fitAlloc) int64 {
+	switch {
+	case a.cls == fitState && r.v.Optimizer8bit:
+		return blockSize(uint64(a.size / 4))
+	case a.cls == fitTokens:
+		fixed := int64(float64(a.size) * float64(a.fixedShare))
+		return blockSize(uint64(fixed + r.scaled(a.size-fixed, a.inBlocks)))
+	}
+	return a.size
 }
 
 // failedRequest replays the request that ran out of memory.
@@ -233,9 +264,16 @@ func (r *fitReplay) unrecorded() {
 		r.sim.alloc(r.scaled(rest.Forward, true))
 		r.note("forward (not recorded: estimated)")
 	}
+	transient := m.LargestTransient
+	if rest.Loss > 0 { // the logits, then the loss over them
+		r.sim.alloc(r.scaled(m.trace.oomSize, false))
+		r.sim.alloc(r.scaled(rest.Loss, false))
+		r.note("the loss (not recorded: estimated)")
+		transient = m.trace.oomSize
+	}
 	if !m.trace.oomInBwd {
 		r.bwd = true
-		if b := r.sim.alloc(r.scaled(m.LargestTransient, false)); b != nil {
+		if b := r.sim.alloc(r.scaled(transient, false)); b != nil {
 			r.note("backward (not recorded: estimated)")
 			r.sim.free(b)
 		}
@@ -271,7 +309,7 @@ func (r *fitReplay) phase(a *fitAlloc) string {
 // note keeps the highest levels so far.
 func (r *fitReplay) note(phase string) {
 	extra := int64(0)
-	if r.bwd && r.recompute > 0 {
+	if r.bwd && r.recompute > 0 && (r.savedLive < r.blocksSaved || r.m.trace.stateOnly) {
 		extra = r.recompute
 	}
 	if a := r.sim.allocated + extra; a > r.out.Allocated {

@@ -21,7 +21,13 @@ import (
 
 // fitRest is what the unrecorded rest of a failed step is estimated to add.
 type fitRest struct {
-	Forward  int64 `json:"forward_bytes"`  // saved activations of the blocks not reached (at the recorded size)
+	Forward int64 `json:"forward_bytes"` // saved activations of the blocks not reached (at the recorded size)
+	// Loss is what the loss over the logits adds after the failed request
+	// made them, when the request (the largest allocation the step had
+	// asked for) failed in forward: their fp32 copy and its log-softmax, 4x
+	// the request, then 1x more as backward starts (6x the logits above the
+	// level before them, measured on GPT-2 on the H200: docs/fit.md).
+	Loss     int64 `json:"loss_bytes"`
 	Gradient int64 `json:"gradient_bytes"` // the gradients, when no backward was recorded
 	State    int64 `json:"state_bytes"`    // optimizer state, when no optimizer step was recorded
 }
@@ -57,6 +63,9 @@ func (m *FitModel) rest() fitRest {
 		}
 		r.Forward = saved / int64(len(ft.modules)) * int64(ft.blocksTotal-len(ft.modules))
 	}
+	if !ft.oomInBwd && ft.oomCls == fitTokens && ft.oomSize >= 2*m.LargestTransient {
+		r.Loss = 4 * ft.oomSize
+	}
 	if m.State == 0 && len(ft.opt) == 0 {
 		r.State = 2 * ft.weights
 		if m.Gradients == 0 {
@@ -70,6 +79,9 @@ func (r fitRest) String() string {
 	var parts []string
 	if r.Forward > 0 {
 		parts = append(parts, "the forward's blocks not reached save "+fb(r.Forward))
+	}
+	if r.Loss > 0 {
+		parts = append(parts, "the failed request is taken for the logits: the loss over them adds "+fb(r.Loss))
 	}
 	parts = append(parts, "the backward starts with the largest activation's gradient")
 	if r.State > 0 {

@@ -18,7 +18,7 @@ func (lt *lifetimes) fitState(t *tracker, d *Device) *fitTrace {
 	if t == nil || len(t.ooms) == 0 || len(d.preBlocks) == 0 {
 		return nil
 	}
-	ft := &fitTrace{oomAt: -1}
+	ft := &fitTrace{oomAt: -1, stateOnly: true}
 	params := map[int64]int{}
 	halves := map[int64]int{}
 	for _, b := range d.preBlocks {
@@ -41,6 +41,7 @@ func (lt *lifetimes) fitState(t *tracker, d *Device) *fitTrace {
 	ft.modules, ft.recorded, ft.blocksTotal = lt.a.names.fitModules(d.Device)
 	ft.weights = weightBytes(ft, d.preBlocks)
 	ft.shareCasts(halves)
+	ft.markBlocks()
 	return ft
 }
 

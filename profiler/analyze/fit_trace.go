@@ -33,7 +33,11 @@ type fitAlloc struct {
 	bwd   bool // made with no Python stack: autograd's backward thread
 	opt   bool // made inside an optimizer step (its scope or torch/optim code)
 	param bool // a weight (category parameter)
-	stack uint32
+	// inBlocks: saved for backward within the repeated blocks (the first
+	// bytes saved in a step, up to what the agent named in the blocks), so
+	// checkpointing them gives it back; the loss's saved logits are not.
+	inBlocks bool
+	stack    uint32
 	// fixedShare is the share of a fitTokens allocation that is likely a
 	// weight's cast instead (fit_casts.go): it keeps that share of its bytes.
 	fixedShare float32
@@ -66,6 +70,7 @@ type fitTrace struct {
 	blocksTotal int
 	weights     int64
 	oomInBwd    bool
+	stateOnly   bool // built from the blocks alive at a failure, not from a trace (fit_state.go)
 }
 
 // fitTrace builds the trace of tracker t from its log and the categories
@@ -140,7 +145,36 @@ func (lt *lifetimes) fitTrace(t *tracker, cats []uint8, d *Device) *fitTrace {
 	ft.weights = weightBytes(ft, d.preBlocks)
 	ft.shareCasts(halves)
 	ft.survivors()
+	ft.markBlocks()
 	return ft
+}
+
+// blocksSaved is what the agent named saved in the repeated blocks.
+func (ft *fitTrace) blocksSaved() int64 {
+	var n int64
+	for _, b := range ft.modules {
+		n += b.Saved
+	}
+	return n
+}
+
+// markBlocks sets inBlocks: in each step, the forward's saved allocations
+// until they add up to what the blocks saved (the blocks run before the
+// head and the loss).
+func (ft *fitTrace) markBlocks() {
+	limit := ft.blocksSaved()
+	var cum int64
+	w := 0
+	for i := range ft.allocs {
+		a := &ft.allocs[i]
+		for w < len(ft.opt) && a.t > ft.opt[w].end {
+			cum, w = 0, w+1
+		}
+		if a.saved && a.cls == fitTokens && !a.bwd && (cum < limit || ft.stateOnly) {
+			a.inBlocks = true
+			cum += a.size
+		}
+	}
 }
 
 // weightBytes sums the weights: blocks from before the trace taken for
