@@ -49,11 +49,11 @@ type fitReplay struct {
 	// blocksSaved, backward has reached the blocks and recomputes them.
 	blocksSaved, savedLive int64
 	ckpt                   *fitCkpt // checkpointing replayed on a trace (fit_checkpoint.go)
-	blocks     []*simBlock
-	skip       []bool
-	out        FitPrediction
-	bwd        bool
-	statePre   bool // optimizer state is allocated first, not where the trace made it
+	blocks                 []*simBlock
+	skip                   []bool
+	out                    FitPrediction
+	bwd                    bool
+	statePre               bool // optimizer state is allocated first, not where the trace made it
 }
 
 // Predict replays the trace for size s run as v; limit (0: none) is the
