@@ -20,6 +20,7 @@ var argShapes = map[string]string{
 	cmdStatus:           `{"pid": 1234} (optional)`,
 	cmdTakeJobSnapshot:  `{"pid": 1234, "label": "text"}`,
 	cmdRanks:            `{"group": "GROUP-ID"}`,
+	cmdShowFitPlans:     `{"file": "train.py", "line": 23}`,
 }
 
 // decodeArgs reads a command's arguments leniently: none, null, and an empty

@@ -26,6 +26,7 @@ const (
 	cmdListSnapshots    = "vramscope.listSnapshots"    // {} -> api.ListResult
 	cmdFlameGraph       = "vramscope.flameGraph"       // {file?, function?, weight?, format?} -> FlamePage, or flame.Tree (local paths) with format "tree"
 	cmdStatus           = "vramscope.status"           // {pid?} -> status for the status bar
+	cmdShowFitPlans     = "vramscope.showFitPlans"     // {file, line} -> FitPlansPage (the OOM finding's plans, opened)
 )
 
 type commandArgs struct {
@@ -38,7 +39,8 @@ type commandArgs struct {
 	Function string `json:"function"`
 	Weight   string `json:"weight"`
 	Group    string `json:"group"`
-	Format   string `json:"format"` // of flameGraph: "html" (a page, opened) or "tree" (the extension's webview)
+	Format   string `json:"format"`         // of flameGraph: "html" (a page, opened) or "tree" (the extension's webview)
+	Line     int    `json:"line,omitempty"` // of showFitPlans: the recorded line that ran out of memory
 }
 
 // Summary is what opening or taking a snapshot answers.
@@ -75,6 +77,8 @@ func (s *Server) executeCommand(ctx context.Context, raw json.RawMessage) (any, 
 		return s.cmdTake(a)
 	case cmdAttach:
 		return s.cmdAttachPID(a.PID)
+	case cmdShowFitPlans:
+		return s.cmdShowFitPlans(a)
 	case cmdListProcesses:
 		return s.daemonCall(api.ProcessList, nil, &api.ProcessListResult{})
 	case cmdListSnapshots:

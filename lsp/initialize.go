@@ -15,7 +15,7 @@ func init() { register("initialize", (*Server).initialize, false) }
 var commandNames = []string{
 	cmdOpenSnapshot, cmdCompareSnapshots, cmdTakeSnapshot, cmdAttach,
 	cmdListProcesses, cmdListSnapshots, cmdFlameGraph, cmdStatus,
-	cmdTakeJobSnapshot, cmdRanks,
+	cmdTakeJobSnapshot, cmdRanks, cmdShowFitPlans,
 }
 
 func (s *Server) initialize(_ context.Context, raw json.RawMessage) (any, error) {
@@ -58,6 +58,7 @@ func (s *Server) initialize(_ context.Context, raw json.RawMessage) (any, error)
 			},
 			HoverProvider:          true,
 			CodeLensProvider:       &protocol.CodeLensOptions{},
+			CodeActionProvider:     &protocol.CodeActionOptions{CodeActionKinds: []protocol.CodeActionKind{protocol.QuickFix}},
 			ExecuteCommandProvider: &protocol.ExecuteCommandOptions{Commands: commandNames},
 		},
 		InlayHintProvider: &InlayHintOptions{},
