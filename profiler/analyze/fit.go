@@ -76,7 +76,7 @@ type FitModel struct {
 	RecordedPeak int64         `json:"recorded_peak"`
 	EndsInOOM    bool          `json:"ends_in_oom"`
 	// Unrecorded is what the rest of a step that failed is estimated to add (fit_rest.go).
-	Unrecorded fitRest  `json:"unrecorded"`
+	Unrecorded FitRest  `json:"unrecorded"`
 	Notes      []string `json:"notes,omitempty"`
 
 	trace *fitTrace

@@ -19,8 +19,9 @@ import (
 //     weights, AdamW's two fp32 states for each, and a list of temporaries the
 //     size of the gradients (foreach kernels), every weight taken as trained.
 
-// fitRest is what the unrecorded rest of a failed step is estimated to add.
-type fitRest struct {
+// FitRest is what the unrecorded rest of a failed step is estimated to add
+// (bytes at the recorded size).
+type FitRest struct {
 	Forward int64 `json:"forward_bytes"` // saved activations of the blocks not reached (at the recorded size)
 	// Loss is what the loss over the logits adds after the failed request
 	// made them, when the request (the largest allocation the step had
@@ -50,9 +51,9 @@ func oomInBackward(frames *profiler.Frames, stack profiler.StackID) bool {
 
 // rest estimates the unrecorded rest of the failed step (zero when the trace
 // does not end in a failure).
-func (m *FitModel) rest() fitRest {
+func (m *FitModel) rest() FitRest {
 	ft := m.trace
-	var r fitRest
+	var r FitRest
 	if ft.oomAt < 0 {
 		return r
 	}
@@ -75,7 +76,7 @@ func (m *FitModel) rest() fitRest {
 	return r
 }
 
-func (r fitRest) String() string {
+func (r FitRest) String() string {
 	var parts []string
 	if r.Forward > 0 {
 		parts = append(parts, "the forward's blocks not reached save "+fb(r.Forward))

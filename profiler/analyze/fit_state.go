@@ -20,27 +20,17 @@ func (lt *lifetimes) fitState(t *tracker, d *Device) *fitTrace {
 	}
 	ft := &fitTrace{oomAt: -1, stateOnly: true}
 	params := map[int64]int{}
-	halves := map[int64]int{}
-	for _, b := range d.preBlocks {
+	for i, b := range d.preBlocks {
 		if b.cat == CatParameter {
 			params[b.size]++
-			halves[blockSize(uint64(b.size/2))]++
 		}
-	}
-	for i, b := range d.preBlocks {
 		ft.allocs = append(ft.allocs, fitAlloc{size: b.size, cls: stateClass(b.cat), saved: b.cat == CatActivation})
 		ft.ev = append(ft.ev, int32(i+1))
 	}
+	halves := halfSizes(params)
 	ft.oomAt = len(ft.ev)
-	ft.oomSize = blockSize(uint64(t.ooms[len(t.ooms)-1].requested))
-	ft.oomCls = fitTokens
-	ft.oomInBwd = oomInBackward(lt.a.frames, t.ooms[len(t.ooms)-1].stack)
-	if params[ft.oomSize] > 0 || halves[ft.oomSize] > 0 {
-		ft.oomCls = fitFixed
-	}
-	ft.modules, ft.recorded, ft.blocksTotal = lt.a.names.fitModules(d.Device)
-	ft.weights = weightBytes(ft, d.preBlocks)
-	ft.shareCasts(halves)
+	lt.noteFailure(ft, t, params, halves)
+	ft.finish(lt, d, halves)
 	ft.markBlocks()
 	return ft
 }

@@ -84,27 +84,50 @@ func (lt *lifetimes) fitTrace(t *tracker, cats []uint8, d *Device) *fitTrace {
 		return nil
 	}
 	ft := &fitTrace{base: d.PreTraceBytes - t.preFreed, reservedBase: d.preReserved, oomAt: -1, opt: lt.opt}
-	named := lt.namedByLog(t, d.Device)
-	for li, c := range named {
+	for li, c := range lt.namedByLog(t, d.Device) {
 		cats[li] = uint8(lt.catIndex(c))
 	}
 	params := lt.paramSizes(t, cats, d.preBlocks)
-	halves := map[int64]int{}
-	for p, n := range params {
-		halves[blockSize(uint64(p/2))] += n
-	}
-	idx := make([]int32, n)
-	var pre []int32 // pre-trace blocks the trace frees
+	halves := halfSizes(params)
 	oomLog := -1
 	if len(t.ooms) > 0 && !t.truncated {
 		oomLog = n - int(t.afterOOM)
-		ft.oomSize = blockSize(uint64(t.ooms[len(t.ooms)-1].requested))
-		ft.oomInBwd = oomInBackward(lt.a.frames, t.ooms[len(t.ooms)-1].stack)
-		ft.oomCls = fitTokens
-		if params[ft.oomSize] > 0 || halves[ft.oomSize] > 0 {
-			ft.oomCls = fitFixed
-		}
+		lt.noteFailure(ft, t, params, halves)
 	}
+	lt.readLog(ft, t, cats, oomLog)
+	ft.finish(lt, d, halves)
+	ft.survivors()
+	ft.markBlocks()
+	return ft
+}
+
+// halfSizes counts the weights by the block size of their half-width casts.
+func halfSizes(params map[int64]int) map[int64]int {
+	out := map[int64]int{}
+	for p, n := range params {
+		out[blockSize(uint64(p/2))] += n
+	}
+	return out
+}
+
+// noteFailure keeps the last out-of-memory request of t: its size, whether
+// it grows with the batch, and whether backward made it.
+func (lt *lifetimes) noteFailure(ft *fitTrace, t *tracker, params, halves map[int64]int) {
+	last := t.ooms[len(t.ooms)-1]
+	ft.oomSize = blockSize(uint64(last.requested))
+	ft.oomInBwd = oomInBackward(lt.a.frames, last.stack)
+	ft.oomCls = fitTokens
+	if params[ft.oomSize] > 0 || halves[ft.oomSize] > 0 {
+		ft.oomCls = fitFixed
+	}
+}
+
+// readLog turns the log into allocations and events; oomLog is the log
+// index the failure came before (-1: none).
+func (lt *lifetimes) readLog(ft *fitTrace, t *tracker, cats []uint8, oomLog int) {
+	n := t.log.len()
+	idx := make([]int32, n)
+	var pre []int32 // pre-trace blocks the trace frees: allocated first
 	var prev int64
 	for i := 0; i < n; i++ {
 		if i == oomLog {
@@ -141,12 +164,14 @@ func (lt *lifetimes) fitTrace(t *tracker, cats []uint8, d *Device) *fitTrace {
 			ft.oomAt += len(pre)
 		}
 	}
+}
+
+// finish adds what the agent's names say (blocks, the recorded size), the
+// weights' bytes, and which allocations are weights' casts.
+func (ft *fitTrace) finish(lt *lifetimes, d *Device, halves map[int64]int) {
 	ft.modules, ft.recorded, ft.blocksTotal = lt.a.names.fitModules(d.Device)
 	ft.weights = weightBytes(ft, d.preBlocks)
 	ft.shareCasts(halves)
-	ft.survivors()
-	ft.markBlocks()
-	return ft
 }
 
 // blocksSaved is what the agent named saved in the repeated blocks.
@@ -178,9 +203,7 @@ func (ft *fitTrace) markBlocks() {
 }
 
 // weightBytes sums the weights: blocks from before the trace taken for
-// parameters, and the trace's own (its fixed blocks alive at the end that
-// the classification called parameters are among fitFixed; the parameter
-// flag keeps them apart).
+// parameters, and the trace's allocations of category parameter.
 func weightBytes(ft *fitTrace, pre []fitPreBlock) int64 {
 	var w int64
 	for _, b := range pre {
