@@ -229,3 +229,16 @@ func (s *simAllocator) free(b *simBlock) {
 	}
 	p.put(b)
 }
+
+// seedFree adds n bytes of segments reserved before the trace and free,
+// as one block of the large pool: a trace that began after the allocator
+// had cached memory reuses it before it reserves more.
+func (s *simAllocator) seedFree(n int64) {
+	p := &s.pools[1]
+	g := &simSegment{size: n}
+	g.first = &simBlock{seg: g, size: n, free: true}
+	p.segs = append(p.segs, g)
+	p.put(g.first)
+	s.reserved += n
+	s.peakReserved = max(s.peakReserved, s.reserved)
+}

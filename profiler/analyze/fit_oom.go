@@ -18,6 +18,11 @@ type FitSuggestion struct {
 	Cost      string `json:"cost"`
 }
 
+// fitFindingEvents bounds the trace an OOM finding plans from: each plan
+// is a few replays, and an analysis must stay fast on a trace of millions
+// of events (vramscope fit plans from any length).
+const fitFindingEvents = 1 << 20
+
 // oomLimit is the memory the process could use when it failed: the cap
 // when one refused it, else what it had reserved plus what the device had free.
 func oomLimit(o OOM) int64 {
@@ -33,7 +38,7 @@ func oomLimit(o OOM) int64 {
 // oomPlan adds to the last OOM's finding the plans that fit its limit.
 func (dg *devDiag) oomPlan(f *Finding, od oomDiag, last bool) {
 	ft := dg.d.fit
-	if ft == nil || !last || ft.oomAt < 0 {
+	if ft == nil || !last || ft.oomAt < 0 || len(ft.ev) > fitFindingEvents {
 		return
 	}
 	switch f.Cause {

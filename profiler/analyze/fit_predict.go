@@ -120,7 +120,10 @@ func (r *fitReplay) run() {
 	ft := r.m.trace
 	r.blocks = make([]*simBlock, len(ft.allocs))
 	r.skip = make([]bool, len(ft.allocs))
-	r.sim.allocated, r.sim.reserved = ft.base, max(ft.reservedBase, ft.base)
+	r.sim.allocated, r.sim.reserved = ft.base, ft.base
+	if free := ft.reservedBase - ft.base; free > 0 {
+		r.sim.seedFree(free) // the free room in segments made before the trace
+	}
 	r.prealloc()
 	if !r.pass(nil) {
 		return

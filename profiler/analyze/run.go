@@ -234,6 +234,11 @@ func (a *analysis) finish(snap *torchsnap.Snapshot, opt Options) *Result {
 	r.Tensors = a.names.section(a.liveBytes, a.namedBytes, a.lineBytes)
 	r.Stacks = a.topStacks(20)
 	r.Findings = append([]Finding{}, a.findings(r, diags)...)
+	if !a.keepFit { // the OOM finding's plans are made: the trace goes (Options.KeepTrace)
+		for i := range r.Devices {
+			r.Devices[i].fit = nil
+		}
+	}
 	if r.OOMs == nil {
 		r.OOMs = []OOM{}
 	}
