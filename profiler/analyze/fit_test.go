@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/vramscope/vramscope/profiler/analyze"
@@ -102,3 +103,35 @@ func abs64f(x float64) float64 {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// TestFitReplaysTheFixtures: replayed at the size it ran at, each shared
+// fixture's trace gives back the peaks torch measured in that run
+// (max_memory_allocated and max_memory_reserved, in the .json beside it):
+// the allocator model's own error. gpt2_train: GPT-2 6 layers, 4 steps;
+// llama_lora_gc: Llama-style LoRA with gradient checkpointing, 3 steps.
+func TestFitReplaysTheFixtures(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		size analyze.FitSize
+	}{{"gpt2_train", analyze.FitSize{Batch: 8, Seq: 512}}, {"llama_lora_gc", analyze.FitSize{Batch: 4, Seq: 1024}}} {
+		path := pathOf(t, c.name)
+		need(t, path) // skips (or fails in CI) when the fixtures are missing
+		b, err := os.ReadFile(strings.TrimSuffix(path, ".pickle") + ".json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var run struct {
+			MaxAllocated int64 `json:"max_allocated"`
+			MaxReserved  int64 `json:"max_reserved"`
+		}
+		if err := json.Unmarshal(b, &run); err != nil {
+			t.Fatal(err)
+		}
+		p := fitModelOf(t, path, c.size).AtRecorded
+		ea, er := relErr(p.Allocated, run.MaxAllocated), relErr(p.Reserved, run.MaxReserved)
+		t.Logf("%s: allocated %+.2f%%, reserved %+.2f%%", c.name, 100*ea, 100*er)
+		if abs64f(ea) > 0.01 || abs64f(er) > 0.01 {
+			t.Errorf("%s: replayed %d allocated and %d reserved, torch measured %d and %d", c.name, p.Allocated, p.Reserved, run.MaxAllocated, run.MaxReserved)
+		}
+	}
+}
