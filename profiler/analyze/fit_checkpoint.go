@@ -1,10 +1,10 @@
 package analyze
 
 // fit_checkpoint.go replays activation checkpointing of the first blocks on
-// a trace. Each step's forward saves the blocks' activations first, in block
-// order (fit_trace.go markBlocks), so the saved allocations of a step are
-// given to the blocks by their bytes (what the agent named each block
-// saving). A checkpointed block's saved allocations are made and freed at
+// a trace. Each step's forward saves the blocks' activations before the
+// head's and the loss's, in block order (fit_trace.go markBlocks), so the
+// saved allocations of a step are laid over the blocks in proportion to
+// what the agent named each block saving. A checkpointed block's saved allocations are made and freed at
 // once in forward (nothing keeps them) and its input is kept instead; in
 // backward, the first of them the trace frees is where the block's forward
 // runs again: all its saved allocations are made anew, then freed as the
@@ -24,21 +24,20 @@ func newFitCkpt(ft *fitTrace, mods []FitModule, chosen []int) *fitCkpt {
 	for _, i := range chosen {
 		on[i] = true
 	}
-	var cum int64
-	w := 0
+	step, saved := ft.stepOf(), float64(ft.blocksSaved())
+	cum := make([]int64, len(ft.region))
 	for i := range ft.allocs {
-		a := &ft.allocs[i]
+		a, w := &ft.allocs[i], step[i]
 		c.module[i] = -1
-		for w < len(ft.opt) && a.t > ft.opt[w].end {
-			cum, w = 0, w+1
-		}
-		if !a.inBlocks {
+		if !a.inBlocks || ft.region[w] == 0 {
 			continue
 		}
-		if m := moduleAt(mods, cum); m >= 0 && on[m] {
+		// The region's bytes laid over the blocks in proportion to what each saved.
+		at := int64(float64(cum[w]) * saved / float64(ft.region[w]))
+		if m := moduleAt(mods, at); m >= 0 && on[m] {
 			c.module[i] = m
 		}
-		cum += a.size
+		cum[w] += a.size
 	}
 	return c
 }

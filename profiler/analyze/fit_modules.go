@@ -21,11 +21,14 @@ type fitModule struct {
 
 // fitModules groups the walk's activations on dev by repeated block, reads
 // the recorded batch and sequence length from their shapes, and counts the
-// repeated blocks that have weights (blocks the forward may not have reached).
-func (ix *tensorIndex) fitModules(dev int) ([]fitModule, FitSize, int) {
+// repeated blocks that have weights (blocks the forward may not have reached),
+// and sums what modules outside them saved, but for embeddings: what the
+// head and the loss save after the blocks.
+func (ix *tensorIndex) fitModules(dev int) ([]fitModule, FitSize, int, int64) {
 	if ix == nil {
-		return nil, FitSize{}, 0
+		return nil, FitSize{}, 0, 0
 	}
+	var after int64
 	byName := map[string]*fitModule{}
 	hidden := map[string]map[int64]int{} // block -> bytes a token of a 1-D weight -> count
 	sizes := map[FitSize]int64{}
@@ -40,6 +43,9 @@ func (ix *tensorIndex) fitModules(dev int) ([]fitModule, FitSize, int) {
 				sizes[FitSize{Batch: e.Shape[0], Seq: e.Shape[1]}] += e.Bytes
 			}
 			if !ok {
+				if !strings.Contains(e.Module, "emb") && !strings.HasSuffix(e.Module, ".wpe") && !strings.HasSuffix(e.Module, ".wte") {
+					after += e.Bytes // the head and the loss, saved after the blocks
+				}
 				continue
 			}
 			m := byName[name]
@@ -61,7 +67,7 @@ func (ix *tensorIndex) fitModules(dev int) ([]fitModule, FitSize, int) {
 		out = append(out, *m)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Index < out[j].Index })
-	return out, heaviest(sizes), len(hidden)
+	return out, heaviest(sizes), len(hidden), after
 }
 
 // repeatedBlock is the module path up to its first layer number

@@ -71,6 +71,10 @@ type fitTrace struct {
 	weights     int64
 	oomInBwd    bool
 	stateOnly   bool // built from the blocks alive at a failure, not from a trace (fit_state.go)
+	// after is what the head and the loss saved (the agent's names);
+	// region, by step, the bytes its forward saved in the blocks.
+	after  int64
+	region []int64
 }
 
 // fitTrace builds the trace of tracker t from its log and the categories
@@ -169,7 +173,7 @@ func (lt *lifetimes) readLog(ft *fitTrace, t *tracker, cats []uint8, oomLog int)
 // finish adds what the agent's names say (blocks, the recorded size), the
 // weights' bytes, and which allocations are weights' casts.
 func (ft *fitTrace) finish(lt *lifetimes, d *Device, halves map[int64]int) {
-	ft.modules, ft.recorded, ft.blocksTotal = lt.a.names.fitModules(d.Device)
+	ft.modules, ft.recorded, ft.blocksTotal, ft.after = lt.a.names.fitModules(d.Device)
 	ft.weights = weightBytes(ft, d.preBlocks)
 	ft.shareCasts(halves)
 }
@@ -184,22 +188,45 @@ func (ft *fitTrace) blocksSaved() int64 {
 }
 
 // markBlocks sets inBlocks: in each step, the forward's saved allocations
-// until they add up to what the blocks saved (the blocks run before the
-// head and the loss).
+// but for the last ones, what the head and the loss saved (the blocks run
+// before them). A trace without names has no blocks.
 func (ft *fitTrace) markBlocks() {
-	limit := ft.blocksSaved()
-	var cum int64
-	w := 0
-	for i := range ft.allocs {
-		a := &ft.allocs[i]
-		for w < len(ft.opt) && a.t > ft.opt[w].end {
-			cum, w = 0, w+1
-		}
-		if a.saved && a.cls == fitTokens && !a.bwd && (cum < limit || ft.stateOnly) {
-			a.inBlocks = true
-			cum += a.size
+	if len(ft.modules) == 0 {
+		return
+	}
+	step := ft.stepOf()
+	ft.region = make([]int64, len(ft.opt)+1)
+	for i, a := range ft.allocs {
+		if a.saved && a.cls == fitTokens && !a.bwd {
+			ft.region[step[i]] += a.size
 		}
 	}
+	cum := make([]int64, len(ft.region))
+	for w := range ft.region {
+		if !ft.stateOnly {
+			ft.region[w] = max(0, ft.region[w]-ft.after)
+		}
+	}
+	for i := range ft.allocs {
+		a := &ft.allocs[i]
+		if w := step[i]; a.saved && a.cls == fitTokens && !a.bwd && cum[w] < ft.region[w] {
+			a.inBlocks = true
+			cum[w] += a.size
+		}
+	}
+}
+
+// stepOf is each allocation's step: the optimizer steps that ended before it.
+func (ft *fitTrace) stepOf() []int {
+	out := make([]int, len(ft.allocs))
+	w := 0
+	for i, a := range ft.allocs {
+		for w < len(ft.opt) && a.t > ft.opt[w].end {
+			w++
+		}
+		out[i] = w
+	}
+	return out
 }
 
 // weightBytes sums the weights: blocks from before the trace taken for
