@@ -53,6 +53,9 @@ type simAllocator struct {
 	peakReserved        int64
 	peakAllocated       int64
 	oom                 bool
+	// unmapped is free memory of the expandable segment whose pages were
+	// given back at the limit; a block taken from it maps them again.
+	unmapped int64
 }
 
 func (s *simAllocator) pool(size int64) *simPool {
@@ -67,6 +70,20 @@ func (s *simAllocator) pool(size int64) *simPool {
 func (s *simAllocator) alloc(size int64) *simBlock {
 	p := s.pool(size)
 	b := p.take(size)
+	if b != nil && s.expandable && !b.seg.small && s.unmapped > 0 {
+		remap := min(size, s.unmapped)
+		if s.limit > 0 && s.reserved+remap > s.limit {
+			s.unmapFree(p)
+		}
+		if s.limit > 0 && s.reserved+remap > s.limit {
+			p.put(b)
+			s.oom = true
+			return nil
+		}
+		s.unmapped -= remap
+		s.reserved += remap
+		s.peakReserved = max(s.peakReserved, s.reserved)
+	}
 	if b == nil {
 		b = s.grow(p, size)
 		if b == nil {
@@ -169,7 +186,10 @@ func (s *simAllocator) extend(p *simPool, size int64) *simBlock {
 	}
 	need = (need + allocRoundUp - 1) / allocRoundUp * allocRoundUp
 	if s.limit > 0 && s.reserved+need > s.limit {
-		return nil
+		s.unmapFree(p) // at the limit the free pages go back, as PyTorch unmaps them
+		if s.reserved+need > s.limit {
+			return nil
+		}
 	}
 	s.reserved += need
 	s.peakReserved = max(s.peakReserved, s.reserved)
@@ -241,4 +261,18 @@ func (s *simAllocator) seedFree(n int64) {
 	p.put(g.first)
 	s.reserved += n
 	s.peakReserved = max(s.peakReserved, s.reserved)
+}
+
+// unmapFree gives back the pages of the expandable pool's free blocks.
+func (s *simAllocator) unmapFree(p *simPool) {
+	var free int64
+	for _, b := range p.free {
+		free += b.size
+	}
+	free -= s.unmapped
+	free = free / allocRoundUp * allocRoundUp
+	if free > 0 {
+		s.reserved -= free
+		s.unmapped += free
+	}
 }

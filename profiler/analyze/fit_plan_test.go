@@ -86,3 +86,24 @@ func TestFitTooBigNothingFits(t *testing.T) {
 		t.Errorf("optimizer state not estimated: %+v", m.Unrecorded)
 	}
 }
+
+// TestFitExpandableWhenFragmentationIsTheMargin: GPT-2 small-shaped at 8x
+// its recorded batch (the H200 recording) needs 12.4 GiB allocated and 13.9
+// GiB reserved; under 13.6 GiB the allocator's segments, not the tensors, do
+// not fit, and expandable segments is a plan (predicted, not run on the H200).
+func TestFitExpandableWhenFragmentationIsTheMargin(t *testing.T) {
+	m := fitModelOf(t, filepath.Join(h200Dir, "fit_gpt2s_bs2.pickle"), analyze.FitSize{Batch: 2, Seq: 512})
+	a := m.PlanFor(analyze.FitSize{Batch: 16, Seq: 512}, 136<<30/10)
+	if a.Fits {
+		t.Fatalf("fits as it is: %+v", a.AsIs)
+	}
+	for _, p := range a.Plans {
+		if p.Kind == analyze.PlanExpandable {
+			if p.Setting != "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True" || p.Predicted.Reserved > 136<<30/10 {
+				t.Errorf("plan %+v", p)
+			}
+			return
+		}
+	}
+	t.Errorf("no expandable segments plan: %+v", a.Plans)
+}
