@@ -190,8 +190,8 @@ func (a *analysis) diagnose(d *Device, t *tracker, snap *torchsnap.Snapshot, oom
 	sortBlocks(blocks)
 	d.Categories, dg.peak = dg.lt.tally(blocks, d.PreTraceBytes-t.preFreed, d.Peak.TimeUS, true)
 	cats := dg.lt.categoryTimeline(&d.Timeline, t, d.PreTraceBytes-t.preFreed)
-	if a.keepFit || len(t.ooms) > 0 {
-		d.fit = dg.lt.fitTrace(t, cats, d)
+	if a.keepFit || (len(t.ooms) > 0 && t.log.len() <= fitFindingEvents) {
+		d.fit = dg.lt.fitTrace(t, cats, d) // for fit, and the OOM finding's plans (fit_oom.go)
 	}
 	for _, cb := range dg.peak {
 		a.origins.at(cb.resolved()).addCat(cb.cat, cb.size)
