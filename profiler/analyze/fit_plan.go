@@ -55,7 +55,7 @@ type FitAnswer struct {
 // PlanFor answers for target within budget (the memory the allocator may
 // reserve: the device's, less what CUDA and libraries hold, or a cap).
 func (m *FitModel) PlanFor(target FitSize, budget int64) *FitAnswer {
-	a := &FitAnswer{Model: m, Target: target, Budget: budget, SafetyMargin: fitSafetyMargin}
+	a := &FitAnswer{Model: m, Target: target, Budget: budget, SafetyMargin: fitSafetyMargin, Plans: []FitPlan{}}
 	a.AsIs = m.Predict(target, FitVariant{}, 0)
 	if p, ok := m.try(target, budget, FitVariant{}); ok {
 		a.Fits = true

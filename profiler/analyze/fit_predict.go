@@ -41,19 +41,15 @@ type fitReplay struct {
 	m          *FitModel
 	v          FitVariant
 	sim        *simAllocator
-	k          float64 // tokens of a micro-step over the recorded tokens
-	savedScale float64 // what checkpointing leaves of saved activations
-	recompute  int64   // the largest checkpointed block's activations, recomputed in backward
-	// blocksSaved is what the blocks saved, savedLive what is saved and
-	// alive now (both at the recorded size): once savedLive falls below
-	// blocksSaved, backward has reached the blocks and recomputes them.
-	blocksSaved, savedLive int64
-	ckpt                   *fitCkpt // checkpointing replayed on a trace (fit_checkpoint.go)
-	blocks                 []*simBlock
-	skip                   []bool
-	out                    FitPrediction
-	bwd                    bool
-	statePre               bool // optimizer state is allocated first, not where the trace made it
+	k          float64  // tokens of a micro-step over the recorded tokens
+	savedScale float64  // what checkpointing leaves of saved activations
+	recompute  int64    // with no trace: the largest checkpointed block, recomputed at the failure
+	ckpt       *fitCkpt // checkpointing replayed on a trace (fit_checkpoint.go)
+	blocks     []*simBlock
+	skip       []bool
+	out        FitPrediction
+	bwd        bool
+	statePre   bool // optimizer state is allocated first, not where the trace made it
 }
 
 // Predict replays the trace for size s run as v; limit (0: none) is the
@@ -74,36 +70,30 @@ func (m *FitModel) Predict(s FitSize, v FitVariant, limit int64) FitPrediction {
 	return r.out
 }
 
-// checkpointing sets how much of the saved activations remain and what
-// backward recomputes.
+// checkpointing replays the checkpointed blocks on a trace block by block
+// (fit_checkpoint.go). A snapshot with no trace has one moment: its saved
+// activations shrink alike by what the blocks give back, and backward's
+// recomputation of the largest block is added to it.
 func (r *fitReplay) checkpointing() {
 	if len(r.v.Checkpoint) == 0 {
 		return
 	}
-	var saved, freed int64
-	for _, b := range r.m.Modules {
-		saved += b.Saved
-	}
-	for _, i := range r.v.Checkpoint {
-		if i >= 0 && i < len(r.m.Modules) {
-			b := r.m.Modules[i]
-			freed += b.Saved - b.Kept
-			r.recompute = max(r.recompute, b.Saved)
-		}
-	}
-	r.blocksSaved = r.m.trace.blocksSaved()
 	if !r.m.trace.stateOnly {
 		r.ckpt = newFitCkpt(r.m.trace, r.m.Modules, r.v.Checkpoint)
 		return
 	}
-	base := r.blocksSaved
-	if r.m.trace.stateOnly { // every saved block shrinks alike
-		base = r.m.savedAtPeak()
+	var freed, largest int64
+	for _, i := range r.v.Checkpoint {
+		if i >= 0 && i < len(r.m.Modules) {
+			b := r.m.Modules[i]
+			freed += b.Saved - b.Kept
+			largest = max(largest, b.Saved)
+		}
 	}
-	if base > 0 {
-		r.savedScale = max(0, 1-float64(freed)/float64(base))
+	if saved := r.m.savedAtPeak(); saved > 0 {
+		r.savedScale = max(0, 1-float64(freed)/float64(saved))
 	}
-	r.recompute = r.scaled(r.recompute, false)
+	r.recompute = r.scaled(largest, false)
 }
 
 // scaled is a size at this replay's tokens, a multiple of 512.
@@ -150,9 +140,6 @@ func (r *fitReplay) pass(skip []bool) bool {
 			continue
 		}
 		if e < 0 {
-			if a.saved && a.cls == fitTokens && (r.blocks[i] != nil || r.skip[i]) {
-				r.savedLive -= a.size
-			}
 			if r.blocks[i] == nil {
 				r.ckptRecompute(i)
 			}
@@ -216,9 +203,6 @@ func (r *fitReplay) allocate(i int, a *fitAlloc) {
 	size := r.sizeOf(a)
 	if r.ckptAllocate(i, size, r.phase(a)) {
 		return
-	}
-	if a.saved && a.cls == fitTokens {
-		r.savedLive += a.size
 	}
 	b := r.sim.alloc(size)
 	if a.cls == fitGrad && r.v.Accumulation > 1 {
@@ -312,7 +296,7 @@ func (r *fitReplay) phase(a *fitAlloc) string {
 // note keeps the highest levels so far.
 func (r *fitReplay) note(phase string) {
 	extra := int64(0)
-	if r.bwd && r.recompute > 0 && (r.savedLive < r.blocksSaved || r.m.trace.stateOnly) {
+	if r.recompute > 0 {
 		extra = r.recompute
 	}
 	if a := r.sim.allocated + extra; a > r.out.Allocated {
