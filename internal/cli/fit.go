@@ -80,8 +80,12 @@ func writeFit(w io.Writer, a *analyze.FitAnswer) {
 	fmt.Fprintf(w, "fit: %s, recorded at batch %d × seq %d (%s)\n", m.File, m.Recorded.Batch, m.Recorded.Seq, m.RecordedSource)
 	fmt.Fprintf(w, "  at the recorded peak: fixed %s (weights, their casts), gradients %s, optimizer state %s; %s a token; largest transient %s\n",
 		fb(m.Fixed), fb(m.Gradients), fb(m.State), fb(m.PerToken), fb(m.LargestTransient))
-	fmt.Fprintf(w, "  replayed at the recorded size: %s allocated, %s reserved (the trace: %s allocated)\n\n",
-		fb(m.AtRecorded.Allocated), fb(m.AtRecorded.Reserved), fb(m.RecordedPeak))
+	rest := ""
+	if m.EndsInOOM {
+		rest = ", with the rest of the failed step estimated"
+	}
+	fmt.Fprintf(w, "  replayed at the recorded size: %s allocated, %s reserved (the trace: %s allocated%s)\n\n",
+		fb(m.AtRecorded.Allocated), fb(m.AtRecorded.Reserved), fb(m.RecordedPeak), rest)
 	p := a.AsIs
 	fmt.Fprintf(w, "at batch %d × seq %d: %s allocated, %s reserved (fragmentation margin %s; largest transient %s; peak: %s)\n",
 		a.Target.Batch, a.Target.Seq, fb(p.Allocated), fb(p.Reserved), fb(p.Margin), fb(p.Transient), p.Phase)
