@@ -40,6 +40,7 @@ var commandHandlers = map[string]commandHandler{
 	}),
 	command.TakeJobSnapshot: handle((*Server).cmdTakeJob),
 	command.Ranks:           handle((*Server).cmdRankList),
+	command.ShowFitPlans:    handle((*Server).cmdShowFitPlans),
 }
 
 // commandHandler runs one command: it decodes the one argument into the

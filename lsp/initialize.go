@@ -61,6 +61,7 @@ func (s *Server) initialize(_ context.Context, raw json.RawMessage) (any, error)
 			},
 			HoverProvider:          true,
 			CodeLensProvider:       &protocol.CodeLensOptions{},
+			CodeActionProvider:     &protocol.CodeActionOptions{CodeActionKinds: []protocol.CodeActionKind{protocol.QuickFix}},
 			ExecuteCommandProvider: &protocol.ExecuteCommandOptions{Commands: commandNames},
 		},
 		InlayHintProvider: &InlayHintOptions{},

@@ -299,3 +299,20 @@ def test_report_of_a_real_oom_in_generation(tmp_path):
     fits = int(re.search(r"at 512 tokens a batch of (\d+) fits", oom["fix"]).group(1))
     assert 16 <= fits < 32
     assert oom["where"].endswith("examples/inference/workloads.py:34")
+
+
+def test_oom_finding_shows_the_plans_that_fit():
+    """The agent's snapshot of an out-of-memory error (GPT-2 LoRA under a cap,
+    examples/snapshots/oom/lora_gpt2.pickle), through the real engine: the
+    notebook's finding carries the plans that fit, and both views show them."""
+    from vramscope import _html, _report
+
+    snap = os.path.join(ROOT, "examples", "snapshots", "oom", "lora_gpt2.pickle")
+    rows = _report.findings(_engine.analyze(snap), None)
+    oom = next(r for r in rows if r["kind"] == "oom")
+    assert oom["plans"] and all(p["peak_reserved"] > 0 and p["cost"] for p in oom["plans"])
+    assert any(p["title"].startswith("micro-batch 2 \u00d7 2 accumulation") for p in oom["plans"])
+    assert oom["fix"].startswith("fits in ")
+    view = {"title": "t", "facts": [], "top_lines": [], "findings": rows}
+    assert "plans that fit (vramscope fit)" in _html.page(view)
+    assert "fits with micro-batch 2 \u00d7 2 accumulation" in _html.plain(view)

@@ -491,6 +491,15 @@ class AnalyzeEvidence(TypedDict, total=False):
     tensors: Optional[List["TensorGroup"]]  # (omitted when empty) Tensors are the largest named groups (out_of_memory, when the agent named tensors).
 
 
+class FitSuggestion(TypedDict):
+    """FitSuggestion is one plan as a finding carries it."""
+    kind: str
+    title: str
+    peak_allocated: int
+    peak_reserved: int
+    cost: str
+
+
 class _FindingRequired(TypedDict):
     """The keys of Finding that are always present."""
     kind: str
@@ -505,6 +514,7 @@ class _FindingRequired(TypedDict):
 class Finding(_FindingRequired, total=False):
     """Finding is a diagnosis: what is wrong, the evidence, and what to change."""
     cause: str  # (omitted when empty)
+    plans: Optional[List["FitSuggestion"]]  # (omitted when empty) Plans are the ways to run the step that fit, for an out-of-memory error (fit_oom.go), the first of them leading Fix.
 
 
 class _SettingsRequired(TypedDict):

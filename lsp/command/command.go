@@ -37,6 +37,7 @@ const (
 	Status           = "vramscope.status"
 	TakeJobSnapshot  = "vramscope.takeJobSnapshot"
 	Ranks            = "vramscope.ranks"
+	ShowFitPlans     = "vramscope.showFitPlans"
 )
 
 // The custom requests, beside LSP's own methods (like rust-analyzer's lsp_ext).
@@ -68,6 +69,8 @@ var Commands = []Command{
 		"Every rank of pid's launch at once (the daemon's group.take); shows the heaviest rank."},
 	{Ranks, RanksArgs{}, RankPick{}, `{"group": "GROUP-ID"}`,
 		"A stored group's ranks for the rank picker, and the one shown."},
+	{ShowFitPlans, FitPlansArgs{}, FitPlansPage{}, `{"file": "train.py", "line": 23}`,
+		"The plans that fit of the shown snapshot's out-of-memory finding at file:line (vramscope fit), written as a Markdown page the client is asked to open."},
 }
 
 // Requests are the custom requests; their params are the Args.
@@ -134,6 +137,20 @@ type Summary struct {
 // AttachResult is what vramscope attach printed.
 type AttachResult struct {
 	Output string `json:"output"`
+}
+
+// FitPlansArgs names the recorded line of an out-of-memory finding.
+type FitPlansArgs struct {
+	File string `json:"file"`
+	Line int    `json:"line"`
+}
+
+// FitPlansPage is what vramscope.showFitPlans answers.
+type FitPlansPage struct {
+	Path   string `json:"path"`   // the page written
+	URI    string `json:"uri"`    // its file URI
+	Opened bool   `json:"opened"` // the client agreed to open it (window/showDocument)
+	Plans  int    `json:"plans"`  // how many plans it lists
 }
 
 // FlamePage is what vramscope.flameGraph answers with format "html".

@@ -561,6 +561,15 @@ export interface AnalyzeEvidence {
   tensors?: TensorGroup[];
 }
 
+/** FitSuggestion is one plan as a finding carries it. */
+export interface FitSuggestion {
+  kind: string;
+  title: string;
+  peak_allocated: number;
+  peak_reserved: number;
+  cost: string;
+}
+
 /** Finding is a diagnosis: what is wrong, the evidence, and what to change. */
 export interface Finding {
   kind: string;
@@ -572,6 +581,8 @@ export interface Finding {
   cause?: string;
   evidence: AnalyzeEvidence;
   fix: string;
+  /** Plans are the ways to run the step that fit, for an out-of-memory error (fit_oom.go), the first of them leading Fix. */
+  plans?: FitSuggestion[];
 }
 
 /** Settings is the part of allocator_settings the analyses use; Raw keeps the scalar settings as they were recorded. */

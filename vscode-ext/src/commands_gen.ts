@@ -27,6 +27,8 @@ export const Server = {
   takeJobSnapshot: "vramscope.takeJobSnapshot",
   /** A stored group's ranks for the rank picker, and the one shown. */
   ranks: "vramscope.ranks",
+  /** The plans that fit of the shown snapshot's out-of-memory finding at file:line (vramscope fit), written as a Markdown page the client is asked to open. */
+  showFitPlans: "vramscope.showFitPlans",
 } as const;
 
 /** The server's custom requests, beside LSP's own methods. */
@@ -180,6 +182,24 @@ export interface RanksArgs {
   group: string;
 }
 
+/** FitPlansArgs names the recorded line of an out-of-memory finding. */
+export interface FitPlansArgs {
+  file: string;
+  line: number;
+}
+
+/** FitPlansPage is what vramscope.showFitPlans answers. */
+export interface FitPlansPage {
+  /** the page written */
+  path: string;
+  /** its file URI */
+  uri: string;
+  /** the client agreed to open it (window/showDocument) */
+  opened: boolean;
+  /** how many plans it lists */
+  plans: number;
+}
+
 /** Each command's one argument and its result, by command name. */
 export interface Commands {
   "vramscope.openSnapshot": { args: OpenArgs; result: Summary };
@@ -192,6 +212,7 @@ export interface Commands {
   "vramscope.status": { args: StatusArgs; result: StatusBar };
   "vramscope.takeJobSnapshot": { args: TakeArgs; result: RankPick };
   "vramscope.ranks": { args: RanksArgs; result: RankPick };
+  "vramscope.showFitPlans": { args: FitPlansArgs; result: FitPlansPage };
 }
 
 /** Each custom request's params and its result, by method name. */

@@ -37,6 +37,7 @@ func init() {
 		{"diff", "diff A B [--json] [--html OUT] [--report]  per-line change between two snapshots A and B", runDiff},
 		{"ranks", "ranks GROUP | FILE FILE... [--json]  the ranks of one job side by side: peak, reserved, categories, imbalance, the outlier ranks and their lines", runRanks},
 		{"whatif", "whatif A B C... [--sizes 2,4,8] [--device-memory 80GiB] [--overhead 1GiB] [--predict N,...] [--json]  fit peak memory against batch size or length; the largest size that fits", runWhatIf},
+		{"fit", "fit FILE --budget SIZE [--batch N] [--seq L] [--recorded BxL] [--json]  from one recorded step: the peak at another batch or length, and the plans that fit the budget (micro-batch and accumulation, checkpointing, 8-bit optimizer state, expandable segments)", runFit},
 		{"convert", "convert FILE.vsm [-o OUT.pickle]  write a streamed (VSM1) snapshot as PyTorch's pickle", runConvert},
 		{"serve", "serve [--socket S] [--data-dir D] [--tcp 127.0.0.1:PORT]  run the per-user daemon", runServe},
 		{"run", "run [--socket S] [--max-entries N] [--python PY] -- COMMAND ARGS...  run a training command with the agent in every Python process", runRun},

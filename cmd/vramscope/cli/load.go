@@ -16,6 +16,8 @@ type source struct {
 	maps  multi
 	roots multi
 	names string
+	// keepTrace keeps the allocations in order for fit (analyze.Options.KeepTrace).
+	keepTrace bool
 }
 
 func (s *source) register(fs *flag.FlagSet) {
@@ -102,7 +104,7 @@ func (s *source) run(path string, stderr io.Writer, deviceMemory int64) (*analyz
 		return nil, err
 	}
 	prog, done := progress(stderr, "reading "+path)
-	opt.Progress, opt.DeviceMemory = prog, deviceMemory
+	opt.Progress, opt.DeviceMemory, opt.KeepTrace = prog, deviceMemory, s.keepTrace
 	res, err := analyze.Run(path, opt)
 	done()
 	if err != nil {
