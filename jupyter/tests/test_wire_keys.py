@@ -41,10 +41,11 @@ READERS = {
     "_magic.py": (("Result", "SnapshotResult", "ProcessListResult", "Diff", "GroupResult"),
                   ("VramscopeMagics", "number", "ran")),  # IPython's own (the magics class, a cell's number)
     # the live view: counters and the daemon's processes
-    "_live.py": (("DevicesResult", "SeriesResult", "ProcessSeriesResult", "ProcessListResult", "StatusResult"),
+    "_live.py": (("DevicesResult", "SeriesResult", "ProcessSeriesResult", "ProcessListResult", "StatusResult",
+                  "IdleResult"),
                  ("error", "id", "message", "result", "used")),  # JSON-RPC's envelope; torch.cuda.mem_get_info's own dict
     "_livestatic.py": (("DevicesResult", "SeriesResult", "ProcessListResult", "StatusResult", "Result"),
-                       ("running", "source", "total")),  # the view's own state
+                       ("running", "source", "total", "idle")),  # the view's own state (idle: _live's line of it)
     # names the agent gave tensors (analyze's named tensors, the notebook's diff of two)
     "_names.py": (("Result", "Diff", "CompareReport", "Tree"), ()),
     # one cell's capture: the analysis; a snapshot pickle's own keys
