@@ -21,6 +21,7 @@ import (
 	"github.com/vramscope/vramscope/daemon/api"
 	"github.com/vramscope/vramscope/daemon/kube"
 	"github.com/vramscope/vramscope/daemon/store"
+	"github.com/vramscope/vramscope/daemon/transport"
 	"github.com/vramscope/vramscope/profiler/analyze"
 )
 
@@ -40,15 +41,15 @@ type Daemon struct {
 	stacks    *stackStore    // the agents' stack samples, for idle.report
 	pods      *kube.Resolver // pod names for processes in Kubernetes pods
 	counts    *exportCounts  // events since start, for Prometheus
-	tcp       *tcpSlots
-	refusals  refusalLog
+	tcp       *transport.Slots
+	refusals  transport.RefusalLog
 	requests  atomic.Int64  // requests handled, all connections; tests count what a peer got through
-	exportMax int           // caps the metrics listener's connections (descriptors.go)
+	exportMax int           // caps the metrics listener's connections (transport.Budget)
 	spoolMu   sync.Mutex    // held by a spool scan (spool.go)
 	stopped   chan struct{} // closed by Close
 
-	socket    *ownedFile // the socket and token this daemon made, removed by Close
-	tokenFile *ownedFile
+	socket    *transport.OwnedFile // the socket and token this daemon made, removed by Close
+	tokenFile *transport.OwnedFile
 
 	mu         sync.Mutex
 	listeners  []net.Listener
@@ -67,11 +68,11 @@ func New(cfg Config) (*Daemon, error) {
 	if err := cfg.defaults(); err != nil {
 		return nil, err
 	}
-	b, err := sizeBudget(fileLimit(), cfg.TCPLimits)
+	b, err := transport.SizeBudget(transport.FileLimit(), cfg.TCPLimits)
 	if err != nil {
 		return nil, err
 	}
-	cfg.TCPLimits = b.tcp
+	cfg.TCPLimits = b.TCP
 	cfg.Logf("budget: %s", b)
 	st, err := store.Open(cfg.DataDir, store.Limits{MaxCount: cfg.MaxSnapshots, MaxBytes: cfg.MaxBytes})
 	if err != nil {
@@ -91,11 +92,11 @@ func New(cfg Config) (*Daemon, error) {
 		agents:    newAgents(),
 		levels:    newLevelStore(),
 		events:    newEvents(),
-		tcp:       newTCPSlots(cfg.TCPLimits),
+		tcp:       transport.NewSlots(cfg.TCPLimits),
 		sessions:  map[*session]struct{}{},
 		pods:      pods,
 		counts:    newExportCounts(),
-		exportMax: b.export,
+		exportMax: b.Export,
 		stopped:   make(chan struct{}),
 	}
 	d.events.listen(d.count)
@@ -117,7 +118,7 @@ func New(cfg Config) (*Daemon, error) {
 // socket comes first: when another daemon owns it, this one leaves its TCP
 // port and token alone.
 func (d *Daemon) Serve(ctx context.Context) error {
-	ul, sock, err := listenUnix(d.cfg.Socket)
+	ul, sock, err := transport.ListenUnix(d.cfg.Socket)
 	if err != nil {
 		d.Close()
 		return err
@@ -128,13 +129,13 @@ func (d *Daemon) Serve(ctx context.Context) error {
 	d.mu.Unlock()
 	var tl net.Listener
 	if d.cfg.TCP != "" {
-		if tl, err = listenTCP(d.cfg.TCP); err != nil {
+		if tl, err = transport.ListenTCP(d.cfg.TCP); err != nil {
 			d.Close()
 			return err
 		}
 		// The token is on disk before the port is announced (Addr): a client
 		// that sees the port reads this run's token, not an earlier one.
-		tok, file, err := writeToken(d.cfg.TokenFile)
+		tok, file, err := transport.WriteToken(d.cfg.TokenFile)
 		if err != nil {
 			tl.Close()
 			d.Close()
@@ -198,15 +199,15 @@ func (d *Daemon) accept(l net.Listener, tcp bool) {
 			time.Sleep(50 * time.Millisecond)
 			continue
 		}
-		var slot *tcpSlot
+		var slot *transport.Slot
 		if tcp {
-			slot, c = d.tcp.admit(c, func(why string) {
-				d.refusals.note(d.cfg.Logf, errors.New(why))
-				go refuse(c, api.CodeBusy, why) // not on the accept loop: refuse may wait lingerTime
+			slot, c = d.tcp.Admit(c, func(why string) {
+				d.refusals.Note(d.cfg.Logf, errors.New(why))
+				go transport.Refuse(c, api.CodeBusy, why) // not on the accept loop: Refuse may wait a moment
 			})
-		} else if uid, err := peerUID(c); err != nil || (uid >= 0 && uid != os.Getuid()) {
-			d.refusals.note(d.cfg.Logf, fmt.Errorf("a connection from uid %d (%v)", uid, errOtherUser))
-			refuse(c, api.CodeUnauthorized, errOtherUser.Error())
+		} else if uid, err := transport.PeerUID(c); err != nil || (uid >= 0 && uid != os.Getuid()) {
+			d.refusals.Note(d.cfg.Logf, fmt.Errorf("a connection from uid %d (%v)", uid, transport.ErrOtherUser))
+			transport.Refuse(c, api.CodeUnauthorized, transport.ErrOtherUser.Error())
 			continue
 		}
 		d.wg.Add(1)
@@ -226,7 +227,7 @@ func (d *Daemon) Close() error {
 		close(d.stopped)
 		ls := d.listeners
 		export := d.export
-		owned := []*ownedFile{d.socket, d.tokenFile}
+		owned := []*transport.OwnedFile{d.socket, d.tokenFile}
 		ss := make([]*session, 0, len(d.sessions))
 		for s := range d.sessions {
 			ss = append(ss, s)
@@ -243,7 +244,7 @@ func (d *Daemon) Close() error {
 		}
 		d.counters.Stop()
 		for _, f := range owned {
-			f.remove()
+			f.Remove()
 		}
 		d.analyses.pending.Wait()
 		d.closeErr = d.store.Close()

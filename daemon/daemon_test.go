@@ -16,6 +16,7 @@ import (
 
 	"github.com/vramscope/vramscope/daemon/api"
 	"github.com/vramscope/vramscope/daemon/client"
+	"github.com/vramscope/vramscope/daemon/transport"
 	"github.com/vramscope/vramscope/profiler/analyze"
 )
 
@@ -148,7 +149,7 @@ func TestSocketPermissions(t *testing.T) {
 		t.Errorf("socket dir mode %v, want 0700", di.Mode().Perm())
 	}
 	// A second daemon on the same socket is refused, and the first keeps it.
-	_, _, err = listenUnix(cfg.Socket)
+	_, _, err = transport.ListenUnix(cfg.Socket)
 	if err == nil || !strings.Contains(err.Error(), "already listening") {
 		t.Errorf("second listen: %v", err)
 	}
@@ -366,8 +367,8 @@ func TestTCPNeedsToken(t *testing.T) {
 	defer c.Close()
 	call(t, c, api.SnapshotList, nil, &api.ListResult{})
 	for _, bad := range []string{"0.0.0.0:0", "192.0.2.1:7425", "example.com:1"} {
-		if _, err := listenTCP(bad); err == nil || !strings.Contains(err.Error(), "loopback") {
-			t.Errorf("listenTCP(%s): %v", bad, err)
+		if _, err := transport.ListenTCP(bad); err == nil || !strings.Contains(err.Error(), "loopback") {
+			t.Errorf("transport.ListenTCP(%s): %v", bad, err)
 		}
 	}
 }

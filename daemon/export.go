@@ -54,7 +54,7 @@ func (d *Daemon) serveExport(l net.Listener) {
 	})
 	conns := newExportConns(l, d.exportMax)
 	conns.evict = func() {
-		d.refusals.note(d.cfg.Logf, fmt.Errorf("metrics: an idle connection closed for a new one (%d open, the cap)", d.exportMax))
+		d.refusals.Note(d.cfg.Logf, fmt.Errorf("metrics: an idle connection closed for a new one (%d open, the cap)", d.exportMax))
 	}
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
 		WriteTimeout: 3 * time.Minute, // a profile may wait for a snapshot's first analysis

@@ -1,11 +1,11 @@
 //go:build unix
 
-package daemon
+package transport
 
 import "syscall"
 
-// fileLimit is the soft RLIMIT_NOFILE, 0 when unknown.
-func fileLimit() int {
+// FileLimit is the soft RLIMIT_NOFILE, 0 when unknown.
+func FileLimit() int {
 	var r syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &r); err != nil || r.Cur > 1<<30 {
 		return 0

@@ -1,6 +1,6 @@
 //go:build linux
 
-package daemon
+package transport
 
 import (
 	"fmt"
@@ -9,9 +9,9 @@ import (
 	"syscall"
 )
 
-// peerUID is the uid of the process at the other end of a Unix connection,
+// PeerUID is the uid of the process at the other end of a Unix connection,
 // from SO_PEERCRED.
-func peerUID(c net.Conn) (int, error) {
+func PeerUID(c net.Conn) (int, error) {
 	uc, ok := c.(*net.UnixConn)
 	if !ok {
 		return -1, fmt.Errorf("not a Unix connection")
@@ -35,10 +35,10 @@ func peerUID(c net.Conn) (int, error) {
 
 func umask(m int) int { return syscall.Umask(m) }
 
-// peerPID is the pid of the process at the other end of a Unix connection as
+// PeerPID is the pid of the process at the other end of a Unix connection as
 // this daemon's pid namespace sees it (the kernel translates it), 0 when
 // unknown.
-func peerPID(c net.Conn) int {
+func PeerPID(c net.Conn) int {
 	uc, ok := c.(*net.UnixConn)
 	if !ok {
 		return 0
@@ -56,10 +56,10 @@ func peerPID(c net.Conn) int {
 	return pid
 }
 
-// otherPIDNamespace reports whether pid lives in another pid namespace than
+// OtherPIDNamespace reports whether pid lives in another pid namespace than
 // the daemon (a container's), where the pid it knows itself by means
 // nothing here. Unreadable (another user's process): false.
-func otherPIDNamespace(pid int) bool {
+func OtherPIDNamespace(pid int) bool {
 	self, err1 := os.Readlink("/proc/self/ns/pid")
 	other, err2 := os.Readlink(fmt.Sprintf("/proc/%d/ns/pid", pid))
 	return err1 == nil && err2 == nil && self != other

@@ -1,4 +1,4 @@
-package daemon
+package transport
 
 import (
 	"crypto/rand"
@@ -19,9 +19,12 @@ import (
 
 const tokenBytes = 32
 
-// writeToken makes a fresh random token and writes it to path (mode 0600,
-// created beside it and renamed into place, so a reader never sees half of it).
-func writeToken(path string) (string, *ownedFile, error) {
+// WriteToken makes a fresh random token and writes it to path (mode 0600,
+// created beside it and renamed into place, so a reader never sees half of it)
+// under the daemon's rules (never over a file that is not a token of this
+// user). The file's Remove removes it if it is still the one written.
+// vramscope mcp --http guards its listener with it too.
+func WriteToken(path string) (string, *OwnedFile, error) {
 	if err := tokenPathFree(path); err != nil {
 		return "", nil, err
 	}
@@ -93,16 +96,4 @@ func notOwnToken(path string, fi fs.FileInfo) string {
 		return "it does not hold a hex token"
 	}
 	return ""
-}
-
-// WriteToken writes a fresh token to path under the daemon's rules (mode
-// 0600, never over a file that is not a token of this user) and returns it
-// and a function that removes the file if it is still the one written.
-// vramscope mcp --http guards its listener with it.
-func WriteToken(path string) (string, func(), error) {
-	tok, o, err := writeToken(path)
-	if err != nil {
-		return "", nil, err
-	}
-	return tok, o.remove, nil
 }

@@ -1,4 +1,4 @@
-package daemon
+package transport
 
 import (
 	"bufio"
@@ -15,18 +15,18 @@ import (
 	"github.com/vramscope/vramscope/daemon/api"
 )
 
-// wireStream is the daemon's side of a connection, as jsonrpc2 reads and
+// Stream is the daemon's side of a connection, as jsonrpc2 reads and
 // writes it. It reads one message at a time through a framer (bytes per
-// message bounded by the session's state), checks that it is a JSON-RPC
+// message bounded by whether the peer is past hello), checks that it is a JSON-RPC
 // request or response, and answers what is not (-32700, -32600, -32009)
 // instead of dropping the connection without a word.
 //
 // jsonrpc2 decodes a request's params into generic values (about 35 bytes of
 // heap per byte of a list of small numbers) before re-encoding them. The
 // stream therefore hands jsonrpc2 a ticket in place of the params and keeps
-// the raw bytes for the handler (session.params): a message costs the daemon
+// the raw bytes for the handler (Params): a message costs the daemon
 // about its own size.
-type wireStream struct {
+type Stream struct {
 	conn   net.Conn
 	f      framer
 	authed func() bool // whether the peer may send more than a hello
@@ -42,8 +42,8 @@ type wireStream struct {
 	closeOnce sync.Once
 }
 
-func newWireStream(c net.Conn, authed func() bool) *wireStream {
-	return &wireStream{conn: c, f: framer{r: bufio.NewReaderSize(c, 64<<10)}, authed: authed,
+func NewStream(c net.Conn, authed func() bool) *Stream {
+	return &Stream{conn: c, f: framer{r: bufio.NewReaderSize(c, 64<<10)}, authed: authed,
 		params: paramStash{m: map[uint64]json.RawMessage{}},
 		turn:   make(chan struct{}, 1), done: make(chan struct{})}
 }
@@ -51,7 +51,7 @@ func newWireStream(c net.Conn, authed func() bool) *wireStream {
 // limit is the most bytes the next message may have: a hello's until the
 // peer has proved the token, else the largest any method may send (each
 // method's own limit is checked once the message is whole).
-func (w *wireStream) limit() int {
+func (w *Stream) limit() int {
 	if w.authed() {
 		return api.MaxRegisterBytes
 	}
@@ -69,7 +69,7 @@ type envelope struct {
 
 // ReadObject reads the next message jsonrpc2 should see into v, answering
 // those it should not.
-func (w *wireStream) ReadObject(v any) error {
+func (w *Stream) ReadObject(v any) error {
 	for {
 		raw, err := w.f.next(w.limit())
 		if err != nil {
@@ -100,9 +100,16 @@ func (w *wireStream) ReadObject(v any) error {
 	}
 }
 
-// handled ends the turn of a request passed on before hello (see turn); it
+// Params returns (and forgets) the raw params a request's ticket stands for:
+// what jsonrpc2 read as the request's params; nil for none.
+func (w *Stream) Params(ticket *json.RawMessage) json.RawMessage { return w.params.take(ticket) }
+
+// Conn is the connection the stream reads.
+func (w *Stream) Conn() net.Conn { return w.conn }
+
+// Handled ends the turn of a request passed on before hello (see turn); it
 // does nothing for one passed on after.
-func (w *wireStream) handled() {
+func (w *Stream) Handled() {
 	select {
 	case <-w.turn:
 	default:
@@ -114,7 +121,7 @@ func (w *wireStream) handled() {
 var errAnswered = errors.New("answered")
 
 // check decodes one message's envelope and returns what jsonrpc2 is to read.
-func (w *wireStream) check(raw []byte) ([]byte, error) {
+func (w *Stream) check(raw []byte) ([]byte, error) {
 	if raw[0] == '[' {
 		return nil, w.answer(nil, api.CodeInvalidRequest, "batches are not supported: send one request per message")
 	}
@@ -138,7 +145,7 @@ func (w *wireStream) check(raw []byte) ([]byte, error) {
 }
 
 // request checks a request's id and size, and stashes its params.
-func (w *wireStream) request(e *envelope, size int) ([]byte, error) {
+func (w *Stream) request(e *envelope, size int) ([]byte, error) {
 	id := e.ID
 	if string(id) == "null" {
 		id = nil // jsonrpc2 reads a null id as a notification; so does the daemon
@@ -165,7 +172,7 @@ func (w *wireStream) request(e *envelope, size int) ([]byte, error) {
 // response passes on a reply to one of the daemon's calls (agent.dump's),
 // which jsonrpc2 matches to the call. Only a peer past hello may send one, and
 // at most MaxMessageBytes: jsonrpc2 decodes results into generic values.
-func (w *wireStream) response(raw []byte) ([]byte, error) {
+func (w *Stream) response(raw []byte) ([]byte, error) {
 	if !w.authed() {
 		return nil, w.answer(nil, api.CodeUnauthorized, "call daemon.hello with the token first, not a response")
 	}
@@ -193,7 +200,7 @@ func validID(id json.RawMessage) bool {
 }
 
 // answer replies to a message the daemon does not pass on; the stream goes on.
-func (w *wireStream) answer(id json.RawMessage, code int64, msg string) error {
+func (w *Stream) answer(id json.RawMessage, code int64, msg string) error {
 	w.reply(id, code, msg)
 	return errAnswered
 }
@@ -203,27 +210,27 @@ func (w *wireStream) answer(id json.RawMessage, code int64, msg string) error {
 // the peer still sends for a moment (at most lingerBytes, discarded), so the
 // kernel does not reset the connection over unread bytes, which can drop the
 // reply.
-func (w *wireStream) fail(id json.RawMessage, code int64, msg string) {
+func (w *Stream) fail(id json.RawMessage, code int64, msg string) {
 	w.reply(id, code, msg)
 	w.linger()
 }
 
-func (w *wireStream) linger() {
+func (w *Stream) linger() {
 	w.closeWrite()
 	w.conn.SetReadDeadline(time.Now().Add(lingerTime))
 	io.CopyN(io.Discard, w.conn, lingerBytes)
 	w.Close()
 }
 
-// end tells the peer why and closes the connection, from outside the reader.
-func (w *wireStream) end(code int64, msg string) {
+// End tells the peer why and closes the connection, from outside the reader.
+func (w *Stream) End(code int64, msg string) {
 	w.conn.SetWriteDeadline(time.Now().Add(lingerTime)) // a write the peer does not read must not hold us
 	w.reply(nil, code, msg)
 	w.closeWrite()
 	w.Close()
 }
 
-func (w *wireStream) closeWrite() {
+func (w *Stream) closeWrite() {
 	if cw, ok := w.conn.(interface{ CloseWrite() error }); ok {
 		cw.CloseWrite()
 	}
@@ -235,7 +242,7 @@ const (
 	lingerBytes = 1 << 20
 )
 
-func (w *wireStream) reply(id json.RawMessage, code int64, msg string) {
+func (w *Stream) reply(id json.RawMessage, code int64, msg string) {
 	if id == nil {
 		id = json.RawMessage("null")
 	}
@@ -248,7 +255,7 @@ func (w *wireStream) reply(id json.RawMessage, code int64, msg string) {
 }
 
 // WriteObject writes one message and a newline.
-func (w *wireStream) WriteObject(v any) error {
+func (w *Stream) WriteObject(v any) error {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return err
@@ -256,14 +263,14 @@ func (w *wireStream) WriteObject(v any) error {
 	return w.write(append(b, '\n'))
 }
 
-func (w *wireStream) write(b []byte) error {
+func (w *Stream) write(b []byte) error {
 	w.wmu.Lock()
 	defer w.wmu.Unlock()
 	_, err := w.conn.Write(b)
 	return err
 }
 
-func (w *wireStream) Close() error {
+func (w *Stream) Close() error {
 	w.closeOnce.Do(func() { close(w.done) })
 	return w.conn.Close()
 }

@@ -1,4 +1,4 @@
-package daemon
+package transport
 
 import (
 	"encoding/binary"
@@ -9,7 +9,7 @@ import (
 // tcpPeerUID is the uid owning the other end of a loopback TCP connection,
 // -1 when unknown. Both ends live in this kernel, so the peer's socket can be
 // looked up by its addresses (sock_diag, as ss -e does); the lookup needs no
-// privilege. It lets tcpSlots count pending connections per user: one user
+// privilege. It lets Slots count pending connections per user: one user
 // may open connections from every address of 127/8, not from every uid.
 func tcpPeerUID(c net.Conn) int {
 	peer, ok1 := c.RemoteAddr().(*net.TCPAddr)

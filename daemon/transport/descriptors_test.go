@@ -1,4 +1,4 @@
-package daemon
+package transport
 
 import (
 	"strings"
@@ -10,25 +10,25 @@ import (
 // limit; a limit too low to serve is refused in words.
 func TestSizeBudget(t *testing.T) {
 	for _, nofile := range []int{48, 64, 128, 1024, 20000, 1 << 20} {
-		b, err := sizeBudget(nofile, DefaultTCPLimits)
+		b, err := SizeBudget(nofile, DefaultLimits)
 		if err != nil {
 			t.Fatalf("%d: %v", nofile, err)
 		}
-		held := b.tcp.Pending + b.tcp.Authed + b.export
-		if held+b.reserve+baseDescriptors > nofile || b.reserve < max(minOwnerReserve, nofile/4) {
+		held := b.TCP.Pending + b.TCP.Authed + b.Export
+		if held+b.reserve+baseDescriptors > nofile || b.reserve < max(MinOwnerReserve, nofile/4) {
 			t.Errorf("%d descriptors: %s", nofile, b)
 		}
-		if b.tcp.PendingPeer > b.tcp.Pending || b.tcp.Pending < 1 || b.tcp.Authed < 1 || b.export < 1 {
+		if b.TCP.PendingPeer > b.TCP.Pending || b.TCP.Pending < 1 || b.TCP.Authed < 1 || b.Export < 1 {
 			t.Errorf("%d descriptors: %s", nofile, b)
 		}
 	}
-	if b, _ := sizeBudget(1<<20, DefaultTCPLimits); b.tcp != DefaultTCPLimits || b.export != exportMaxConns {
+	if b, _ := SizeBudget(1<<20, DefaultLimits); b.TCP != DefaultLimits || b.Export != ExportMaxConns {
 		t.Errorf("a high limit lowered the defaults: %s", b)
 	}
-	if _, err := sizeBudget(30, DefaultTCPLimits); err == nil || !strings.Contains(err.Error(), "ulimit -n") {
+	if _, err := SizeBudget(30, DefaultLimits); err == nil || !strings.Contains(err.Error(), "ulimit -n") {
 		t.Errorf("30 descriptors: %v", err)
 	}
-	if b, err := sizeBudget(0, DefaultTCPLimits); err != nil || b.tcp != DefaultTCPLimits {
+	if b, err := SizeBudget(0, DefaultLimits); err != nil || b.TCP != DefaultLimits {
 		t.Errorf("an unknown limit: %v %s", err, b)
 	}
 }

@@ -1,4 +1,4 @@
-package daemon
+package transport
 
 import (
 	"errors"
@@ -20,11 +20,11 @@ const maxSocketPath = 107
 // changes only what it made: it creates the socket's directory (0700) when
 // there is none and never changes the mode of one that exists; it replaces
 // nothing at the socket's path but a dead socket of its own user; and the
-// socket and token it removes at the end are the ones it made (ownedFile).
+// socket and token it removes at the end are the ones it made (OwnedFile).
 
-// listenUnix listens on path with mode 0600, after checking the directory
+// ListenUnix listens on path with mode 0600, after checking the directory
 // and what is at path already.
-func listenUnix(path string) (net.Listener, *ownedFile, error) {
+func ListenUnix(path string) (net.Listener, *OwnedFile, error) {
 	if len(path) > maxSocketPath {
 		return nil, nil, fmt.Errorf("socket path %s is %d bytes; Unix sockets allow %d (set --socket or XDG_RUNTIME_DIR to a shorter directory)", path, len(path), maxSocketPath)
 	}
@@ -41,7 +41,7 @@ func listenUnix(path string) (net.Listener, *ownedFile, error) {
 		return nil, nil, fmt.Errorf("listening on %s: %w", path, err)
 	}
 	// The listener would unlink path when closed, even if it is no longer
-	// ours by then; Close removes it through ownedFile instead.
+	// ours by then; Close removes it through OwnedFile instead.
 	l.(*net.UnixListener).SetUnlinkOnClose(false)
 	own, err := own(path)
 	if err != nil {
@@ -115,23 +115,23 @@ func clearSocketPath(path string) error {
 	return nil
 }
 
-// ownedFile is a file the daemon made, identified by its inode, so that the
+// OwnedFile is a file the daemon made, identified by its inode, so that the
 // daemon removes it at the end only if it is still the same file.
-type ownedFile struct {
+type OwnedFile struct {
 	path string
 	fi   fs.FileInfo
 }
 
-func own(path string) (*ownedFile, error) {
+func own(path string) (*OwnedFile, error) {
 	fi, err := os.Lstat(path)
 	if err != nil {
 		return nil, err
 	}
-	return &ownedFile{path, fi}, nil
+	return &OwnedFile{path, fi}, nil
 }
 
 // remove removes the file if it is still the one the daemon made.
-func (o *ownedFile) remove() {
+func (o *OwnedFile) Remove() {
 	if o == nil {
 		return
 	}
@@ -140,11 +140,12 @@ func (o *ownedFile) remove() {
 	}
 }
 
-// listenTCP listens on a loopback address only.
-func listenTCP(addr string) (net.Listener, error) { return listenLoopback("--tcp", addr) }
+// ListenTCP listens on a loopback address only, as serve --tcp asks.
+func ListenTCP(addr string) (net.Listener, error) { return ListenLoopback("--tcp", addr) }
 
-// listenLoopback listens on a loopback address only; errors name the flag.
-func listenLoopback(flag, addr string) (net.Listener, error) {
+// ListenLoopback listens on a loopback TCP address only (localhost is
+// 127.0.0.1); errors name the flag. vramscope mcp --http uses it too.
+func ListenLoopback(flag, addr string) (net.Listener, error) {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
 		return nil, fmt.Errorf("%s %q: %v", flag, addr, err)
@@ -164,8 +165,5 @@ func listenLoopback(flag, addr string) (net.Listener, error) {
 	return l, nil
 }
 
-var errOtherUser = errors.New("connection from another user refused")
-
-// ListenLoopback listens on a loopback TCP address only (localhost is
-// 127.0.0.1), as serve --tcp does; vramscope mcp --http uses it.
-func ListenLoopback(flag, addr string) (net.Listener, error) { return listenLoopback(flag, addr) }
+// ErrOtherUser refuses a Unix connection from another user (SO_PEERCRED).
+var ErrOtherUser = errors.New("connection from another user refused")
