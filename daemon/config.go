@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/vramscope/vramscope/daemon/counters"
+	"github.com/vramscope/vramscope/daemon/export"
 	"github.com/vramscope/vramscope/daemon/kube"
 	"github.com/vramscope/vramscope/daemon/transport"
 )
@@ -32,13 +33,9 @@ type Config struct {
 	Logf         func(format string, args ...any)
 }
 
-// Export is the HTTP listener for Prometheus (/metrics) and pprof tools
-// (/debug/pprof/gpu_memory). It serves without a token, so it binds loopback
-// addresses only unless Public says otherwise (docs/security.md).
-type Export struct {
-	Addr   string // e.g. "127.0.0.1:9464"; "" = no listener
-	Public bool   // allow a non-loopback address (a pod's IP, 0.0.0.0)
-}
+// Export is the HTTP listener for Prometheus and pprof tools (see
+// export.Config).
+type Export = export.Config
 
 // Kube says where the kubelet's pod list is. Without it processes in pods
 // still get their pod UID and container ID from /proc/PID/cgroup.

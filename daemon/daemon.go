@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/vramscope/vramscope/daemon/api"
+	"github.com/vramscope/vramscope/daemon/export"
 	"github.com/vramscope/vramscope/daemon/kube"
 	"github.com/vramscope/vramscope/daemon/store"
 	"github.com/vramscope/vramscope/daemon/transport"
@@ -53,7 +54,7 @@ type Daemon struct {
 
 	mu         sync.Mutex
 	listeners  []net.Listener
-	export     *http.Server // metrics and profiles (export.go), once serving
+	export     *http.Server // metrics and profiles (daemon/export), once serving
 	exportAddr string
 	sessions   map[*session]struct{}
 	wg         sync.WaitGroup
@@ -147,7 +148,7 @@ func (d *Daemon) Serve(ctx context.Context) error {
 		d.addListener(tl)
 	}
 	if d.cfg.Export.Addr != "" {
-		el, err := listenExport(d.cfg.Export)
+		el, err := export.Listen(d.cfg.Export)
 		if err != nil {
 			d.Close()
 			return err
@@ -226,7 +227,7 @@ func (d *Daemon) Close() error {
 		d.closed = true
 		close(d.stopped)
 		ls := d.listeners
-		export := d.export
+		exporter := d.export
 		owned := []*transport.OwnedFile{d.socket, d.tokenFile}
 		ss := make([]*session, 0, len(d.sessions))
 		for s := range d.sessions {
@@ -236,8 +237,8 @@ func (d *Daemon) Close() error {
 		for _, l := range ls {
 			l.Close()
 		}
-		if export != nil {
-			export.Close()
+		if exporter != nil {
+			exporter.Close()
 		}
 		for _, s := range ss {
 			s.rpc().Close()

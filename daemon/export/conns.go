@@ -1,4 +1,4 @@
-package daemon
+package export
 
 import (
 	"net"
@@ -6,40 +6,40 @@ import (
 	"sync"
 )
 
-// exportConns caps the metrics listener's open connections. At the cap a
+// Conns caps the metrics listener's open connections. At the cap a
 // newcomer replaces the oldest connection that is between requests (idle
 // keep-alive, or connected without a request yet); when every connection is
 // inside a request the newcomer is closed at once. Either way the listener
 // never holds more than max descriptors, and idle connections cannot keep a
 // scraper out.
-type exportConns struct {
+type Conns struct {
 	net.Listener
-	max   int
-	mu    sync.Mutex
-	open  []*exportConn // oldest first
-	evict func()        // notes a connection closed to make room (the log)
+	max     int
+	mu      sync.Mutex
+	open    []*conn // oldest first
+	Evicted func()  // notes a connection closed to make room (the log)
 }
 
-// exportConn is one accepted connection and whether it is between requests.
-type exportConn struct {
+// conn is one accepted connection and whether it is between requests.
+type conn struct {
 	net.Conn
-	l    *exportConns
+	l    *Conns
 	idle bool // guarded by l.mu
 	once sync.Once
 }
 
-func newExportConns(l net.Listener, max int) *exportConns {
-	return &exportConns{Listener: l, max: max, evict: func() {}}
+func NewConns(l net.Listener, max int) *Conns {
+	return &Conns{Listener: l, max: max, Evicted: func() {}}
 }
 
 // Accept returns the next connection admitted under the cap.
-func (l *exportConns) Accept() (net.Conn, error) {
+func (l *Conns) Accept() (net.Conn, error) {
 	for {
 		c, err := l.Listener.Accept()
 		if err != nil {
 			return nil, err
 		}
-		ec := &exportConn{Conn: c, l: l, idle: true}
+		ec := &conn{Conn: c, l: l, idle: true}
 		if l.admit(ec) {
 			return ec, nil
 		}
@@ -48,9 +48,9 @@ func (l *exportConns) Accept() (net.Conn, error) {
 }
 
 // admit adds ec, making room by closing the oldest idle connection.
-func (l *exportConns) admit(ec *exportConn) bool {
+func (l *Conns) admit(ec *conn) bool {
 	l.mu.Lock()
-	var victim *exportConn
+	var victim *conn
 	if len(l.open) >= l.max {
 		for _, c := range l.open {
 			if c.idle {
@@ -68,13 +68,13 @@ func (l *exportConns) admit(ec *exportConn) bool {
 	l.mu.Unlock()
 	if victim != nil {
 		victim.Conn.Close()
-		l.evict()
+		l.Evicted()
 	}
 	return true
 }
 
 // drop forgets c. l.mu must be held.
-func (l *exportConns) drop(c *exportConn) {
+func (l *Conns) drop(c *conn) {
 	for i, o := range l.open {
 		if o == c {
 			l.open = append(l.open[:i], l.open[i+1:]...)
@@ -83,10 +83,10 @@ func (l *exportConns) drop(c *exportConn) {
 	}
 }
 
-// state is the http.Server's ConnState hook: it tells idle connections
+// State is the http.Server's ConnState hook: it tells idle connections
 // from those inside a request.
-func (l *exportConns) state(c net.Conn, st http.ConnState) {
-	ec, ok := c.(*exportConn)
+func (l *Conns) State(c net.Conn, st http.ConnState) {
+	ec, ok := c.(*conn)
 	if !ok {
 		return
 	}
@@ -103,7 +103,7 @@ func (l *exportConns) state(c net.Conn, st http.ConnState) {
 }
 
 // Close closes the connection and gives back its place.
-func (c *exportConn) Close() error {
+func (c *conn) Close() error {
 	c.once.Do(func() {
 		c.l.mu.Lock()
 		c.l.drop(c)

@@ -1,4 +1,4 @@
-package daemon
+package export
 
 import (
 	"bytes"
@@ -20,14 +20,14 @@ var profileSlots = make(chan struct{}, 2)
 // given must match) as a gzipped pprof profile whose default sample type,
 // inuse_space, is the memory live at the snapshot's peak. go tool pprof,
 // Parca and Pyroscope read it as they read a Go heap profile.
-func (d *Daemon) gpuMemoryProfile(w http.ResponseWriter, r *http.Request) {
+func (src Sources) gpuMemoryProfile(w http.ResponseWriter, r *http.Request) {
 	match, err := snapshotFilter(r.URL.Query())
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
 	var meta *store.Meta
-	for _, m := range d.store.List() { // newest first
+	for _, m := range src.Snapshots() { // newest first
 		if match(m) {
 			meta = &m
 			break
@@ -43,7 +43,7 @@ func (d *Daemon) gpuMemoryProfile(w http.ResponseWriter, r *http.Request) {
 	case <-r.Context().Done():
 		return
 	}
-	res, err := d.analyses.get(meta.ID)
+	res, err := src.Analysis(meta.ID)
 	if err != nil {
 		http.Error(w, fmt.Sprintf("snapshot %s: %v", meta.ID, err), http.StatusInternalServerError)
 		return

@@ -1,4 +1,4 @@
-package daemon
+package export
 
 import (
 	"bufio"
@@ -18,9 +18,9 @@ func TestExportConnsCap(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	conns := newExportConns(l, 2)
+	conns := NewConns(l, 2)
 	release := make(chan struct{})
-	srv := &http.Server{ConnState: conns.state, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := &http.Server{ConnState: conns.State, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/slow" {
 			<-release
 		}
@@ -82,14 +82,14 @@ func TestExportConnsCap(t *testing.T) {
 }
 
 // count is how many connections are open.
-func (l *exportConns) count() int {
+func (l *Conns) count() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return len(l.open)
 }
 
 // busy is how many connections are inside a request.
-func (l *exportConns) busy() int {
+func (l *Conns) busy() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	n := 0
