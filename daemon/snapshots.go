@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/vramscope/vramscope/daemon/api"
+	"github.com/vramscope/vramscope/daemon/capture"
 	"github.com/vramscope/vramscope/daemon/store"
 	"github.com/vramscope/vramscope/profiler/analyze"
 )
@@ -44,22 +45,22 @@ func (s *session) snapshotTake(ctx context.Context, p api.TakeParams) (api.Snaps
 
 // commitStreamed stores a snapshot the agent streamed: the reader already
 // wrote, hashed and analysed it.
-func (d *Daemon) commitStreamed(part string, sr streamed, meta store.Meta) (store.Meta, error) {
-	if sr.err != nil {
+func (d *Daemon) commitStreamed(part string, sr capture.Streamed, meta store.Meta) (store.Meta, error) {
+	if sr.Err != nil {
 		d.store.RemoveIncoming(part)
-		if writingFailed(sr.err, part) {
-			return store.Meta{}, fail(errStoreFailed, "storing the streamed snapshot: %v", sr.err)
+		if writingFailed(sr.Err, part) {
+			return store.Meta{}, fail(errStoreFailed, "storing the streamed snapshot: %v", sr.Err)
 		}
-		analyze.LogPanic(d.cfg.Logf, sr.err)
-		return store.Meta{}, fail(errBadSnapshot, "the streamed snapshot: %v", sr.err)
+		analyze.LogPanic(d.cfg.Logf, sr.Err)
+		return store.Meta{}, fail(errBadSnapshot, "the streamed snapshot: %v", sr.Err)
 	}
 	meta.Format = "vsm1"
-	pr, err := d.store.PrepareHashed(part, sr.size, sr.sum)
+	pr, err := d.store.PrepareHashed(part, sr.Size, sr.Sum)
 	if err != nil {
 		return store.Meta{}, fail(errStoreFailed, "%v", err)
 	}
 	d.analyses.runs.Add(1)
-	return d.commitAnalysed(pr, meta, sr.res)
+	return d.commitAnalysed(pr, meta, sr.Res)
 }
 
 // commitAnalysed commits a prepared snapshot, caches its analysis and tells

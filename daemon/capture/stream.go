@@ -1,4 +1,4 @@
-package daemon
+package capture
 
 import (
 	"context"
@@ -22,55 +22,60 @@ import (
 // incoming part file, hashing and syncing it, while the engine analyses it,
 // so analysis is ready about when the agent finishes writing.
 
-type streamed struct {
-	res     *analyze.Result
-	size    int64
-	sum     string
-	got     bool // a writer sent at least one byte
-	err     error
-	stopped bool // wait gave up on the stream (err says how far it got)
+// Streamed is what the reader made of a stream: the snapshot written to the
+// part file (Size bytes, SHA-256 Sum) and its analysis, or the error.
+type Streamed struct {
+	Res     *analyze.Result
+	Size    int64
+	Sum     string
+	Got     bool // a writer sent at least one byte
+	Err     error
+	Stopped bool // Wait gave up on the stream (Err says how far it got)
 }
 
-// stream is one FIFO the agent may write to.
-type stream struct {
+// Stream is one FIFO the agent may write to.
+type Stream struct {
 	st   *store.Store // the FIFO and the part file are opened and removed through it
 	fifo string
-	done chan streamed
+	done chan Streamed
 
 	mu      sync.Mutex
 	f       *os.File // the FIFO, once the reader has it open
 	stopped bool
 }
 
-// openStream makes the FIFO beside part and starts reading it. Without FIFOs
+// FIFO is the path the agent writes the stream to (agent.dump's stream).
+func (s *Stream) FIFO() string { return s.fifo }
+
+// OpenStream makes the FIFO beside part and starts reading it. Without FIFOs
 // (another platform, a file system without them) it returns nil: the agent
 // then writes a pickle to part.
-func openStream(st *store.Store, part string) *stream {
+func OpenStream(st *store.Store, part string) *Stream {
 	fifo := part + ".fifo"
 	// By path: os.Root has no mkfifo. The incoming directory is checked to
 	// be ours and writable by nobody else (store/datadir.go).
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		return nil
 	}
-	s := &stream{st: st, fifo: fifo, done: make(chan streamed, 1)}
+	s := &Stream{st: st, fifo: fifo, done: make(chan Streamed, 1)}
 	go func() {
-		var sr streamed
+		var sr Streamed
 		// A panic on this goroutine would end the daemon: it fails the capture instead.
 		if err := analyze.Guard(part, func() error { sr = s.read(part); return nil }); err != nil {
-			sr = streamed{got: true, err: err}
+			sr = Streamed{Got: true, Err: err}
 		}
 		s.done <- sr
 	}()
 	return s
 }
 
-// wait returns what the reader made of the stream, or gives up on it once
+// Wait returns what the reader made of the stream, or gives up on it once
 // ctx is done (the capture's timeout covers the stream too): an agent that
 // answers that it streams and then never opens the FIFO, or writes part of a
 // snapshot and holds the FIFO open, held snapshot.take for ever. The reader
 // is stopped either way, and has removed the FIFO and the part file when
 // wait returns.
-func (s *stream) wait(ctx context.Context) streamed {
+func (s *Stream) Wait(ctx context.Context) Streamed {
 	select {
 	case sr := <-s.done:
 		return sr
@@ -82,14 +87,14 @@ func (s *stream) wait(ctx context.Context) streamed {
 		s.f.SetReadDeadline(time.Now()) // ends a read the agent keeps waiting
 	}
 	s.mu.Unlock()
-	s.close() // ends an open that waits for the agent
+	s.Close() // ends an open that waits for the agent
 	sr := <-s.done
-	sr.stopped = true
+	sr.Stopped = true
 	return sr
 }
 
 // opened hands the reader's FIFO to wait; false: wait gave up already.
-func (s *stream) opened(f *os.File) bool {
+func (s *Stream) opened(f *os.File) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.f = f
@@ -101,7 +106,7 @@ func (s *stream) opened(f *os.File) bool {
 // succeeds once the reader waits in its open, and closes it (the reader sees
 // an empty stream and leaves the part file alone). The FIFO's name goes
 // either way (the reader, once open, no longer needs it).
-func (s *stream) close() {
+func (s *Stream) Close() {
 	defer s.st.RemoveIncoming(s.fifo)
 	for i := 0; i < 100; i++ {
 		w, err := s.st.OpenIncoming(s.fifo, os.O_WRONLY|syscall.O_NONBLOCK)
@@ -116,29 +121,29 @@ func (s *stream) close() {
 	}
 }
 
-func (s *stream) read(part string) streamed {
+func (s *Stream) read(part string) Streamed {
 	f, err := s.st.OpenIncoming(s.fifo, os.O_RDONLY) // until a writer opens it
 	s.st.RemoveIncoming(s.fifo)
 	if err != nil {
-		return streamed{err: err}
+		return Streamed{Err: err}
 	}
 	defer f.Close()
 	if !s.opened(f) {
-		return streamed{err: errors.New("stopped before the agent opened the stream")}
+		return Streamed{Err: errors.New("stopped before the agent opened the stream")}
 	}
 	growPipe(f)
 	var first [4]byte
 	n, err := io.ReadFull(f, first[:])
 	if n == 0 {
-		return streamed{err: errors.New("nothing was written to the stream")}
+		return Streamed{Err: errors.New("nothing was written to the stream")}
 	}
 	if err != nil {
-		return streamed{got: true, err: fmt.Errorf("the stream ended after %d bytes", n)}
+		return Streamed{Got: true, Err: fmt.Errorf("the stream ended after %d bytes", n)}
 	}
 	out, err := s.st.CreateIncoming(part)
 	if err != nil {
 		io.Copy(io.Discard, f) // let the agent finish writing
-		return streamed{got: true, err: err}
+		return Streamed{Got: true, Err: err}
 	}
 	p := newPump(f, first[:], out)
 	res, aerr := analyze.RunStream(part, p.reader, analyze.Options{})
@@ -148,9 +153,9 @@ func (s *stream) read(part string) streamed {
 	}
 	if aerr != nil {
 		s.st.RemoveIncoming(part)
-		return streamed{got: true, err: aerr}
+		return Streamed{Got: true, Err: aerr}
 	}
-	return streamed{res: res, size: w.size, sum: w.sum, got: true}
+	return Streamed{Res: res, Size: w.size, Sum: w.sum, Got: true}
 }
 
 // A pump moves a stream from the FIFO to two consumers at once: the analysis,

@@ -1,4 +1,4 @@
-package daemon
+package capture
 
 import (
 	"bytes"
@@ -13,15 +13,26 @@ import (
 	"github.com/vramscope/vramscope/profiler/analyze"
 )
 
+// fixtures are the real snapshots shared by the tests (/work/shared).
+const fixtures = "../../../shared/fixtures/snapshots/"
+
+func mustAbs(p string) string {
+	a, err := filepath.Abs(p)
+	if err != nil {
+		panic(err)
+	}
+	return a
+}
+
 // vsmOfFixture is a real snapshot written as VSM1 by the agent's own writer,
 // in chunks as small as the agent's.
 func vsmOfFixture(t *testing.T, pickle string) []byte {
-	return vsmtest.Bytes(t, mustAbs("../jupyter"), pickle, 512)
+	return vsmtest.Bytes(t, mustAbs("../../jupyter"), pickle, 512)
 }
 
 // feed opens the stream's FIFO as the agent does and writes b into it in
 // pieces of step bytes.
-func feed(t *testing.T, s *stream, b []byte, step int) {
+func feed(t *testing.T, s *Stream, b []byte, step int) {
 	t.Helper()
 	go func() {
 		w, err := os.OpenFile(s.fifo, os.O_WRONLY, 0)
@@ -65,26 +76,26 @@ func TestStreamPumpsToFileAndAnalysis(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			st := tempStore(t)
 			part := st.NewIncoming("x")
-			s := openStream(st, part)
+			s := OpenStream(st, part)
 			if s == nil {
 				t.Skip("no FIFOs here")
 			}
 			feed(t, s, tc.data, tc.step)
 			got := <-s.done
-			if got.err != nil {
-				t.Fatal(got.err)
+			if got.Err != nil {
+				t.Fatal(got.Err)
 			}
 			sum := sha256.Sum256(tc.data)
-			if got.size != int64(len(tc.data)) || got.sum != hex.EncodeToString(sum[:]) {
-				t.Errorf("size %d sum %s, want %d %x", got.size, got.sum, len(tc.data), sum)
+			if got.Size != int64(len(tc.data)) || got.Sum != hex.EncodeToString(sum[:]) {
+				t.Errorf("size %d sum %s, want %d %x", got.Size, got.Sum, len(tc.data), sum)
 			}
 			onDisk, err := os.ReadFile(part)
 			if err != nil || !bytes.Equal(onDisk, tc.data) {
-				t.Errorf("part file: %d bytes (err %v), want the %d streamed", len(onDisk), err, len(tc.data))
+				t.Errorf("part file: %d bytes (err %v), want the %d Streamed", len(onDisk), err, len(tc.data))
 			}
-			if got.res.Peak != want.Peak || got.res.Events != want.Events || len(got.res.Sites) != len(want.Sites) {
-				t.Errorf("analysis: peak %+v events %d sites %d, want %+v %d %d", got.res.Peak, got.res.Events,
-					len(got.res.Sites), want.Peak, want.Events, len(want.Sites))
+			if got.Res.Peak != want.Peak || got.Res.Events != want.Events || len(got.Res.Sites) != len(want.Sites) {
+				t.Errorf("analysis: peak %+v events %d sites %d, want %+v %d %d", got.Res.Peak, got.Res.Events,
+					len(got.Res.Sites), want.Peak, want.Events, len(want.Sites))
 			}
 		})
 	}
@@ -96,19 +107,19 @@ func TestStreamTruncated(t *testing.T) {
 	vsm := vsmOfFixture(t, fixtures+"gpt2_train.pickle")
 	st := tempStore(t)
 	part := st.NewIncoming("x")
-	s := openStream(st, part)
+	s := OpenStream(st, part)
 	if s == nil {
 		t.Skip("no FIFOs here")
 	}
 	feed(t, s, vsm[:len(vsm)/2], 4096)
 	got := <-s.done
-	if got.err == nil || !got.got {
-		t.Fatalf("truncated stream: err %v got %v", got.err, got.got)
+	if got.Err == nil || !got.Got {
+		t.Fatalf("truncated stream: err %v got %v", got.Err, got.Got)
 	}
 	if _, err := os.Stat(part); !os.IsNotExist(err) {
 		t.Errorf("part file left behind: %v", err)
 	}
-	t.Log(got.err)
+	t.Log(got.Err)
 }
 
 // tempStore is a store in a temporary directory, for a stream's files.
