@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/vramscope/vramscope/daemon/api"
+	"github.com/vramscope/vramscope/daemon/capture"
 	"github.com/vramscope/vramscope/daemon/export"
 	"github.com/vramscope/vramscope/daemon/kube"
 	"github.com/vramscope/vramscope/daemon/store"
@@ -36,7 +37,7 @@ type Daemon struct {
 
 	agents    *agents
 	levels    *levelStore // each agent's per-step levels (levels.go)
-	analyses  *analyses
+	analyses  *capture.Analyses
 	events    *events
 	counters  *counterSource
 	stacks    *stackStore    // the agents' stack samples, for idle.report
@@ -101,15 +102,15 @@ func New(cfg Config) (*Daemon, error) {
 		stopped:   make(chan struct{}),
 	}
 	d.events.listen(d.count)
-	d.analyses = newAnalyses(st, 8, maxCacheBytes, cfg.Logf)
-	d.analyses.augment = func(id string, r *analyze.Result) {
+	d.analyses = capture.NewAnalyses(st, 8, capture.MaxCacheBytes, cfg.Logf)
+	d.analyses.Augment = func(id string, r *analyze.Result) {
 		if m, ok := st.Get(id); ok {
 			r.Findings = append(r.Findings, nonPyTorchFindings(m, r, d.snapshotDeviceTotal(m))...)
 			r.Findings = append(r.Findings, d.idleFindings(m)...)
 			d.roadOf(m, r)
 		}
 	}
-	st.OnRemove(d.analyses.drop)
+	st.OnRemove(d.analyses.Drop)
 	d.counters = openCounters(cfg)
 	d.stacks = newStackStore()
 	return d, nil
@@ -247,7 +248,7 @@ func (d *Daemon) Close() error {
 		for _, f := range owned {
 			f.Remove()
 		}
-		d.analyses.pending.Wait()
+		d.analyses.Wait()
 		d.closeErr = d.store.Close()
 	})
 	return d.closeErr

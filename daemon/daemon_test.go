@@ -231,8 +231,8 @@ func TestConcurrentClients(t *testing.T) {
 	d, cfg := testDaemon(t)
 	setup := dial(t, cfg.Socket)
 	a := importFixture(t, setup, "oom_batch.pickle")
-	d.analyses.drop(a.ID) // forget the import's analysis: the clients race to make it
-	before := d.analyses.runs.Load()
+	d.analyses.Drop(a.ID) // forget the import's analysis: the clients race to make it
+	before := d.analyses.Runs()
 	var wg sync.WaitGroup
 	peaks := make([]int64, 12)
 	for i := range peaks {
@@ -259,7 +259,7 @@ func TestConcurrentClients(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	if runs := d.analyses.runs.Load() - before; runs != 1 {
+	if runs := d.analyses.Runs() - before; runs != 1 {
 		t.Errorf("%d decodes for one snapshot and %d clients, want 1", runs, len(peaks))
 	}
 	for _, p := range peaks {

@@ -11,7 +11,7 @@ import (
 // serveExport serves the metrics and profiles of daemon/export on l until
 // the daemon closes.
 func (d *Daemon) serveExport(l net.Listener) {
-	h := export.Handler(export.Sources{State: d.metricsState, Snapshots: d.store.List, Analysis: d.analyses.get})
+	h := export.Handler(export.Sources{State: d.metricsState, Snapshots: d.store.List, Analysis: d.analyses.Get})
 	srv, conns := export.NewServer(h, l, d.exportMax, func() {
 		d.refusals.Note(d.cfg.Logf, fmt.Errorf("metrics: an idle connection closed for a new one (%d open, the cap)", d.exportMax))
 	})

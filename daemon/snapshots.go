@@ -59,7 +59,7 @@ func (d *Daemon) commitStreamed(part string, sr capture.Streamed, meta store.Met
 	if err != nil {
 		return store.Meta{}, fail(errStoreFailed, "%v", err)
 	}
-	d.analyses.runs.Add(1)
+	d.analyses.CountDecode()
 	return d.commitAnalysed(pr, meta, sr.Res)
 }
 
@@ -70,7 +70,7 @@ func (d *Daemon) commitAnalysed(pr store.Prepared, meta store.Meta, res *analyze
 	if err != nil {
 		return store.Meta{}, fail(errStoreFailed, "%v", err)
 	}
-	d.analyses.put(m.ID, res)
+	d.analyses.Put(m.ID, res)
 	d.events.publish(api.EventSnapshotStored, d.snapshotResult(m))
 	return m, nil
 }
@@ -100,7 +100,7 @@ func (d *Daemon) commit(part, name string, meta store.Meta) (store.Meta, error) 
 		p, err := d.store.Prepare(part)
 		prep <- prepared{p, err}
 	}()
-	res, err := d.analyses.compute(part)
+	res, err := d.analyses.Compute(part)
 	pr := <-prep
 	if err != nil {
 		d.store.Discard(pr.p)
@@ -181,7 +181,7 @@ func (s *session) agentCaptured(_ context.Context, p api.CapturedParams) (api.Sn
 // filled the device. Off the agent's call: the agent is waiting at exit.
 func (d *Daemon) publishOOM(r api.SnapshotResult, oom *api.OOMRaw) {
 	ev := api.OOMEvent{Snapshot: r, OOM: oom}
-	if res, err := d.analyses.get(r.ID); err == nil {
+	if res, err := d.analyses.Get(r.ID); err == nil {
 		for _, f := range res.Findings {
 			if f.Kind == analyze.KindOOM {
 				ev.Title, ev.Fix, ev.KVCache = f.Title, f.Fix, oomKV(f.Evidence.Numbers)
