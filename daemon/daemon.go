@@ -1,10 +1,21 @@
-// Package daemon is vramscope's per-user process (vramscope serve): it listens
-// on a Unix socket (and optionally loopback TCP with a token), keeps a registry
-// of the agents inside training processes, asks them for snapshots, stores
-// snapshots crash-safely (daemon/store), analyses them once through the engine
-// (profiler/analyze), samples NVML counters (daemon/counters) and serves it all
-// as the JSON-RPC API of daemon/api. One file per feature: listen, session
-// (a connection), agents, snapshots, analysis, counters, events.
+// Package daemon is vramscope's per-user process (vramscope serve) and the
+// composition root of its parts: it keeps the Daemon, its sessions (one per
+// connection) and the handler table, the registry of the agents inside
+// training processes, the events subscribers read, and the NVML and pod glue
+// (counters_rpc.go, pods.go, phase.go, nonpytorch.go). The work below the
+// sessions lives in packages whose names say their jobs, none of which
+// imports this one:
+//
+//	daemon/transport  listeners, peer credentials, the token, TCP slots, the descriptor budget, the JSON-RPC stream
+//	daemon/capture    the agent's stream into the store, the agents' spool, the cache of analyses
+//	daemon/export     /metrics and /debug/pprof/gpu_memory over Sources the daemon hands it
+//	daemon/store      the crash-safe snapshot store
+//	daemon/counters   NVML samples; daemon/metrics the Prometheus collector; daemon/kube pods
+//	daemon/api        the JSON-RPC contract
+//
+// Handlers return domain errors (fail(errNotFound, …), or a part's own, such
+// as transport.ErrBusy); wireError in handlers.go maps them to JSON-RPC codes,
+// there and nowhere else.
 package daemon
 
 import (

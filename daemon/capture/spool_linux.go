@@ -1,4 +1,4 @@
-package daemon
+package capture
 
 import (
 	"bytes"
@@ -12,11 +12,11 @@ import (
 	"time"
 )
 
-// processGone says whether the process that spooled a snapshot at timeMS
+// ProcessGone says whether the process that spooled a snapshot at timeMS
 // (unix milliseconds) as pid has exited: no process has that pid, or the one
 // that has it started after the snapshot was spooled (the pid was reused).
 // Unknown counts as alive: the snapshot waits for the next scan.
-func processGone(pid int, timeMS int64) bool {
+func ProcessGone(pid int, timeMS int64) bool {
 	if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
 		return true
 	}
