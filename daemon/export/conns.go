@@ -28,6 +28,7 @@ type conn struct {
 	once sync.Once
 }
 
+// NewConns caps l's open connections at max.
 func NewConns(l net.Listener, max int) *Conns {
 	return &Conns{Listener: l, max: max, Evicted: func() {}}
 }

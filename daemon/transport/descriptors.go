@@ -49,6 +49,7 @@ func SizeBudget(nofile int, lim Limits) (Budget, error) {
 	return b, nil
 }
 
+// String is the budget as the daemon logs it at start.
 func (b Budget) String() string {
 	return fmt.Sprintf("%d file descriptors: %d kept for the owner's socket and the store; TCP %d waiting for hello (%d a user) and %d past it, metrics %d",
 		b.nofile, b.reserve+baseDescriptors, b.TCP.Pending, b.TCP.PendingPeer, b.TCP.Authed, b.Export)

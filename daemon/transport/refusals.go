@@ -16,6 +16,8 @@ type RefusalLog struct {
 	missed int
 }
 
+// Note logs err as a refusal, or counts it when a line went out less than a
+// second ago.
 func (r *RefusalLog) Note(logf func(string, ...any), err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -108,6 +108,7 @@ const (
 	slotGone // released or evicted: holds nothing
 )
 
+// NewSlots counts connections against lim.
 func NewSlots(lim Limits) *Slots {
 	return &Slots{lim: lim, waiting: list.New(), peers: map[string]int{}}
 }

@@ -42,6 +42,8 @@ type Stream struct {
 	closeOnce sync.Once
 }
 
+// NewStream reads and writes c; authed says whether the peer is past hello
+// (a hello's size limit and one request at a time until it is).
 func NewStream(c net.Conn, authed func() bool) *Stream {
 	return &Stream{conn: c, f: framer{r: bufio.NewReaderSize(c, 64<<10)}, authed: authed,
 		params: paramStash{m: map[uint64]json.RawMessage{}},
@@ -270,6 +272,7 @@ func (w *Stream) write(b []byte) error {
 	return err
 }
 
+// Close closes the connection; a reader waiting for its turn gives up.
 func (w *Stream) Close() error {
 	w.closeOnce.Do(func() { close(w.done) })
 	return w.conn.Close()
