@@ -132,11 +132,15 @@ func (s *session) agentRegister(_ context.Context, raw json.RawMessage) (any, er
 func (d *Daemon) agentGone(a *agent, reason string) {
 	d.agents.mu.Lock()
 	pid := a.process().PID
-	if d.agents.byPID[pid] == a {
+	current := d.agents.byPID[pid] == a
+	if current {
 		delete(d.agents.byPID, pid)
 	}
 	d.agents.mu.Unlock()
 	d.cfg.Logf("agent %d gone: %s", pid, reason)
+	if current {
+		d.warner.forget(pid) // a reconnect of the same process keeps its warning state
+	}
 	d.events.publish(api.EventAgentGone, api.AgentEvent{Process: a.process(), Reason: reason})
 	go d.importSpool() // a process that exits with a snapshot in the spool hands it over no more
 }
@@ -170,8 +174,10 @@ func (s *session) processList(context.Context, json.RawMessage) (any, error) {
 	res := api.ProcessListResult{Processes: []api.Process{}}
 	seen := map[int]int{}
 	for _, a := range d.agents.list() {
-		seen[a.process().PID] = len(res.Processes)
-		res.Processes = append(res.Processes, a.process())
+		p := a.process()
+		p.Forecast = d.warner.forecast(p.PID)
+		seen[p.PID] = len(res.Processes)
+		res.Processes = append(res.Processes, p)
 	}
 	for _, gp := range d.counters.Processes() {
 		if i, ok := seen[gp.PID]; ok {

@@ -59,6 +59,9 @@ func (s *Server) publishDiagnostics() {
 			byURI[u] = append(byURI[u], diag)
 		}
 	}
+	for u, diags := range s.warningDiagnostics() {
+		byURI[u] = append(byURI[u], diags...)
+	}
 	s.mu.Lock()
 	old := s.published
 	s.published = map[string]bool{}

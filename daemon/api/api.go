@@ -178,7 +178,10 @@ type Process struct {
 	Allocated  int64    `json:"torch_allocated,omitempty"` // torch.cuda.memory_allocated, from the agent's last report
 	Reserved   int64    `json:"torch_reserved,omitempty"`  // torch.cuda.memory_reserved, from the agent's last report
 	Connected  string   `json:"connected,omitempty"`       // RFC 3339
-	Job        string   `json:"job,omitempty"`             // what ties it to the other ranks of its launch ("run:ID", "master:ADDR:PORT", "parent:PID"; "" alone): group.take captures every process of its job
+	// Forecast is when its memory is projected to fill its device, while
+	// its step peaks grow (nil otherwise): vramscope ps's OOM ETA.
+	Forecast *MemoryForecast `json:"forecast,omitempty"`
+	Job      string          `json:"job,omitempty"` // what ties it to the other ranks of its launch ("run:ID", "master:ADDR:PORT", "parent:PID"; "" alone): group.take captures every process of its job
 }
 
 // ProcessListResult lists processes.
@@ -518,5 +521,6 @@ var Methods = []Method{
 	{EventSnapshotStored, Notification, SnapshotResult{}, nil, "A snapshot was committed to the store (topic snapshot_stored)."},
 	{EventOOMCaptured, Notification, OOMEvent{}, nil, "An agent captured a snapshot at an out-of-memory error (topic oom_captured)."},
 	{EventCountersTick, Notification, DevicesResult{}, nil, "The latest counters, about once a second (topic counters_tick)."},
+	{EventMemoryWarning, Notification, MemoryWarning{}, nil, "A process's memory is projected to fill its device soon (within max(10 min, 50 steps)); sent once per growth, after the snapshot the daemon took at the warning is stored (topic memory_warning)."},
 	{EventGroupStored, Notification, GroupResult{}, nil, "A group was stored: by group.take, or after one rank's out-of-memory error captured the others (reason oom) (topic group_stored)."},
 }

@@ -38,19 +38,20 @@ var (
 	procGPU       = desc("process_gpu_memory_used_bytes", "Device memory NVML counts for the process, CUDA context included, all its GPUs.", procLabels...)
 	procRecording = desc("process_recording", "1 while the agent records the allocator's history (a snapshot then has stacks), else 0.", procLabels...)
 	procWorld     = desc("process_world_size", "torch.distributed world size of the process (1 when not distributed).", procLabels...)
+	procOOMETA    = desc("process_oom_eta_seconds", "Seconds until the process's step peaks are projected to reach the memory it may use (its device, or its memory-fraction cap); present only while they grow in a sustained way.", procLabels...)
 
 	agents       = desc("agents", "Processes with an agent attached to this daemon.")
 	stored       = desc("store_snapshots", "Snapshots in the daemon's store now.")
 	countersUp   = desc("counters_available", "1 when NVML sampling runs, 0 when not (no driver, disabled).")
 	oomsTotal    = desc("ooms_captured_total", "Snapshots agents captured at a CUDA out-of-memory error since the daemon started.")
-	snapsTotal   = desc("snapshots_stored_total", "Snapshots stored since the daemon started, by reason (request, oom, import, agent, other).", "reason")
+	snapsTotal   = desc("snapshots_stored_total", "Snapshots stored since the daemon started, by reason (request, oom, import, agent, warning, other).", "reason")
 	findingTotal = desc("findings_total", "Findings in the analyses of the snapshots stored since the daemon started, by kind.", "kind")
 )
 
 // Descs lists every metric (for Describe and the documentation test).
 func Descs() []*prometheus.Desc {
 	return []*prometheus.Desc{gpuMemUsed, gpuMemTotal, gpuUtil, gpuMemUtil, gpuPCIeRx, gpuPCIeTx, gpuPower, gpuPhase,
-		procAlloc, procReserved, procPeak, procGPU, procRecording, procWorld,
+		procAlloc, procReserved, procPeak, procGPU, procRecording, procWorld, procOOMETA,
 		agents, stored, countersUp, oomsTotal, snapsTotal, findingTotal}
 }
 
@@ -124,6 +125,9 @@ func collectProcess(ch chan<- prometheus.Metric, p Process) {
 	}
 	gauge(ch, procRecording, b2f(p.Recording), l...)
 	gauge(ch, procWorld, float64(max(p.WorldSize, 1)), l...)
+	if p.HasOOMETA {
+		gauge(ch, procOOMETA, p.OOMETA, l...)
+	}
 }
 
 func gauge(ch chan<- prometheus.Metric, d *prometheus.Desc, v float64, labels ...string) {

@@ -46,11 +46,16 @@ type Process struct {
 	Namespace string
 	Container string
 	PodUID    string // from the process's cgroup (joins kube-state-metrics' kube_pod_info{uid})
+	// OOMETA is the seconds until its step peaks are projected to reach the
+	// memory it may use; HasOOMETA is false while they do not grow (or
+	// the levels carry no times): the gauge is then absent, never 0.
+	OOMETA    float64
+	HasOOMETA bool
 }
 
 // Reasons are the values of the snapshots counter's reason label; the
 // daemon maps anything else to "other" so an agent cannot grow the label.
-var Reasons = []string{"request", "oom", "import", "agent", "other"}
+var Reasons = []string{"request", "oom", "import", "agent", "warning", "other"}
 
 // Reason is r if it is one of Reasons, else "other".
 func Reason(r string) string {

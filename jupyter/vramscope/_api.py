@@ -40,6 +40,7 @@ EVENT_AGENT_GONE = "event.agent_gone"
 EVENT_SNAPSHOT_STORED = "event.snapshot_stored"
 EVENT_OOM_CAPTURED = "event.oom_captured"
 EVENT_COUNTERS_TICK = "event.counters_tick"
+EVENT_MEMORY_WARNING = "event.memory_warning"
 EVENT_GROUP_STORED = "event.group_stored"
 
 # Error codes.
@@ -100,6 +101,33 @@ class StatusResult(HelloResult, total=False):
     counters: "CountersStatus"  # the NVML sampler's state
 
 
+class GrowthEvidence(TypedDict, total=False):
+    """GrowthEvidence is what a projection rests on: the per-window maxima of the step peaks over a span of steps, fitted by Theil–Sen."""
+    from_step: int  # the span's first step
+    to_step: int  # its last step
+    windows: int  # windows in the span
+    window_steps: int  # steps per window
+    consistency: float  # Kendall's tau of the window maxima, -1 to 1
+    third_slopes: Optional[List[float]]  # bytes/step of each third of the span, oldest first
+    rise: int  # the trend's rise over the span, bytes
+    noise: int  # the maxima's robust spread around the trend, bytes
+
+
+class MemoryForecast(TypedDict, total=False):
+    """MemoryForecast is when a process's step peaks are projected to reach the memory it may use (profiler/forecast): only while they grow in a sustained way; process.list carries it, and the warning repeats it."""
+    step: int  # the last step the projection saw
+    projected_step: int  # the step at which the peak reaches capacity
+    projected_time: str  # when, on the daemon's clock (zero: the levels carry no times)
+    steps_left: int  # projected_step - step
+    seconds_left: float  # from the projection to projected_time (0: unknown)
+    bytes_per_step: float  # the growth's rate
+    bytes_per_second: float  # the same over the steps' mean duration (0: unknown)
+    capacity: int  # bytes the process may use: its device's, or its memory-fraction cap
+    level: int  # the trend's step peak now
+    evidence: "GrowthEvidence"  # what the trend rests on
+    warned: bool  # a memory_warning was sent for this growth
+
+
 class Process(TypedDict, total=False):
     """Process is one process on this host that uses the GPU or has an agent."""
     pid: int  # the process id on its host
@@ -120,6 +148,7 @@ class Process(TypedDict, total=False):
     torch_allocated: int  # (omitted when empty) torch.cuda.memory_allocated, from the agent's last report
     torch_reserved: int  # (omitted when empty) torch.cuda.memory_reserved, from the agent's last report
     connected: str  # (omitted when empty) RFC 3339
+    forecast: Optional["MemoryForecast"]  # (omitted when empty) Forecast is when its memory is projected to fill its device, while its step peaks grow (nil otherwise): vramscope ps's OOM ETA.
     job: str  # (omitted when empty) what ties it to the other ranks of its launch ("run:ID", "master:ADDR:PORT", "parent:PID"; "" alone): group.take captures every process of its job
 
 
@@ -451,3 +480,21 @@ class OOMEvent(TypedDict, total=False):
     named: Optional[List["NamedGroup"]]  # (omitted when empty) the largest named groups alive at the failure
     fix: str  # (omitted when empty) Fix is the finding's fix; in generation it leads with the batch and length that fit (KVCache).
     kv_cache: Optional["KVCache"]  # (omitted when empty) the KV cache the agent named at the failure
+
+
+class GrowingLine(TypedDict, total=False):
+    """GrowingLine is a source line whose memory grows, from a finding."""
+    file: str  # as the snapshot records it
+    line: int  # 1-based
+    bytes: int  # what the finding says it holds
+    kind: str  # the finding's kind: leak, loop_accumulation, cache_growth, unbounded_cache
+    title: str  # the finding's title
+
+
+class MemoryWarning(TypedDict, total=False):
+    """MemoryWarning is the payload of memory_warning: a process whose memory is projected to fill its device soon, sent once per growth, after the snapshot taken at the warning is stored (or could not be)."""
+    pid: int  # the process
+    forecast: "MemoryForecast"  # the projection that warned
+    snapshot: Optional["SnapshotResult"]  # (omitted when empty) Snapshot is the one the daemon took at the warning, so that the growth is named while the job still lives; SnapshotError says why there is none.
+    snapshot_error: str  # (omitted when empty)
+    growing: Optional["GrowingLine"]  # (omitted when empty) Growing is the line the snapshot's analysis finds growing (a leak, an accumulation in a loop, a cache that grows); nil when none.

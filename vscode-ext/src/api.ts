@@ -40,6 +40,7 @@ export const Method = {
   EventSnapshotStored: "event.snapshot_stored",
   EventOOMCaptured: "event.oom_captured",
   EventCountersTick: "event.counters_tick",
+  EventMemoryWarning: "event.memory_warning",
   EventGroupStored: "event.group_stored",
 } as const;
 
@@ -138,6 +139,52 @@ export interface StatusResult extends HelloResult {
   counters: CountersStatus;
 }
 
+/** GrowthEvidence is what a projection rests on: the per-window maxima of the step peaks over a span of steps, fitted by Theil–Sen. */
+export interface GrowthEvidence {
+  /** the span's first step */
+  from_step: number;
+  /** its last step */
+  to_step: number;
+  /** windows in the span */
+  windows: number;
+  /** steps per window */
+  window_steps: number;
+  /** Kendall's tau of the window maxima, -1 to 1 */
+  consistency: number;
+  /** bytes/step of each third of the span, oldest first */
+  third_slopes: number[] | null;
+  /** the trend's rise over the span, bytes */
+  rise: number;
+  /** the maxima's robust spread around the trend, bytes */
+  noise: number;
+}
+
+/** MemoryForecast is when a process's step peaks are projected to reach the memory it may use (profiler/forecast): only while they grow in a sustained way; process.list carries it, and the warning repeats it. */
+export interface MemoryForecast {
+  /** the last step the projection saw */
+  step: number;
+  /** the step at which the peak reaches capacity */
+  projected_step: number;
+  /** when, on the daemon's clock (zero: the levels carry no times) */
+  projected_time: string;
+  /** projected_step - step */
+  steps_left: number;
+  /** from the projection to projected_time (0: unknown) */
+  seconds_left: number;
+  /** the growth's rate */
+  bytes_per_step: number;
+  /** the same over the steps' mean duration (0: unknown) */
+  bytes_per_second: number;
+  /** bytes the process may use: its device's, or its memory-fraction cap */
+  capacity: number;
+  /** the trend's step peak now */
+  level: number;
+  /** what the trend rests on */
+  evidence: GrowthEvidence;
+  /** a memory_warning was sent for this growth */
+  warned: boolean;
+}
+
 /** Process is one process on this host that uses the GPU or has an agent. */
 export interface Process {
   /** the process id on its host */
@@ -176,6 +223,8 @@ export interface Process {
   torch_reserved?: number;
   /** RFC 3339 */
   connected?: string;
+  /** Forecast is when its memory is projected to fill its device, while its step peaks grow (nil otherwise): vramscope ps's OOM ETA. */
+  forecast?: MemoryForecast;
   /** what ties it to the other ranks of its launch ("run:ID", "master:ADDR:PORT", "parent:PID"; "" alone): group.take captures every process of its job */
   job?: string;
 }
@@ -667,4 +716,31 @@ export interface OOMEvent {
   fix?: string;
   /** the KV cache the agent named at the failure */
   kv_cache?: KVCache;
+}
+
+/** GrowingLine is a source line whose memory grows, from a finding. */
+export interface GrowingLine {
+  /** as the snapshot records it */
+  file: string;
+  /** 1-based */
+  line: number;
+  /** what the finding says it holds */
+  bytes: number;
+  /** the finding's kind: leak, loop_accumulation, cache_growth, unbounded_cache */
+  kind: string;
+  /** the finding's title */
+  title: string;
+}
+
+/** MemoryWarning is the payload of memory_warning: a process whose memory is projected to fill its device soon, sent once per growth, after the snapshot taken at the warning is stored (or could not be). */
+export interface MemoryWarning {
+  /** the process */
+  pid: number;
+  /** the projection that warned */
+  forecast: MemoryForecast;
+  /** Snapshot is the one the daemon took at the warning, so that the growth is named while the job still lives; SnapshotError says why there is none. */
+  snapshot?: SnapshotResult;
+  snapshot_error?: string;
+  /** Growing is the line the snapshot's analysis finds growing (a leak, an accumulation in a loop, a cache that grows); nil when none. */
+  growing?: GrowingLine;
 }
