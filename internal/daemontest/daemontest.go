@@ -17,12 +17,14 @@ import (
 	"github.com/sourcegraph/jsonrpc2"
 	"github.com/vramscope/vramscope/daemon"
 	"github.com/vramscope/vramscope/daemon/api"
+	"github.com/vramscope/vramscope/profiler/forecast"
 )
 
 // Daemon is a daemon serving on Socket (no NVML sampling) until Stop or the
 // end of the test.
 type Daemon struct {
 	Socket, DataDir string
+	srv             *daemon.Daemon
 	stop            func()
 }
 
@@ -40,6 +42,7 @@ func Start(t testing.TB) *Daemon {
 		os.RemoveAll(dir)
 		t.Fatal(err)
 	}
+	d.srv = srv
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan struct{})
 	go func() { srv.Serve(ctx); close(served) }()
@@ -54,6 +57,25 @@ func Start(t testing.TB) *Daemon {
 			t.Fatalf("the daemon made no socket at %s in 10 s", d.Socket)
 		}
 	}
+}
+
+// Levels hands the daemon a process's per-step levels, as the agent's
+// would arrive (the memory warning's tests).
+func (d *Daemon) Levels(pid int, levels []forecast.Level, capBytes int64) {
+	d.srv.ObserveLevels(pid, levels, capBytes)
+}
+
+// Leak is n levels of a run that leaks 1 MiB a step from 1.5 GiB under a
+// 4-step saw-tooth, a step every 70 ms: with a 3 GiB cap it is full near
+// step 1,400, and at step 1,300 the daemon warns.
+func Leak(n int) []forecast.Level {
+	const mib = 1 << 20
+	out := make([]forecast.Level, n)
+	for i := range out {
+		p := int64(1536*mib + i*mib + (i%4)*40*mib)
+		out[i] = forecast.Level{Step: i, TimeS: 0.07 * float64(i), Allocated: p / 2, Reserved: p + 100*mib, Peak: p}
+	}
+	return out
 }
 
 // Stop stops the daemon and waits until it has (at most once).
