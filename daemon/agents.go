@@ -175,7 +175,9 @@ func (s *session) processList(context.Context, json.RawMessage) (any, error) {
 	seen := map[int]int{}
 	for _, a := range d.agents.list() {
 		p := a.process()
-		p.Forecast = d.warner.forecast(p.PID)
+		if p.Forecast = d.warner.forecast(p.PID); p.Forecast != nil {
+			p.Forecast.ETASeconds, _ = etaOf(p.Forecast, time.Now())
+		}
 		seen[p.PID] = len(res.Processes)
 		res.Processes = append(res.Processes, p)
 	}

@@ -126,7 +126,12 @@ func copyCounts(m map[string]uint64) map[string]uint64 {
 // 0), and whether there is one: its step peaks grow and their levels carry
 // times.
 func (d *Daemon) oomETA(pid int, now time.Time) (float64, bool) {
-	f := d.warner.forecast(pid)
+	return etaOf(d.warner.forecast(pid), now)
+}
+
+// etaOf is the seconds from now to f's projected time (at least 0), and
+// whether f has one.
+func etaOf(f *api.MemoryForecast, now time.Time) (float64, bool) {
 	if f == nil || f.ProjectedTime.IsZero() {
 		return 0, false
 	}

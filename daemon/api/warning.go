@@ -23,6 +23,9 @@ type MemoryForecast struct {
 	Level          int64          `json:"level"`            // the trend's step peak now
 	Evidence       GrowthEvidence `json:"evidence"`         // what the trend rests on
 	Warned         bool           `json:"warned"`           // a memory_warning was sent for this growth
+	// ETASeconds is, in process.list's answer, the seconds from the answer
+	// to projected_time (0 when that is past or unknown).
+	ETASeconds float64 `json:"eta_seconds,omitempty"`
 }
 
 // GrowthEvidence is what a projection rests on: the per-window maxima of the

@@ -118,7 +118,6 @@ func runPS(args []string, stdout, stderr io.Writer) int {
 	}
 	stdout = terminal(stdout) // argv and notes come from the processes
 	fmt.Fprintf(stdout, "%8s %5s %4s %10s %10s %9s  %s\n", "PID", "RANK", "GPU", "GPU MEM", "TORCH", "OOM ETA", "COMMAND")
-	now := time.Now()
 	for _, p := range res.Processes {
 		rank := "-"
 		if p.Agent {
@@ -132,7 +131,7 @@ func runPS(args []string, stdout, stderr io.Writer) int {
 		if p.Note != "" {
 			cmd += "  (" + p.Note + ")"
 		}
-		fmt.Fprintf(stdout, "%8d %5s %4d %10s %10s %9s  %s\n", p.PID, rank, p.Device, profiler.FormatBytes(int64(p.GPUBytes)), torch, oomETA(p.Forecast, now), cmd)
+		fmt.Fprintf(stdout, "%8d %5s %4d %10s %10s %9s  %s\n", p.PID, rank, p.Device, profiler.FormatBytes(int64(p.GPUBytes)), torch, oomETA(p.Forecast), cmd)
 	}
 	return exitOK
 }
@@ -140,13 +139,13 @@ func runPS(args []string, stdout, stderr io.Writer) int {
 // oomETA is ps's OOM ETA: how long until the process's memory is projected
 // to fill its device ("-" while it does not grow), in steps when its levels
 // carry no times, "!" after it when the daemon has warned.
-func oomETA(f *api.MemoryForecast, now time.Time) string {
+func oomETA(f *api.MemoryForecast) string {
 	if f == nil {
 		return "-"
 	}
 	eta := fmt.Sprintf("%d steps", f.StepsLeft)
 	if !f.ProjectedTime.IsZero() {
-		eta = max(f.ProjectedTime.Sub(now), 0).Round(time.Second).String()
+		eta = (time.Duration(f.ETASeconds) * time.Second).String()
 	}
 	if f.Warned {
 		eta += "!"

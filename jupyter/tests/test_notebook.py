@@ -321,7 +321,7 @@ def test_failing_cell_fails_the_execution(engine, tmp_path):
 # --- a kernel with the fake torch -------------------------------------------------
 
 class FakeDaemon:
-    """Answers daemon.hello, counters.devices and counters.series on a Unix socket."""
+    """Answers daemon.hello, counters.devices, counters.series and process.list on a Unix socket."""
 
     def __init__(self, path):
         self.path = path
@@ -329,6 +329,7 @@ class FakeDaemon:
         self.srv.bind(path)
         self.srv.listen(4)
         self.calls = []
+        self.processes = []  # process.list's answer
         threading.Thread(target=self._accept, daemon=True).start()
 
     def _accept(self):
@@ -359,7 +360,8 @@ class FakeDaemon:
                     res = {"daemon.hello": {"version": "test", "api_version": "1.0", "pid": 1, "host": "h"},
                            "counters.devices": {"status": {"available": True, "devices": 1}, "devices": [],
                                                 "latest": [sample]},
-                           "counters.series": {"device": 0, "samples": [dict(sample, time_ms=now - 2000)]}}
+                           "counters.series": {"device": 0, "samples": [dict(sample, time_ms=now - 2000)]},
+                           "process.list": {"processes": self.processes}}
                     out = {"jsonrpc": "2.0", "id": req["id"]}
                     if req["method"] in res:
                         out["result"] = res[req["method"]]

@@ -126,6 +126,7 @@ class MemoryForecast(TypedDict, total=False):
     level: int  # the trend's step peak now
     evidence: "GrowthEvidence"  # what the trend rests on
     warned: bool  # a memory_warning was sent for this growth
+    eta_seconds: float  # (omitted when empty) ETASeconds is, in process.list's answer, the seconds from the answer to projected_time (0 when that is past or unknown).
 
 
 class Process(TypedDict, total=False):

@@ -302,6 +302,7 @@ def _live_widget(anywidget, t):
         running = t.Bool(False).tag(sync=True)
         source = t.Unicode("").tag(sync=True)
         note = t.Unicode("").tag(sync=True)
+        warning = t.Unicode("").tag(sync=True)  # the daemon's OOM forecast for this kernel (_live.warning_text)
         device = t.Int(0).tag(sync=True)
         total = t.Int(0).tag(sync=True)
         interval = t.Float(1.0).tag(sync=True)
@@ -320,7 +321,7 @@ def _live_widget(anywidget, t):
 
         def state(self):
             return {"samples": list(self.samples), "running": self.running, "source": self.source,
-                    "note": self.note, "device": self.device, "total": self.total, "interval": self.interval}
+                    "note": self.note, "warning": self.warning, "device": self.device, "total": self.total, "interval": self.interval}
 
         def _static_html(self):
             from . import _livestatic
@@ -380,6 +381,10 @@ def _live_widget(anywidget, t):
                     self.samples = hist[-s.keep:]
                 while not self._stop.is_set():
                     point = s.sample()
+                    warning = s.warning()
+                    if warning != self.warning:
+                        self.warning = warning
+                        self._maybe_update_static(force=True)
                     if point is not None:
                         self.total = int(point.get("total") or self.total or 0)
                         self.samples = (list(self.samples) + [point])[-s.keep:]

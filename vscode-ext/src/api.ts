@@ -183,6 +183,8 @@ export interface MemoryForecast {
   evidence: GrowthEvidence;
   /** a memory_warning was sent for this growth */
   warned: boolean;
+  /** ETASeconds is, in process.list's answer, the seconds from the answer to projected_time (0 when that is past or unknown). */
+  eta_seconds?: number;
 }
 
 /** Process is one process on this host that uses the GPU or has an agent. */

@@ -1,7 +1,8 @@
 // vramscope live widget: the front end of vramscope._widget.LiveWidget.
 // Like widget.js, it follows flame.js (wrapped as `VramscopeFlame`), here only
 // for its byte formatting. State: samples [{t (unix ms), used, total, util,
-// allocated, reserved}] (absent values null), running, source, note, total.
+// allocated, reserved}] (absent values null), running, source, note, total,
+// warning (the daemon's OOM forecast for this kernel, in words; "" for none).
 // The Stop/Start button sets `running`; the kernel's sampling thread follows.
 
 const fmt = VramscopeFlame.formatBytes;
@@ -21,6 +22,7 @@ function render({ model, el }) {
   btn.type = "button";
   const source = h("span", "vs-facts", head);
   const note = h("div", "vs-note", root);
+  const warning = h("div", "vs-note vs-live-warning", root);
   const canvas = h("canvas", "vs-live-chart", root);
   const legend = h("div", "vs-legend", root);
 
@@ -35,6 +37,8 @@ function render({ model, el }) {
     source.textContent = model.get("source") || "";
     note.textContent = model.get("note") || "";
     note.hidden = !note.textContent;
+    warning.textContent = model.get("warning") ? "\u26a0 " + model.get("warning") : "";
+    warning.hidden = !warning.textContent;
     root.dataset.samples = String(samples.length);
 
     legend.textContent = "";
@@ -100,7 +104,7 @@ function render({ model, el }) {
     model.save_changes();
   });
   const redraw = () => requestAnimationFrame(draw);
-  ["change:samples", "change:running", "change:source", "change:note", "change:total"].forEach((ev) => model.on(ev, redraw));
+  ["change:samples", "change:running", "change:source", "change:note", "change:warning", "change:total"].forEach((ev) => model.on(ev, redraw));
   const ro = new ResizeObserver(redraw);
   ro.observe(canvas);
   draw();
