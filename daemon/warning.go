@@ -131,7 +131,7 @@ func forecastOf(pr forecast.Projection, now time.Time) api.MemoryForecast {
 	f := api.MemoryForecast{Step: pr.LastStep, ProjectedStep: pr.Step, StepsLeft: pr.StepsLeft, SecondsLeft: pr.SecondsLeft,
 		BytesPerStep: pr.BytesPerStep, BytesPerSecond: pr.BytesPerSecond, Capacity: pr.Capacity, Level: pr.Level,
 		Evidence: api.GrowthEvidence{FromStep: ev.FromStep, ToStep: ev.ToStep, Windows: ev.Windows, WindowSteps: ev.WindowSteps,
-			Consistency: ev.Consistency, ThirdSlopes: ev.ThirdSlopes[:], Rise: ev.Rise, Noise: ev.Noise}}
+			Consistency: ev.Consistency, ThirdSlopes: ev.ThirdSlopes[:], Rise: ev.Rise, Noise: ev.Noise, CacheGap: ev.CacheGap}}
 	if pr.SecondsLeft > 0 {
 		f.ProjectedTime = now.Add(time.Duration(pr.SecondsLeft * float64(time.Second))).UTC()
 	}

@@ -39,6 +39,7 @@ type GrowthEvidence struct {
 	ThirdSlopes []float64 `json:"third_slopes"` // bytes/step of each third of the span, oldest first
 	Rise        int64     `json:"rise"`         // the trend's rise over the span, bytes
 	Noise       int64     `json:"noise"`        // the maxima's robust spread around the trend, bytes
+	CacheGap    int64     `json:"cache_gap"`    // reserved beyond the step peak lately: the allocator fails when reserved reaches capacity, so the peak is projected to capacity - cache_gap
 }
 
 // MemoryWarning is the payload of memory_warning: a process whose memory is

@@ -111,6 +111,7 @@ class GrowthEvidence(TypedDict, total=False):
     third_slopes: Optional[List[float]]  # bytes/step of each third of the span, oldest first
     rise: int  # the trend's rise over the span, bytes
     noise: int  # the maxima's robust spread around the trend, bytes
+    cache_gap: int  # reserved beyond the step peak lately: the allocator fails when reserved reaches capacity, so the peak is projected to capacity - cache_gap
 
 
 class MemoryForecast(TypedDict, total=False):

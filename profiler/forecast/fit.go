@@ -31,6 +31,7 @@ func (p Params) fit(span []Level, capacity int64) (trend, string) {
 	if ev.Rise < need {
 		return trend{}, fmt.Sprintf("a rise of %d bytes over steps %d-%d, under the %d needed", ev.Rise, ev.FromStep, ev.ToStep, need)
 	}
+	ev.CacheGap = cacheGap(pts)
 	return trend{slope: slope, intercept: intercept, from: span[0], to: span[len(span)-1], ev: ev}, ""
 }
 

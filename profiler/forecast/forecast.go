@@ -28,8 +28,9 @@ type Level struct {
 // peak is the step's peak, or its allocated bytes when no peak was recorded.
 func (l Level) peak() int64 { return max(l.Peak, l.Allocated) }
 
-// Projection is when the step peaks' trend reaches the capacity, with the
-// evidence for the trend. Growing is false, and Why says why, when there is
+// Projection is when the step peaks' trend reaches the capacity (less the
+// allocator's cache beyond the peak, Evidence.CacheGap), with the evidence
+// for the trend. Growing is false, and Why says why, when there is
 // no sustained growth to project.
 type Projection struct {
 	Growing        bool
@@ -56,4 +57,5 @@ type Evidence struct {
 	ThirdSlopes      [3]float64 // Theil–Sen slope (bytes/step) of each third of the span, oldest first
 	Rise             int64      // the trend's rise over the span (bytes)
 	Noise            int64      // the maxima's robust spread around the trend (bytes)
+	CacheGap         int64      // reserved beyond the step peak lately: the peak is projected to Capacity - CacheGap
 }

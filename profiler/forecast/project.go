@@ -66,11 +66,12 @@ func (p Params) longestTrend(usable []Level, capacity int64) (trend, string) {
 	return best, ""
 }
 
-// project extrapolates the trend from the last level to capacity.
+// project extrapolates the trend from the last level to the capacity less
+// the allocator's cache beyond the peak (cacheGap).
 func (t trend) project(out Projection, p Params) Projection {
 	level := t.slope*float64(out.LastStep) + t.intercept
 	out.Level = int64(level)
-	left := math.Ceil((float64(out.Capacity) - level) / t.slope)
+	left := math.Ceil((float64(out.Capacity-t.ev.CacheGap) - level) / t.slope)
 	spanSteps := float64(t.to.Step - t.from.Step)
 	if left > p.MaxExtrapolation*spanSteps {
 		out.Why = fmt.Sprintf("full in %.0f steps, more than %.0f times the %.0f steps of evidence", left, p.MaxExtrapolation, spanSteps)

@@ -2,10 +2,12 @@ package forecast
 
 import "sort"
 
-// point is one window: its centre step and its maximum peak.
+// point is one window: its centre step, its maximum peak and its maximum
+// reserved bytes.
 type point struct {
 	x float64
 	y float64
+	r float64
 }
 
 // theilSen is the median of the pairwise slopes of pts, and the intercept

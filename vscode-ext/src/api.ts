@@ -157,6 +157,8 @@ export interface GrowthEvidence {
   rise: number;
   /** the maxima's robust spread around the trend, bytes */
   noise: number;
+  /** reserved beyond the step peak lately: the allocator fails when reserved reaches capacity, so the peak is projected to capacity - cache_gap */
+  cache_gap: number;
 }
 
 /** MemoryForecast is when a process's step peaks are projected to reach the memory it may use (profiler/forecast): only while they grow in a sustained way; process.list carries it, and the warning repeats it. */
