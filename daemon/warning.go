@@ -130,9 +130,9 @@ func forecastOf(pr forecast.Projection, now time.Time) api.MemoryForecast {
 	ev := pr.Evidence
 	f := api.MemoryForecast{Step: pr.LastStep, ProjectedStep: pr.Step, StepsLeft: pr.StepsLeft, SecondsLeft: pr.SecondsLeft,
 		BytesPerStep: pr.BytesPerStep, BytesPerSecond: pr.BytesPerSecond, Capacity: pr.Capacity, Level: pr.Level,
-		Evidence: api.GrowthEvidence{FromStep: ev.FromStep, ToStep: ev.ToStep, Windows: ev.Windows, WindowSteps: ev.WindowSteps,
+		Evidence: api.GrowthEvidence{Series: ev.Series, FromStep: ev.FromStep, ToStep: ev.ToStep, Windows: ev.Windows, WindowSteps: ev.WindowSteps,
 			Consistency: ev.Consistency, ThirdSlopes: ev.ThirdSlopes[:], Rise: ev.Rise, Noise: ev.Noise, CacheGap: ev.CacheGap}}
-	if pr.SecondsLeft > 0 {
+	if pr.BytesPerSecond > 0 { // the levels carry times (SecondsLeft may be 0: due now)
 		f.ProjectedTime = now.Add(time.Duration(pr.SecondsLeft * float64(time.Second))).UTC()
 	}
 	return f

@@ -16,20 +16,15 @@ const mib = 1 << 20
 
 // leakLevels is a run that leaks 1 MiB a step under a 4-step saw-tooth, a
 // step every 70 ms, from 1.5 GiB: with a 3 GiB cap it is full near step 1,400.
-func leakLevels(n int) []forecast.Level {
+func leakLevels(n int) []forecast.Level { return leakUntil(n, n) }
+
+// leakUntil is leakLevels with the leak stopped at step stop.
+func leakUntil(n, stop int) []forecast.Level {
 	out := make([]forecast.Level, n)
 	for i := range out {
-		p := int64(1536*mib + i*mib + (i%4)*40*mib)
-		out[i] = forecast.Level{Step: i, TimeS: 0.07 * float64(i), Allocated: p / 2, Reserved: p + 100*mib, Peak: p}
-	}
-	return out
-}
-
-// flatAfter is levels with the growth stopped at step stop.
-func flatAfter(levels []forecast.Level, stop int) []forecast.Level {
-	out := append([]forecast.Level(nil), levels...)
-	for i := stop; i < len(out); i++ {
-		out[i].Peak = out[stop].Peak + int64(i%4)*40*mib - int64(stop%4)*40*mib
+		kept := int64(min(i, stop)) * mib
+		p := 1536*mib + kept + int64(i%4)*40*mib
+		out[i] = forecast.Level{Step: i, TimeS: 0.07 * float64(i), Allocated: 512*mib + kept, Reserved: p + 100*mib, Peak: p}
 	}
 	return out
 }
@@ -86,7 +81,7 @@ func TestWarnerFarOff(t *testing.T) {
 // that stopped for 100 steps, a new capacity, a restarted run.
 func TestWarnerRearm(t *testing.T) {
 	w, fired := recorder()
-	lv := flatAfter(leakLevels(1300), 1100)
+	lv := leakUntil(1300, 1100)
 	feedLevels(w, 10, 7, lv[:1150], 3<<30)
 	if len(*fired) != 1 {
 		t.Fatalf("%d warnings before the growth stopped, want 1", len(*fired))
@@ -137,7 +132,7 @@ func TestMemoryWarningEvent(t *testing.T) {
 	fakeAgent(t, cfg.Socket, 5151, func(_ *jsonrpc2.Conn, path string) (any, error) {
 		return copyDump("../examples/snapshots/leak_steps.pickle", path)
 	})
-	lv := leakLevels(1300)
+	lv := leakLevels(1100) // full near step 1,320: 15 s to go
 	for n := 10; n <= len(lv); n += 10 {
 		d.ObserveLevels(5151, lv[:n], 3<<30)
 	}

@@ -61,7 +61,7 @@ func (s *Server) warningDiagnostics() map[string][]protocol.Diagnostic {
 // what names the growth.
 func warningMessage(ev api.MemoryWarning) string {
 	f := ev.Forecast
-	msg := fmt.Sprintf("vramscope: pid %d will run out of GPU memory: its step peaks grow %s/step%s and reach %s at step %d, %s",
+	msg := fmt.Sprintf("vramscope: pid %d will run out of GPU memory: its step peaks grow %s/step%s and fill its %s at step %d, %s",
 		ev.PID, profiler.FormatBytes(int64(f.BytesPerStep)), perSecond(f), profiler.FormatBytes(f.Capacity), f.ProjectedStep, whenLeft(f))
 	switch {
 	case ev.Snapshot != nil && ev.Growing != nil:
@@ -76,7 +76,7 @@ func warningMessage(ev api.MemoryWarning) string {
 
 func warningDiagMessage(ev api.MemoryWarning) string {
 	f := ev.Forecast
-	return fmt.Sprintf("Memory grows here: pid %d's step peaks rise %s/step and reach %s at step %d, %s.\n%s",
+	return fmt.Sprintf("Memory grows here: pid %d's step peaks rise %s/step and fill its %s at step %d, %s.\n%s",
 		ev.PID, profiler.FormatBytes(int64(f.BytesPerStep)), profiler.FormatBytes(f.Capacity), f.ProjectedStep, whenLeft(f), ev.Growing.Title)
 }
 
@@ -89,7 +89,7 @@ func perSecond(f api.MemoryForecast) string {
 
 // whenLeft is how far off the full device is: time and steps, or steps.
 func whenLeft(f api.MemoryForecast) string {
-	if f.SecondsLeft <= 0 {
+	if f.BytesPerSecond <= 0 { // the levels carry no times
 		return fmt.Sprintf("in %d steps", f.StepsLeft)
 	}
 	return fmt.Sprintf("in %s (%d steps)", (time.Duration(f.SecondsLeft) * time.Second).String(), f.StepsLeft)

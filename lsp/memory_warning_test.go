@@ -25,7 +25,7 @@ func TestMemoryWarning(t *testing.T) {
 	if !sb.Daemon {
 		t.Fatalf("the server never reached the daemon: %+v", sb)
 	}
-	d.Levels(6161, daemontest.Leak(1300), 3<<30)
+	d.Levels(6161, daemontest.Leak(1100), 3<<30)
 	var msg string
 	c.waitFor("the warning message", func() bool {
 		for _, m := range c.msgs {
@@ -52,7 +52,7 @@ func TestMemoryWarning(t *testing.T) {
 		}
 		return false
 	})
-	d.Levels(6161, daemontest.Leak(1310), 3<<30) // the same growth: no second message
+	d.Levels(6161, daemontest.Leak(1110), 3<<30) // the same growth: no second message
 	time.Sleep(300 * time.Millisecond)
 	c.mu.Lock()
 	n := 0

@@ -16,7 +16,7 @@ type MemoryForecast struct {
 	ProjectedStep  int            `json:"projected_step"`   // the step at which the peak reaches capacity
 	ProjectedTime  time.Time      `json:"projected_time"`   // when, on the daemon's clock (zero: the levels carry no times)
 	StepsLeft      int            `json:"steps_left"`       // projected_step - step
-	SecondsLeft    float64        `json:"seconds_left"`     // from the projection to projected_time (0: unknown)
+	SecondsLeft    float64        `json:"seconds_left"`     // from the projection to projected_time (0: due now, or unknown when bytes_per_second is 0)
 	BytesPerStep   float64        `json:"bytes_per_step"`   // the growth's rate
 	BytesPerSecond float64        `json:"bytes_per_second"` // the same over the steps' mean duration (0: unknown)
 	Capacity       int64          `json:"capacity"`         // bytes the process may use: its device's, or its memory-fraction cap
@@ -28,9 +28,10 @@ type MemoryForecast struct {
 	ETASeconds float64 `json:"eta_seconds,omitempty"`
 }
 
-// GrowthEvidence is what a projection rests on: the per-window maxima of the
-// step peaks over a span of steps, fitted by Theil–Sen.
+// GrowthEvidence is what a projection rests on: the per-window maxima of a
+// series of per-step levels over a span of steps, fitted by Theil–Sen.
 type GrowthEvidence struct {
+	Series      string    `json:"series"`       // where the growth was found: "step peak", or "allocated at step end" (steadier under variable-length batches); either is projected from the step peaks' level
 	FromStep    int       `json:"from_step"`    // the span's first step
 	ToStep      int       `json:"to_step"`      // its last step
 	Windows     int       `json:"windows"`      // windows in the span

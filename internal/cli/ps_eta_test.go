@@ -17,7 +17,7 @@ func TestPSShowsOOMETA(t *testing.T) {
 		daemontest.Agent(t, d.Socket, api.RegisterParams{PID: pid, Host: "test", WorldSize: 1, Argv: []string{"python", "train.py"}},
 			"../../examples/snapshots/leak_steps.pickle")
 	}
-	d.Levels(9401, daemontest.Leak(1300), 3<<30)
+	d.Levels(9401, daemontest.Leak(1100), 3<<30)
 	o := mustRun(t, "ps", "--socket", d.Socket)
 	t.Logf("ps:\n%s", o.stdout)
 	lines := strings.Split(o.stdout, "\n")

@@ -65,15 +65,16 @@ func (d *Daemon) Levels(pid int, levels []forecast.Level, capBytes int64) {
 	d.srv.ObserveLevels(pid, levels, capBytes)
 }
 
-// Leak is n levels of a run that leaks 1 MiB a step from 1.5 GiB under a
-// 4-step saw-tooth, a step every 70 ms: with a 3 GiB cap it is full near
-// step 1,400, and at step 1,300 the daemon warns.
+// Leak is n levels of a run that keeps 1 MiB more each step, its peak from
+// 1.5 GiB under a 4-step saw-tooth and 100 MiB of cache beyond it, a step
+// every 70 ms: with a 3 GiB cap it is full near step 1,320, and the daemon
+// warns from step 250 on (given 1,100 levels: full in about 15 s).
 func Leak(n int) []forecast.Level {
 	const mib = 1 << 20
 	out := make([]forecast.Level, n)
 	for i := range out {
 		p := int64(1536*mib + i*mib + (i%4)*40*mib)
-		out[i] = forecast.Level{Step: i, TimeS: 0.07 * float64(i), Allocated: p / 2, Reserved: p + 100*mib, Peak: p}
+		out[i] = forecast.Level{Step: i, TimeS: 0.07 * float64(i), Allocated: int64(512*mib + i*mib), Reserved: p + 100*mib, Peak: p}
 	}
 	return out
 }

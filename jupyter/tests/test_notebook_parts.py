@@ -266,7 +266,7 @@ def test_sampler_warning_is_this_process_forecast(tmp):
         s.close()
     finally:
         d.close()
-    no_times = dict(LEAK_FORECAST, seconds_left=0, bytes_per_second=0, warned=False)
+    no_times = dict(LEAK_FORECAST, seconds_left=0, bytes_per_second=0, projected_time="0001-01-01T00:00:00Z", warned=False)
     assert _live.warning_text(no_times) == "out of memory in 112 steps (step 1411): step peaks grow 1.00 MiB/step toward 3.00 GiB"
     assert _live.warning_text(None) == ""
 

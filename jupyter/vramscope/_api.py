@@ -102,7 +102,8 @@ class StatusResult(HelloResult, total=False):
 
 
 class GrowthEvidence(TypedDict, total=False):
-    """GrowthEvidence is what a projection rests on: the per-window maxima of the step peaks over a span of steps, fitted by Theil–Sen."""
+    """GrowthEvidence is what a projection rests on: the per-window maxima of a series of per-step levels over a span of steps, fitted by Theil–Sen."""
+    series: str  # where the growth was found: "step peak", or "allocated at step end" (steadier under variable-length batches); either is projected from the step peaks' level
     from_step: int  # the span's first step
     to_step: int  # its last step
     windows: int  # windows in the span
@@ -120,7 +121,7 @@ class MemoryForecast(TypedDict, total=False):
     projected_step: int  # the step at which the peak reaches capacity
     projected_time: str  # when, on the daemon's clock (zero: the levels carry no times)
     steps_left: int  # projected_step - step
-    seconds_left: float  # from the projection to projected_time (0: unknown)
+    seconds_left: float  # from the projection to projected_time (0: due now, or unknown when bytes_per_second is 0)
     bytes_per_step: float  # the growth's rate
     bytes_per_second: float  # the same over the steps' mean duration (0: unknown)
     capacity: int  # bytes the process may use: its device's, or its memory-fraction cap

@@ -211,7 +211,7 @@ def warning_text(f):
         return ""
     from ._report import fmt_bytes
 
-    if f.get("seconds_left"):
+    if f.get("bytes_per_second"):  # the levels carry times
         when = "in %s (step %d)" % (_duration(f.get("eta_seconds") or 0), f.get("projected_step", 0))
     else:
         when = "in %d steps (step %d)" % (f.get("steps_left", 0), f.get("projected_step", 0))

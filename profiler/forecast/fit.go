@@ -2,18 +2,19 @@ package forecast
 
 import "fmt"
 
-// fit is the span's trend when it shows sustained growth, else why not.
-func (p Params) fit(span []Level, capacity int64) (trend, string) {
+// fit is the span's trend in series s when it shows sustained growth, else
+// why not.
+func (p Params) fit(span []Level, capacity int64, s series) (trend, string) {
 	size := p.windowSize(len(span))
-	pts := windowMaxima(span, size)
+	pts := windowMaxima(span, size, s)
 	if len(pts) < 6 {
 		return trend{}, fmt.Sprintf("%d windows of %d steps, fewer than 6", len(pts), size)
 	}
 	slope, intercept := theilSen(pts)
 	if slope <= 0 {
-		return trend{}, "the step peaks do not rise"
+		return trend{}, "the " + s.name + " does not rise"
 	}
-	ev := Evidence{FromStep: span[0].Step, ToStep: span[len(span)-1].Step, Windows: len(pts), WindowSteps: size,
+	ev := Evidence{Series: s.name, FromStep: span[0].Step, ToStep: span[len(span)-1].Step, Windows: len(pts), WindowSteps: size,
 		Consistency: kendallTau(pts)}
 	if ev.Consistency < p.MinConsistency {
 		return trend{}, fmt.Sprintf("the window maxima rise inconsistently (tau %.2f < %.2f)", ev.Consistency, p.MinConsistency)
@@ -31,12 +32,24 @@ func (p Params) fit(span []Level, capacity int64) (trend, string) {
 	if ev.Rise < need {
 		return trend{}, fmt.Sprintf("a rise of %d bytes over steps %d-%d, under the %d needed", ev.Rise, ev.FromStep, ev.ToStep, need)
 	}
-	ev.CacheGap = cacheGap(pts)
-	return trend{slope: slope, intercept: intercept, from: span[0], to: span[len(span)-1], ev: ev}, ""
+	peaks := windowMaxima(span, size, peakSeries)
+	ev.CacheGap = cacheGap(peaks, capacity)
+	return trend{slope: slope, intercept: levelIntercept(peaks, slope), from: span[0], to: span[len(span)-1], ev: ev}, ""
 }
 
 // thirds splits pts into three consecutive parts (the last takes the rest).
 func thirds(pts []point) [3][]point {
 	n := len(pts) / 3
 	return [3][]point{pts[:n], pts[n : 2*n], pts[2*n:]}
+}
+
+// levelIntercept is the intercept of the step peaks' window maxima at slope
+// (the median of y - slope·x): a trend found in either series is projected
+// from the peaks' level.
+func levelIntercept(peaks []point, slope float64) float64 {
+	rest := make([]float64, len(peaks))
+	for i, p := range peaks {
+		rest[i] = p.y - slope*p.x
+	}
+	return median(rest)
 }

@@ -3,6 +3,7 @@ package forecast
 import (
 	"fmt"
 	"math"
+	"strings"
 )
 
 // trend is a span's fitted growth.
@@ -34,12 +35,26 @@ func Project(levels []Level, capacity int64, p Params) Projection {
 	return t.project(out, p)
 }
 
-// longestTrend is the longest of the spans that shows sustained growth,
-// provided the most recent span still rises.
+// longestTrend is the sustained growth of the first series that shows one
+// (allSeries), or why none does.
 func (p Params) longestTrend(usable []Level, capacity int64) (trend, string) {
 	if len(usable) < p.Spans[0] {
 		return trend{}, fmt.Sprintf("%d steps after warm-up, fewer than %d", len(usable), p.Spans[0])
 	}
+	var why []string
+	for _, s := range allSeries {
+		t, reason := p.longestIn(usable, capacity, s)
+		if reason == "" {
+			return t, ""
+		}
+		why = append(why, s.name+": "+reason)
+	}
+	return trend{}, strings.Join(why, "; ")
+}
+
+// longestIn is the longest of the spans whose series s shows sustained
+// growth, provided its most recent span still rises.
+func (p Params) longestIn(usable []Level, capacity int64, s series) (trend, string) {
 	var best trend
 	why := ""
 	found := false
@@ -47,7 +62,7 @@ func (p Params) longestTrend(usable []Level, capacity int64) (trend, string) {
 		if n > len(usable) {
 			break
 		}
-		t, reason := p.fit(usable[len(usable)-n:], capacity)
+		t, reason := p.fit(usable[len(usable)-n:], capacity, s)
 		if reason != "" {
 			if !found {
 				why = reason
@@ -59,9 +74,9 @@ func (p Params) longestTrend(usable []Level, capacity int64) (trend, string) {
 	if !found {
 		return trend{}, why
 	}
-	recent := windowMaxima(usable[len(usable)-p.Spans[0]:], p.windowSize(p.Spans[0]))
-	if s, _ := theilSen(recent); s < p.MinThirdShare*best.slope {
-		return trend{}, fmt.Sprintf("the last %d steps rise %.0f B/step, under %.0f%% of the trend's %.0f", p.Spans[0], s, 100*p.MinThirdShare, best.slope)
+	recent := windowMaxima(usable[len(usable)-p.Spans[0]:], p.windowSize(p.Spans[0]), s)
+	if r, _ := theilSen(recent); r < p.MinThirdShare*best.slope {
+		return trend{}, fmt.Sprintf("the last %d steps rise %.0f B/step, under %.0f%% of the trend's %.0f", p.Spans[0], r, 100*p.MinThirdShare, best.slope)
 	}
 	return best, ""
 }

@@ -7,8 +7,8 @@ import (
 
 const mib = 1 << 20
 
-// series makes n levels, one every dt seconds, whose peak is peak(i).
-func series(n int, dt float64, peak func(i int) int64) []Level {
+// levelsOf makes n levels, one every dt seconds, whose peak is peak(i).
+func levelsOf(n int, dt float64, peak func(i int) int64) []Level {
 	out := make([]Level, n)
 	for i := range out {
 		p := peak(i)
@@ -81,7 +81,7 @@ func TestHealthySynthetic(t *testing.T) {
 	}
 	for name, f := range cases {
 		t.Run(name, func(t *testing.T) {
-			lv := series(3000, 0.05, f)
+			lv := levelsOf(3000, 0.05, f)
 			neverGrowing(t, lv, tight(lv))
 		})
 	}
@@ -95,7 +95,7 @@ func TestSlowGrowth(t *testing.T) {
 	peak := func(i int) int64 {
 		return 1536*mib + int64(i)*mib + int64(i%4)*50*mib + int64(r.IntN(200))*mib
 	}
-	lv := series(1200, 0.07, peak)
+	lv := levelsOf(1200, 0.07, peak)
 	pr := Project(lv, capacity, Default())
 	if !pr.Growing {
 		t.Fatalf("no projection: %s", pr.Why)
@@ -119,7 +119,7 @@ func TestSlowGrowth(t *testing.T) {
 // short span, long before the 3,200-step span would show it.
 func TestLateLeak(t *testing.T) {
 	peak := func(i int) int64 { return 2048*mib + int64(max(i-3000, 0))*2*mib + int64(i%4)*20*mib }
-	lv := series(3400, 0.05, peak)
+	lv := levelsOf(3400, 0.05, peak)
 	pr := Project(lv, 4096*mib, Default())
 	if !pr.Growing {
 		t.Fatalf("no projection: %s", pr.Why)
@@ -133,7 +133,7 @@ func TestLateLeak(t *testing.T) {
 // the longer spans still show it.
 func TestGrowthStopped(t *testing.T) {
 	peak := func(i int) int64 { return 1024*mib + int64(min(i, 1500))*mib }
-	lv := series(1800, 0.05, peak)
+	lv := levelsOf(1800, 0.05, peak)
 	if pr := Project(lv[:1500], 4096*mib, Default()); !pr.Growing {
 		t.Fatalf("no projection while it grew: %s", pr.Why)
 	}
@@ -143,7 +143,7 @@ func TestGrowthStopped(t *testing.T) {
 }
 
 func TestTooLittle(t *testing.T) {
-	lv := series(200, 0.05, func(i int) int64 { return 1024*mib + int64(i)*10*mib })
+	lv := levelsOf(200, 0.05, func(i int) int64 { return 1024*mib + int64(i)*10*mib })
 	if pr := Project(lv, 4096*mib, Default()); pr.Growing || pr.Why == "" {
 		t.Errorf("200 levels (150 after warm-up) projected: %+v", pr)
 	}
@@ -154,8 +154,8 @@ func TestTooLittle(t *testing.T) {
 
 // TestRestart: levels of an earlier run (the step count goes back) do not count.
 func TestRestart(t *testing.T) {
-	grow := series(1000, 0.05, func(i int) int64 { return 1024*mib + int64(i)*mib })
-	flat := series(300, 0.05, func(i int) int64 { return 1024 * mib })
+	grow := levelsOf(1000, 0.05, func(i int) int64 { return 1024*mib + int64(i)*mib })
+	flat := levelsOf(300, 0.05, func(i int) int64 { return 1024 * mib })
 	if pr := Project(append(grow, flat...), 4096*mib, Default()); pr.Growing {
 		t.Errorf("an earlier run's growth projected: %+v", pr)
 	}

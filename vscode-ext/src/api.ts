@@ -139,8 +139,10 @@ export interface StatusResult extends HelloResult {
   counters: CountersStatus;
 }
 
-/** GrowthEvidence is what a projection rests on: the per-window maxima of the step peaks over a span of steps, fitted by Theil–Sen. */
+/** GrowthEvidence is what a projection rests on: the per-window maxima of a series of per-step levels over a span of steps, fitted by Theil–Sen. */
 export interface GrowthEvidence {
+  /** where the growth was found: "step peak", or "allocated at step end" (steadier under variable-length batches); either is projected from the step peaks' level */
+  series: string;
   /** the span's first step */
   from_step: number;
   /** its last step */
@@ -171,7 +173,7 @@ export interface MemoryForecast {
   projected_time: string;
   /** projected_step - step */
   steps_left: number;
-  /** from the projection to projected_time (0: unknown) */
+  /** from the projection to projected_time (0: due now, or unknown when bytes_per_second is 0) */
   seconds_left: number;
   /** the growth's rate */
   bytes_per_step: number;
