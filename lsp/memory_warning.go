@@ -61,7 +61,7 @@ func (s *Server) warningDiagnostics() map[string][]protocol.Diagnostic {
 // what names the growth.
 func warningMessage(ev api.MemoryWarning) string {
 	f := ev.Forecast
-	msg := fmt.Sprintf("vramscope: pid %d will run out of GPU memory: its step peaks grow %s/step%s and fill its %s at step %d, %s",
+	msg := fmt.Sprintf("vramscope: pid %d will run out of GPU memory: its memory grows %s/step%s and fills its %s at step %d, %s",
 		ev.PID, profiler.FormatBytes(int64(f.BytesPerStep)), perSecond(f), profiler.FormatBytes(f.Capacity), f.ProjectedStep, whenLeft(f))
 	switch {
 	case ev.Snapshot != nil && ev.Growing != nil:
@@ -76,7 +76,7 @@ func warningMessage(ev api.MemoryWarning) string {
 
 func warningDiagMessage(ev api.MemoryWarning) string {
 	f := ev.Forecast
-	return fmt.Sprintf("Memory grows here: pid %d's step peaks rise %s/step and fill its %s at step %d, %s.\n%s",
+	return fmt.Sprintf("Memory grows here: pid %d grows %s/step and fills its %s at step %d, %s.\n%s",
 		ev.PID, profiler.FormatBytes(int64(f.BytesPerStep)), profiler.FormatBytes(f.Capacity), f.ProjectedStep, whenLeft(f), ev.Growing.Title)
 }
 

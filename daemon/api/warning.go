@@ -31,7 +31,7 @@ type MemoryForecast struct {
 // GrowthEvidence is what a projection rests on: the per-window maxima of a
 // series of per-step levels over a span of steps, fitted by Theil–Sen.
 type GrowthEvidence struct {
-	Series      string    `json:"series"`       // where the growth was found: "step peak", or "allocated at step end" (steadier under variable-length batches); either is projected from the step peaks' level
+	Series      string    `json:"series"`       // where the growth was found: "step peak", or "memory allocated at step end" (steadier under variable-length batches); either is projected from the step peaks' level
 	FromStep    int       `json:"from_step"`    // the span's first step
 	ToStep      int       `json:"to_step"`      // its last step
 	Windows     int       `json:"windows"`      // windows in the span

@@ -1,9 +1,10 @@
 """Slow growth until OOM: a GPT-2 (4 layers) training loop that keeps one
-tensor per step in a list (a metrics history kept on the GPU) under a memory
-cap, each step padded to 70 ms. `leak.py` (1 MiB a step, 3 GiB cap) ran out
-at step 635, 47 s in, on the H200; `--cap 4` (leak_4g) runs longer. With
---varlen the batches' lengths also vary (64-512 tokens), so the growth
-hides under a noisy peak: `--varlen --cap 5 --mib 2` (leak_varlen)."""
+1 MiB tensor per step in a list (a metrics history kept on the GPU) under a
+3 GiB cap, each step padded to 70 ms. On the H200 (2026-12-02) it ran out
+at step 635, 47 s in (profiler/forecast/testdata/leak.json). With --varlen
+the batches' lengths also vary (64-512 tokens); under the same 3 GiB cap a
+512-token batch alone does not fit (it ran out at step 4), so that variant
+needs a larger cap (not run; docs/oom-warning.md)."""
 import random
 import sys
 import time
@@ -13,16 +14,10 @@ import torch
 import levels
 
 
-def arg(flag, default):
-    return sys.argv[sys.argv.index(flag) + 1] if flag in sys.argv else default
-
-
 def main():
     varlen = "--varlen" in sys.argv
-    gib = int(arg("--cap", 3))
-    mib = int(arg("--mib", 1))
-    name = "leak_varlen" if varlen else ("leak" if gib == 3 else "leak_%dg" % gib)
-    cap = levels.cap(gib)
+    name = "leak_varlen" if varlen else "leak"
+    cap = levels.cap(3)
     rec = levels.Levels(name, cap)
     model = levels.gpt2()
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
@@ -38,7 +33,7 @@ def main():
             loss.backward()
             opt.step()
             opt.zero_grad(set_to_none=True)
-            kept.append(torch.empty(mib << 20, dtype=torch.uint8, device="cuda").fill_(1))  # the leak
+            kept.append(torch.empty(1 << 20, dtype=torch.uint8, device="cuda").fill_(1))  # the leak
             loss.item()
         except torch.OutOfMemoryError:
             return rec.save("oom", oom_step=step, oom_t=round(time.time() - rec.t0, 3))

@@ -5,9 +5,7 @@
 cd "$(dirname "$0")"
 export OUT=${OUT:-.}
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader > "$OUT/road.log"
-PROGRAMS=${PROGRAMS:-"leak.py|leak.py --varlen|grad_accum.py|varlen.py|eval_warmup.py|late_long.py"}
-IFS='|' read -ra LIST <<< "$PROGRAMS"
-for p in "${LIST[@]}"; do
+for p in "leak.py" "leak.py --varlen" grad_accum.py varlen.py eval_warmup.py late_long.py; do
   timeout 200 python3 $p >> "$OUT/road.log" 2>&1 &
 done
 wait

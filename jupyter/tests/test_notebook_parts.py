@@ -261,13 +261,13 @@ def test_sampler_warning_is_this_process_forecast(tmp):
                           {"pid": os.getpid(), "agent": True}]
         assert s.warning() == ""  # another process grows, this one does not
         d.processes[1]["forecast"] = LEAK_FORECAST
-        assert s.warning() == ("out of memory in 1m35s (step 1411): step peaks grow 1.00 MiB/step, 14.29 MiB/s "
+        assert s.warning() == ("out of memory in 1m35s (step 1411): memory grows 1.00 MiB/step, 14.29 MiB/s "
                                "toward 3.00 GiB; the daemon warned and took a snapshot (vramscope snapshots)")
         s.close()
     finally:
         d.close()
     no_times = dict(LEAK_FORECAST, seconds_left=0, bytes_per_second=0, projected_time="0001-01-01T00:00:00Z", warned=False)
-    assert _live.warning_text(no_times) == "out of memory in 112 steps (step 1411): step peaks grow 1.00 MiB/step toward 3.00 GiB"
+    assert _live.warning_text(no_times) == "out of memory in 112 steps (step 1411): memory grows 1.00 MiB/step toward 3.00 GiB"
     assert _live.warning_text(None) == ""
 
 

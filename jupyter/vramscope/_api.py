@@ -103,7 +103,7 @@ class StatusResult(HelloResult, total=False):
 
 class GrowthEvidence(TypedDict, total=False):
     """GrowthEvidence is what a projection rests on: the per-window maxima of a series of per-step levels over a span of steps, fitted by Theil–Sen."""
-    series: str  # where the growth was found: "step peak", or "allocated at step end" (steadier under variable-length batches); either is projected from the step peaks' level
+    series: str  # where the growth was found: "step peak", or "memory allocated at step end" (steadier under variable-length batches); either is projected from the step peaks' level
     from_step: int  # the span's first step
     to_step: int  # its last step
     windows: int  # windows in the span

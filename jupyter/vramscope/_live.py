@@ -218,7 +218,7 @@ def warning_text(f):
     rate = "%s/step" % fmt_bytes(f.get("bytes_per_step") or 0)
     if f.get("bytes_per_second"):
         rate += ", %s/s" % fmt_bytes(f["bytes_per_second"])
-    text = "out of memory %s: step peaks grow %s toward %s" % (when, rate, fmt_bytes(f.get("capacity") or 0))
+    text = "out of memory %s: memory grows %s toward %s" % (when, rate, fmt_bytes(f.get("capacity") or 0))
     if f.get("warned"):
         text += "; the daemon warned and took a snapshot (vramscope snapshots)"
     return text

@@ -50,7 +50,7 @@ type Projection struct {
 
 // Evidence is what the projection rests on.
 type Evidence struct {
-	Series           string     // the series the growth was found in: "step peak" or "allocated at step end"
+	Series           string     // the series the growth was found in: "step peak" or "memory allocated at step end"
 	FromStep, ToStep int        // the span whose window maxima were fitted
 	Windows          int        // how many windows
 	WindowSteps      int        // levels per window

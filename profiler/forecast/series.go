@@ -15,6 +15,6 @@ type series struct {
 // Either is projected at its slope from the step peaks' level.
 var (
 	peakSeries  = series{"step peak", Level.peak}
-	floorSeries = series{"allocated at step end", func(l Level) int64 { return l.Allocated }}
+	floorSeries = series{"memory allocated at step end", func(l Level) int64 { return l.Allocated }}
 	allSeries   = []series{peakSeries, floorSeries}
 )

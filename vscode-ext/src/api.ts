@@ -141,7 +141,7 @@ export interface StatusResult extends HelloResult {
 
 /** GrowthEvidence is what a projection rests on: the per-window maxima of a series of per-step levels over a span of steps, fitted by Theil–Sen. */
 export interface GrowthEvidence {
-  /** where the growth was found: "step peak", or "allocated at step end" (steadier under variable-length batches); either is projected from the step peaks' level */
+  /** where the growth was found: "step peak", or "memory allocated at step end" (steadier under variable-length batches); either is projected from the step peaks' level */
   series: string;
   /** the span's first step */
   from_step: number;
