@@ -48,8 +48,7 @@ func newMemoryWarner(fire func(pid int, f api.MemoryForecast)) *memoryWarner {
 	return &memoryWarner{params: forecast.Default(), fire: fire, procs: map[int]*warnState{}}
 }
 
-// Observe projects pid's levels (in step order, the whole run as far as it
-// is kept) against capBytes, the memory the process may use, at now, and
+// Observe projects pid's levels (in step order; see ObserveLevels) against capBytes, the memory the process may use, at now, and
 // warns when the projected full device is near.
 func (w *memoryWarner) Observe(pid int, levels []forecast.Level, capBytes int64, now time.Time) {
 	pr := forecast.Project(levels, capBytes, w.params)

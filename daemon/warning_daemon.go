@@ -17,9 +17,10 @@ import (
 // memory_warning event with the projection, the snapshot and the line the
 // snapshot's analysis finds growing.
 
-// ObserveLevels hands the warner a process's per-step levels (the whole run
-// as far as they are kept, in step order) and the memory it may use: its
-// device's total, or its memory-fraction cap. The agent's per-step levels
+// ObserveLevels hands the warner a process's per-step levels (in step
+// order, steps counted from the run's start: the whole run as far as it is
+// kept, or its last 3,200 levels at least, all that forecast.Project reads)
+// and the memory it may use: its device's total, or its memory-fraction cap. The agent's per-step levels
 // arrive through it; tests feed it directly.
 func (d *Daemon) ObserveLevels(pid int, levels []forecast.Level, capBytes int64) {
 	d.warner.Observe(pid, levels, capBytes, time.Now())

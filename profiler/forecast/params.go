@@ -3,8 +3,9 @@ package forecast
 // Params are the thresholds of a projection. Default holds the values the
 // recorded runs in testdata/ were checked against (docs/oom-warning.md).
 type Params struct {
-	// WarmupSteps and WarmupShare: the first max(WarmupSteps, WarmupShare of
-	// the levels) are left out (optimizer state, caches that fill).
+	// WarmupSteps and WarmupShare: the steps below max(WarmupSteps,
+	// WarmupShare of the last step) are left out (optimizer state, caches
+	// that fill).
 	WarmupSteps int
 	WarmupShare float64
 	// Spans are the numbers of recent levels tried, shortest first; the

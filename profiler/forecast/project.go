@@ -25,8 +25,7 @@ func Project(levels []Level, capacity int64, p Params) Projection {
 	}
 	last := levels[len(levels)-1]
 	out.LastStep, out.LastTimeS = last.Step, last.TimeS
-	warm := max(p.WarmupSteps, int(p.WarmupShare*float64(len(levels))))
-	usable := levels[min(warm, len(levels)):]
+	usable := afterWarmup(levels, p)
 	t, why := p.longestTrend(usable, capacity)
 	if why != "" {
 		out.Why = why
@@ -104,6 +103,19 @@ func (t trend) project(out Projection, p Params) Projection {
 		out.TimeS = out.LastTimeS + out.SecondsLeft
 	}
 	return out
+}
+
+// afterWarmup is the levels from step max(WarmupSteps, WarmupShare of the
+// last step) on. Steps count from the run's start, so a caller may pass only
+// the most recent levels (the last max(Spans) are all Project reads).
+func afterWarmup(levels []Level, p Params) []Level {
+	warm := max(p.WarmupSteps, int(p.WarmupShare*float64(levels[len(levels)-1].Step)))
+	for i, l := range levels {
+		if l.Step >= warm {
+			return levels[i:]
+		}
+	}
+	return nil
 }
 
 // lastRun is the levels after the last place where the step count goes back.

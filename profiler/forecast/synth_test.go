@@ -160,3 +160,14 @@ func TestRestart(t *testing.T) {
 		t.Errorf("an earlier run's growth projected: %+v", pr)
 	}
 }
+
+// TestTailIsEnough: Project reads only the last max(Spans) levels after
+// warm-up, so a caller may pass a long run's tail and get the same answer.
+func TestTailIsEnough(t *testing.T) {
+	lv := levelsOf(10000, 0.05, func(i int) int64 { return 2048*mib + int64(max(i-8000, 0))*mib + int64(i%4)*20*mib })
+	whole := Project(lv, 8192*mib, Default())
+	tail := Project(lv[len(lv)-3200:], 8192*mib, Default())
+	if !whole.Growing || whole != tail {
+		t.Errorf("whole run: %+v\ntail: %+v", whole, tail)
+	}
+}
