@@ -16,8 +16,9 @@ all: build
 build:
 	$(GO) build -o $(BIN) ./cmd/vramscope
 
-# The files generated from the daemon's API contract (daemon/api/api.go):
-# docs/api.md, jupyter/vramscope/_api.py and vscode-ext/src/api.ts
+# The files generated from the daemon's API contract (daemon/api) and the
+# language server's commands (lsp/command): docs/api.md,
+# jupyter/vramscope/_api.py, vscode-ext/src/api.ts and vscode-ext/src/commands_gen.ts
 # (internal/wiregen; go test ./internal/wiregen fails when one is stale).
 generate:
 	$(GO) generate ./daemon/api
@@ -34,8 +35,14 @@ dist:
 # setup installs the test dependencies from the project's own files: Go modules
 # (go.sum), the npm workspace (package-lock.json), the Python packages (Neovim
 # among them, for the editor test), Debian's chromium for the real-browser
-# tests, Debian's prometheus for the daemon's scrape test and Debian's Emacs
-# with eglot for the Emacs test (only when missing, and only as root).
+# tests, Debian's prometheus for the daemon's scrape test, Debian's Emacs
+# with eglot for the Emacs test (only when missing, and only as root), and
+# .venv-torch for the trainer callbacks' and the tensor walk's CPU tests:
+# Debian's python3-torch (CPU only) under Debian's python3 with transformers,
+# Lightning, peft and pytest pinned in jupyter/requirements-torch.txt
+# (installed --no-deps: the file says why), and
+# for the Helix test Debian's tmux and, in .helix, Debian 13's hx with its libc
+# (lsp/testdata/helix/install.sh says why).
 setup:
 	$(GO) mod download
 	npm ci --no-audit --no-fund
@@ -57,6 +64,17 @@ setup:
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends emacs-nox elpa-eglot >/dev/null; \
 	  else echo "install Debian's emacs-nox and elpa-eglot (apt-get install emacs-nox elpa-eglot) for the Emacs test" >&2; exit 1; fi; }
+	@/usr/bin/python3 -c 'import torch, venv' >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3-torch python3-venv >/dev/null; \
+	  else echo "install Debian's python3-torch and python3-venv (apt-get install python3-torch python3-venv) for the trainer tests" >&2; exit 1; fi; }
+	test -x .venv-torch/bin/python || /usr/bin/python3 -m venv --system-site-packages .venv-torch
+	.venv-torch/bin/pip install -q --disable-pip-version-check --no-deps -r jupyter/requirements-torch.txt
+	@command -v tmux >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tmux >/dev/null; \
+	  else echo "install Debian's tmux (apt-get install tmux) for the Helix test" >&2; exit 1; fi; }
+	sh lsp/testdata/helix/install.sh .helix
 	sh vscode-ext/test/code-server/install.sh
 
 test: clean-artifacts setup test-go test-race lint test-web test-py test-mcp test-dist test-fixtures test-vscode
@@ -92,16 +110,19 @@ test-web:
 	node --test profiler/flame/web/
 
 # The Python agent: real child processes on a real Unix socket, a fake torch
-# for the torch-facing parts (the GPU run is make gpu-e2e).
+# for the torch-facing parts (the GPU run is make gpu-e2e); the trainer
+# callbacks in real transformers and Lightning trainers on CPU with
+# .venv-torch's interpreter (test_trainers.py), and the tensor walk's routes
+# on real CPU tensors under that interpreter's pytest (test_tensors_torch.py).
 test-py: build
 	.venv/bin/python -m pytest -q jupyter/tests
 
 # The MCP server against the official conformance suite (pinned in
 # package.json; the scenarios it fails on purpose, and why, are in
-# internal/mcp/conformance/expected-failures.yml); results in $(ARTIFACTS)/mcp.
+# cmd/vramscope/mcp/conformance/expected-failures.yml); results in $(ARTIFACTS)/mcp.
 # The Go tests drive it over stdio and the Python mcp SDK's session is in test-py.
 test-mcp: build
-	sh internal/mcp/conformance/run.sh $(BIN) '$(ARTIFACTS)/mcp'
+	sh cmd/vramscope/mcp/conformance/run.sh $(BIN) '$(ARTIFACTS)/mcp'
 
 # make dist, then: make dist's preflight on a fresh git clone (deploy/dist/fresh.py), and each wheel's tags and engine header, the x86_64 wheel
 # installed offline into a fresh venv without Go (vramscope analyze, %vramscope
@@ -114,11 +135,13 @@ test-dist: dist
 test-fixtures: build
 	python3 $(SHARED)/checks/fixtures.py $(BIN)
 
-# The VS Code extension: which server it starts (its engine, PATH's, or a message
+# The VS Code extension: tsc over its sources (the daemon's and the language
+# server's types are generated from Go: a renamed field fails here); which server it starts (its engine, PATH's, or a message
 # saying what to install); then packages the .vsix and checks it, and runs it in
 # code-server (VS Code 1.100.3) with headless chromium; screenshots in test-artifacts/vscode and
 # test-artifacts/vscode-report (one code-server at a time: two node --test runs, not one).
 test-vscode: build
+	npm run typecheck -w vscode-ext
 	node --test vscode-ext/test/server.test.mjs vscode-ext/test/ranks.test.mjs vscode-ext/test/treeid.test.mjs vscode-ext/test/format.test.mjs
 	VRAMSCOPE_SHARED=$(SHARED) node --test vscode-ext/test/e2e.test.mjs
 	VRAMSCOPE_SHARED=$(SHARED) node --test vscode-ext/test/report.test.mjs
@@ -168,4 +191,4 @@ fuzz:
 	done
 
 clean:
-	rm -rf bin dist example_flame.html test-artifacts .bench .venv gpu-e2e-out
+	rm -rf bin dist example_flame.html test-artifacts .bench .venv .venv-torch .helix gpu-e2e-out

@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"context"
-	"encoding/json"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -83,16 +82,12 @@ func (r *agents) list() []*agent {
 	return out
 }
 
-func (s *session) agentRegister(_ context.Context, raw json.RawMessage) (any, error) {
-	var p api.RegisterParams
-	if err := decode(raw, &p); err != nil {
-		return nil, err
-	}
+func (s *session) agentRegister(_ context.Context, p api.RegisterParams) (api.RegisterResult, error) {
 	if p.PID <= 0 {
-		return nil, rpcErr(api.CodeInvalidParams, "agent.register needs the process's pid")
+		return api.RegisterResult{}, fail(errInvalid, "agent.register needs the process's pid")
 	}
 	if p.APIVersion != "" && major(p.APIVersion) != major(api.Version) {
-		return nil, rpcErr(api.CodeVersion, "agent speaks API %s, the daemon %s", p.APIVersion, api.Version)
+		return api.RegisterResult{}, fail(errVersion, "agent speaks API %s, the daemon %s", p.APIVersion, api.Version)
 	}
 	d := s.d
 	pid, nsPID := p.PID, 0
@@ -132,15 +127,16 @@ func (s *session) agentRegister(_ context.Context, raw json.RawMessage) (any, er
 func (d *Daemon) agentGone(a *agent, reason string) {
 	d.agents.mu.Lock()
 	pid := a.process().PID
-	current := d.agents.byPID[pid] == a
-	if current {
+	gone := d.agents.byPID[pid] == a
+	if gone {
 		delete(d.agents.byPID, pid)
 	}
 	d.agents.mu.Unlock()
-	d.cfg.Logf("agent %d gone: %s", pid, reason)
-	if current {
-		d.warner.forget(pid) // a reconnect of the same process keeps its warning state
+	if gone { // a reconnect of the same process keeps its levels and warning state
+		d.levels.forget(pid) // its snapshots keep theirs
+		d.warner.forget(pid)
 	}
+	d.cfg.Logf("agent %d gone: %s", pid, reason)
 	d.events.publish(api.EventAgentGone, api.AgentEvent{Process: a.process(), Reason: reason})
 	go d.importSpool() // a process that exits with a snapshot in the spool hands it over no more
 }
@@ -149,37 +145,34 @@ func (s *session) currentAgent() (*agent, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.agent == nil {
-		return nil, rpcErr(api.CodeNoAgent, "call agent.register first")
+		return nil, fail(errNoAgent, "call agent.register first")
 	}
 	return s.agent, nil
 }
 
-func (s *session) agentTorch(_ context.Context, raw json.RawMessage) (any, error) {
-	var p api.TorchParams
-	if err := decode(raw, &p); err != nil {
-		return nil, err
-	}
+func (s *session) agentTorch(_ context.Context, p api.TorchParams) error {
 	a, err := s.currentAgent()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	a.mu.Lock()
 	a.proc.Allocated, a.proc.Reserved, a.proc.Device, a.peak = p.Allocated, p.Reserved, a.device(p.Device), p.MaxAlloc
 	a.mu.Unlock()
-	return nil, nil
+	return nil
 }
 
-func (s *session) processList(context.Context, json.RawMessage) (any, error) {
+func (s *session) processList(_ context.Context, _ noParams) (api.ProcessListResult, error) {
 	d := s.d
 	res := api.ProcessListResult{Processes: []api.Process{}}
 	seen := map[int]int{}
+	util := d.counters.utilNow()
 	for _, a := range d.agents.list() {
 		p := a.process()
 		if p.Forecast = d.warner.forecast(p.PID); p.Forecast != nil {
 			p.Forecast.ETASeconds, _ = etaOf(p.Forecast, time.Now())
 		}
 		seen[p.PID] = len(res.Processes)
-		res.Processes = append(res.Processes, p)
+		res.Processes = append(res.Processes, d.withIdle(p, util))
 	}
 	for _, gp := range d.counters.Processes() {
 		if i, ok := seen[gp.PID]; ok {

@@ -1,9 +1,11 @@
 package daemon
 
 import (
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -191,6 +193,58 @@ func TestCapturedOOMInGeneration(t *testing.T) {
 	if err != nil {
 		reftool.Missing(t, "no python3")
 	}
+	ev := capturedOOMEvent(t, func(part string) {
+		if out, err := exec.Command(py, "../profiler/analyze/testdata/snaptool.py", "synth", "kv_oom", part).CombinedOutput(); err != nil {
+			t.Fatalf("snaptool: %v %s", err, out)
+		}
+	})
+	kv := ev.KVCache
+	if kv == nil || kv.Batch != 8 || kv.Tokens != 100 || kv.BytesPerToken != 2048 || kv.MaxBatch <= 0 || kv.MaxTokens <= 0 {
+		t.Fatalf("kv_cache %+v", kv)
+	}
+	want := fmt.Sprintf("at 100 tokens a batch of %d fits, and at batch 8, %d tokens", kv.MaxBatch, kv.MaxTokens)
+	if !strings.Contains(ev.Fix, want) || !strings.Contains(ev.Title, "batch 8 x 100 tokens, 2.00 KiB a token") {
+		t.Errorf("title %q fix %q", ev.Title, ev.Fix)
+	}
+}
+
+// TestCapturedRealOOMInGeneration: the agent's capture of batch generate()
+// out of a 3 GiB cap on the H200 (GPT-2 medium, batch 32 x 512 tokens,
+// examples/snapshots/inference/gen_oom.pickle.gz) handed over as the agent
+// hands it: the event says what the cache held and a batch below the one that failed.
+func TestCapturedRealOOMInGeneration(t *testing.T) {
+	ev := capturedOOMEvent(t, func(part string) {
+		in, err := os.Open("../examples/snapshots/inference/gen_oom.pickle.gz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer in.Close()
+		zr, err := gzip.NewReader(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := os.Create(part)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer out.Close()
+		if _, err := io.Copy(out, zr); err != nil {
+			t.Fatal(err)
+		}
+	})
+	kv := ev.KVCache
+	if kv == nil || kv.Batch != 32 || kv.Tokens != 512 || kv.BytesPerToken != 96<<10 || kv.MaxBatch >= 32 || kv.MaxBatch < 16 {
+		t.Fatalf("kv_cache %+v", kv)
+	}
+	if !strings.Contains(ev.Title, "batch 32 x 512 tokens, 96.00 KiB a token") {
+		t.Errorf("title %q", ev.Title)
+	}
+}
+
+// capturedOOMEvent hands the daemon an OOM capture that write makes, as a fake
+// agent, and returns the oom_captured event a subscriber gets.
+func capturedOOMEvent(t *testing.T, write func(part string)) api.OOMEvent {
+	t.Helper()
 	d, cfg := testDaemon(t)
 	sub := dial(t, cfg.Socket)
 	got := make(chan json.RawMessage, 4)
@@ -202,9 +256,7 @@ func TestCapturedOOMInGeneration(t *testing.T) {
 	call(t, sub, api.Subscribe, api.SubscribeParams{Topics: []string{"oom_captured"}}, nil)
 	ag := fakeAgent(t, cfg.Socket, 6667, nil)
 	part := filepath.Join(d.store.IncomingDir(), "6667-oom.part")
-	if out, err := exec.Command(py, "../profiler/analyze/testdata/snaptool.py", "synth", "kv_oom", part).CombinedOutput(); err != nil {
-		t.Fatalf("snaptool: %v %s", err, out)
-	}
+	write(part)
 	var res api.SnapshotResult
 	if err := ag.Call(context.Background(), api.AgentCaptured, api.CapturedParams{DumpResult: api.DumpResult{Path: part},
 		Reason: "oom"}, &res); err != nil {
@@ -213,18 +265,14 @@ func TestCapturedOOMInGeneration(t *testing.T) {
 	select {
 	case p := <-got:
 		var ev api.OOMEvent
-		json.Unmarshal(p, &ev)
-		kv := ev.KVCache
-		if kv == nil || kv.Batch != 8 || kv.Tokens != 100 || kv.BytesPerToken != 2048 || kv.MaxBatch <= 0 || kv.MaxTokens <= 0 {
-			t.Fatalf("kv_cache %+v", kv)
+		if err := json.Unmarshal(p, &ev); err != nil {
+			t.Fatal(err)
 		}
-		want := fmt.Sprintf("at 100 tokens a batch of %d fits, and at batch 8, %d tokens", kv.MaxBatch, kv.MaxTokens)
-		if !strings.Contains(ev.Fix, want) || !strings.Contains(ev.Title, "batch 8 x 100 tokens, 2.00 KiB a token") {
-			t.Errorf("title %q fix %q", ev.Title, ev.Fix)
-		}
+		return ev
 	case <-time.After(10 * time.Second):
 		t.Fatal("no oom_captured notification")
 	}
+	return api.OOMEvent{}
 }
 
 // TestPythonAgent runs the real Python agent (jupyter/vramscope) in a child

@@ -287,35 +287,35 @@ func (s *session) result(ctx context.Context, id string) (*analyze.Result, error
 		return nil, ctx.Err() // nobody reads the answer (the request was cancelled, or its client went)
 	}
 	if err != nil {
-		return nil, rpcErr(api.CodeBadSnapshot, "%v", err)
+		return nil, fail(errBadSnapshot, "%v", err)
 	}
 	return r, nil
 }
 
-func (s *session) analysisSummary(ctx context.Context, raw json.RawMessage) (any, error) {
-	var p api.IDParams
-	if err := decode(raw, &p); err != nil {
-		return nil, err
-	}
+func (s *session) analysisSummary(ctx context.Context, p api.IDParams) (precomputed[analyze.Result], error) {
 	if _, err := s.d.lookup(p.ID); err != nil {
 		return nil, err
 	}
 	if !s.d.analyses.cached(p.ID) {
 		if b, err := s.d.store.ReadCache(p.ID, summaryCache); err == nil && json.Valid(b) {
-			return json.RawMessage(b), nil
+			return precomputed[analyze.Result](b), nil
 		}
-	}
-	return s.result(ctx, p.ID)
-}
-
-func (s *session) analysisSites(ctx context.Context, raw json.RawMessage) (any, error) {
-	var p api.SitesParams
-	if err := decode(raw, &p); err != nil {
-		return nil, err
 	}
 	r, err := s.result(ctx, p.ID)
 	if err != nil {
 		return nil, err
+	}
+	b, err := json.Marshal(r)
+	if err != nil {
+		return nil, fail(errInternal, "%v", err)
+	}
+	return precomputed[analyze.Result](b), nil
+}
+
+func (s *session) analysisSites(ctx context.Context, p api.SitesParams) (api.SitesResult, error) {
+	r, err := s.result(ctx, p.ID)
+	if err != nil {
+		return api.SitesResult{}, err
 	}
 	res := api.SitesResult{File: p.File, PeakBytes: r.Peak.Bytes, Sites: []analyze.Site{}}
 	for _, site := range r.Sites {
@@ -341,16 +341,12 @@ func sameFile(recorded, want string) bool {
 	return n >= 2 || (n == 1 && single)
 }
 
-func (s *session) analysisFlame(ctx context.Context, raw json.RawMessage) (any, error) {
-	var p api.FlameParams
-	if err := decode(raw, &p); err != nil {
-		return nil, err
-	}
+func (s *session) analysisFlame(ctx context.Context, p api.FlameParams) (*flame.Tree, error) {
 	w := flame.WeightPeak
 	if p.Weight != "" {
 		var ok bool
 		if w, ok = flame.ParseWeight(p.Weight); !ok {
-			return nil, rpcErr(api.CodeInvalidParams, "unknown weight %q (peak, alloc or current)", p.Weight)
+			return nil, fail(errInvalid, "unknown weight %q (peak, alloc or current)", p.Weight)
 		}
 	}
 	r, err := s.result(ctx, p.ID)
@@ -361,44 +357,28 @@ func (s *session) analysisFlame(ctx context.Context, raw json.RawMessage) (any, 
 }
 
 // analysisReport answers Result.Report: what report.js draws beside the flame tree.
-func (s *session) analysisReport(ctx context.Context, raw json.RawMessage) (any, error) {
-	var p api.IDParams
-	if err := decode(raw, &p); err != nil {
-		return nil, err
-	}
+func (s *session) analysisReport(ctx context.Context, p api.IDParams) (analyze.Report, error) {
 	r, err := s.result(ctx, p.ID)
 	if err != nil {
-		return nil, err
+		return analyze.Report{}, err
 	}
-	b, err := r.Report()
-	if err != nil {
-		return nil, rpcErr(api.CodeInternal, "%v", err)
-	}
-	return json.RawMessage(b), nil
+	return r.ReportData(), nil
 }
 
-func (s *session) analysisTimeline(ctx context.Context, raw json.RawMessage) (any, error) {
-	var p api.TimelineParams
-	if err := decode(raw, &p); err != nil {
-		return nil, err
-	}
+func (s *session) analysisTimeline(ctx context.Context, p api.TimelineParams) (analyze.Timeline, error) {
 	r, err := s.result(ctx, p.ID)
 	if err != nil {
-		return nil, err
+		return analyze.Timeline{}, err
 	}
 	for _, d := range r.Devices {
 		if d.Device == p.Device {
 			return d.Timeline, nil
 		}
 	}
-	return nil, rpcErr(api.CodeNotFound, "snapshot %s has no trace for device %d", p.ID, p.Device)
+	return analyze.Timeline{}, fail(errNotFound, "snapshot %s has no trace for device %d", p.ID, p.Device)
 }
 
-func (s *session) analysisFindings(ctx context.Context, raw json.RawMessage) (any, error) {
-	var p api.IDParams
-	if err := decode(raw, &p); err != nil {
-		return nil, err
-	}
+func (s *session) analysisFindings(ctx context.Context, p api.IDParams) ([]analyze.Finding, error) {
 	r, err := s.result(ctx, p.ID)
 	if err != nil {
 		return nil, err
@@ -409,11 +389,7 @@ func (s *session) analysisFindings(ctx context.Context, raw json.RawMessage) (an
 	return r.Findings, nil
 }
 
-func (s *session) analysisDiff(ctx context.Context, raw json.RawMessage) (any, error) {
-	var p api.DiffParams
-	if err := decode(raw, &p); err != nil {
-		return nil, err
-	}
+func (s *session) analysisDiff(ctx context.Context, p api.DiffParams) (*analyze.Diff, error) {
 	a, err := s.result(ctx, p.A)
 	if err != nil {
 		return nil, err
@@ -425,13 +401,9 @@ func (s *session) analysisDiff(ctx context.Context, raw json.RawMessage) (any, e
 	return analyze.Compare(a, b), nil
 }
 
-func (s *session) analysisWhatIf(ctx context.Context, raw json.RawMessage) (any, error) {
-	var p api.WhatIfParams
-	if err := decode(raw, &p); err != nil {
-		return nil, err
-	}
+func (s *session) analysisWhatIf(ctx context.Context, p api.WhatIfParams) (*analyze.WhatIf, error) {
 	if len(p.Snapshots) < 2 {
-		return nil, rpcErr(api.CodeInvalidParams, "analysis.whatif wants two or more snapshots, each with its size")
+		return nil, fail(errInvalid, "analysis.whatif wants two or more snapshots, each with its size")
 	}
 	opt := analyze.WhatIfOptions{Model: p.Model, DeviceMemory: p.DeviceMemory, Overhead: 1 << 30, Predict: p.Predict}
 	if p.Overhead != nil {
@@ -452,7 +424,7 @@ func (s *session) analysisWhatIf(ctx context.Context, raw json.RawMessage) (any,
 	}
 	w, err := analyze.FitWhatIf(pts, opt)
 	if err != nil {
-		return nil, rpcErr(api.CodeInvalidParams, "%v", err)
+		return nil, fail(errInvalid, "%v", err)
 	}
 	return w, nil
 }

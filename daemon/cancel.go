@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 
-	"github.com/sourcegraph/jsonrpc2"
 	"github.com/vramscope/vramscope/daemon/api"
 )
 
@@ -15,7 +14,7 @@ import (
 // connection closes.
 func (s *session) cancelRequest(_ context.Context, raw json.RawMessage) (any, error) {
 	if err := s.requests.Cancel(raw); err != nil {
-		return nil, rpcErr(jsonrpc2.CodeInvalidParams, "%s: %v", api.CancelRequest, err)
+		return nil, fail(errInvalid, "%s: %v", api.CancelRequest, err)
 	}
 	return nil, nil
 }

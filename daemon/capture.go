@@ -50,11 +50,12 @@ func (d *Daemon) capture(ctx context.Context, a *agent, req captureReq) (capture
 		}
 		d.store.RemoveIncoming(part)
 		if errors.Is(err, context.DeadlineExceeded) {
-			return captured{}, rpcErr(api.CodeAgentFailed, "process %d did not dump its snapshot within %s", pid, req.timeout)
+			return captured{}, fail(errAgentFailed, "process %d did not dump its snapshot within %s", pid, req.timeout)
 		}
-		return captured{}, rpcErr(api.CodeAgentFailed, "process %d could not dump its snapshot: %v", pid, err)
+		return captured{}, fail(errAgentFailed, "process %d could not dump its snapshot: %v", pid, err)
 	}
 	at := capturedAt(asked, res)
+	d.addLevels(a, res.Levels) // before the commit, whose analysis reads them
 	proc := a.process()
 	meta := store.Meta{Reason: req.reason, Source: firstArg(proc.Argv), PID: proc.PID, Host: proc.Host,
 		Rank: proc.Rank, Entries: res.Entries, TookMS: res.TookMS, Label: req.label, Group: req.group,
@@ -66,7 +67,7 @@ func (d *Daemon) capture(ctx context.Context, a *agent, req captureReq) (capture
 		sr := st.wait(cctx)
 		if sr.stopped {
 			d.store.RemoveIncoming(part)
-			return captured{}, rpcErr(api.CodeAgentFailed, "process %d did not finish streaming its snapshot within %s: %v", pid, req.timeout, sr.err)
+			return captured{}, fail(errAgentFailed, "process %d did not finish streaming its snapshot within %s: %v", pid, req.timeout, sr.err)
 		}
 		finished := time.Now()
 		meta.Phases.Finish = millis(finished.Sub(answered))
@@ -74,6 +75,7 @@ func (d *Daemon) capture(ctx context.Context, a *agent, req captureReq) (capture
 		if err != nil {
 			return captured{}, err
 		}
+		d.storeLevels(m)
 		d.cfg.Logf("capture %s of pid %d (%d entries, %d bytes): %s = before %s, agent %s (snapshot %.1f ms, write %.1f ms), finish %s, commit %s",
 			m.ID, m.PID, m.Entries, m.Bytes, ms(time.Since(start)), ms(asked.Sub(start)), ms(answered.Sub(asked)),
 			res.Phases.Snapshot, res.Phases.Write, ms(finished.Sub(answered)), ms(time.Since(finished)))
@@ -86,6 +88,7 @@ func (d *Daemon) capture(ctx context.Context, a *agent, req captureReq) (capture
 	if err != nil {
 		return captured{}, err
 	}
+	d.storeLevels(m)
 	return captured{m, at}, nil
 }
 

@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"context"
-	"encoding/json"
 	"sync"
 	"time"
 
@@ -85,7 +84,7 @@ func (c *counterSource) Processes() []gpuProcess {
 }
 
 func (c *counterSource) devices() api.DevicesResult {
-	return api.DevicesResult{Status: c.Status(), Devices: nonNil(c.col.Devices()), Latest: nonNil(c.col.Latest()), Phases: c.currentPhases()}
+	return api.DevicesResult{Status: c.Status(), Devices: nonNil(c.col.Devices()), Latest: counters.WireSamples(c.col.Latest()), Phases: c.currentPhases()}
 }
 
 func nonNil[T any](s []T) []T {
@@ -100,15 +99,11 @@ func (d *Daemon) tick() {
 	d.events.publish(api.EventCountersTick, d.counters.devices())
 }
 
-func (s *session) countersDevices(context.Context, json.RawMessage) (any, error) {
+func (s *session) countersDevices(_ context.Context, _ noParams) (api.DevicesResult, error) {
 	return s.d.counters.devices(), nil
 }
 
-func (s *session) countersSeries(_ context.Context, raw json.RawMessage) (any, error) {
-	p := api.SeriesParams{Device: -1}
-	if err := decode(raw, &p); err != nil {
-		return nil, err
-	}
+func (s *session) countersSeries(_ context.Context, p api.SeriesParams) (any, error) {
 	if p.MaxPoints <= 0 {
 		p.MaxPoints = 2000
 	}
@@ -117,13 +112,13 @@ func (s *session) countersSeries(_ context.Context, raw json.RawMessage) (any, e
 		to = time.Now().UnixMilli() + 1
 	}
 	if p.PID > 0 {
-		return api.SeriesResult{Device: p.Device, PID: p.PID,
-			Samples: nonNil(s.d.counters.col.ProcessSeries(uint32(p.PID), p.FromMS, to, p.MaxPoints))}, nil
+		return api.ProcessSeriesResult{Device: p.Device, PID: p.PID,
+			Samples: counters.WireProcessSamples(s.d.counters.col.ProcessSeries(uint32(p.PID), p.FromMS, to, p.MaxPoints))}, nil
 	}
 	if p.Device < 0 {
-		return nil, rpcErr(api.CodeInvalidParams, "counters.series needs a device (≥ 0) or a pid")
+		return nil, fail(errInvalid, "counters.series needs a device (≥ 0) or a pid")
 	}
-	return api.SeriesResult{Device: p.Device, Samples: nonNil(s.d.counters.col.Series(p.Device, p.FromMS, to, p.MaxPoints))}, nil
+	return api.SeriesResult{Device: p.Device, Samples: counters.WireSamples(s.d.counters.col.Series(p.Device, p.FromMS, to, p.MaxPoints))}, nil
 }
 
 // deviceTotal is the memory NVML reports for a CUDA device index (0: no NVML,

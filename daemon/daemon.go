@@ -33,9 +33,11 @@ type Daemon struct {
 	token   string
 
 	agents    *agents
+	levels    *levelStore // each agent's per-step levels (levels.go)
 	analyses  *analyses
 	events    *events
 	counters  *counterSource
+	stacks    *stackStore    // the agents' stack samples, for idle.report
 	pods      *kube.Resolver // pod names for processes in Kubernetes pods
 	counts    *exportCounts  // events since start, for Prometheus
 	warner    *memoryWarner  // per-step levels -> the warning before the card fills (warning.go)
@@ -88,6 +90,7 @@ func New(cfg Config) (*Daemon, error) {
 	d := &Daemon{
 		cfg: cfg, store: st, started: time.Now(), host: host,
 		agents:    newAgents(),
+		levels:    newLevelStore(),
 		events:    newEvents(),
 		tcp:       newTCPSlots(cfg.TCPLimits),
 		sessions:  map[*session]struct{}{},
@@ -102,10 +105,13 @@ func New(cfg Config) (*Daemon, error) {
 	d.analyses.augment = func(id string, r *analyze.Result) {
 		if m, ok := st.Get(id); ok {
 			r.Findings = append(r.Findings, nonPyTorchFindings(m, r, d.snapshotDeviceTotal(m))...)
+			r.Findings = append(r.Findings, d.idleFindings(m)...)
+			d.roadOf(m, r)
 		}
 	}
 	st.OnRemove(d.analyses.drop)
 	d.counters = openCounters(cfg)
+	d.stacks = newStackStore()
 	return d, nil
 }
 

@@ -271,7 +271,7 @@ func TestConcurrentClients(t *testing.T) {
 // TestGarbageAndPanics: a client sending garbage is dropped, a handler that
 // panics answers an error, and the daemon serves the next client either way.
 func TestGarbageAndPanics(t *testing.T) {
-	handlers["test.panic"] = func(*session, context.Context, json.RawMessage) (any, error) { panic("boom") }
+	handlers["test.panic"] = raw(func(*session, context.Context, json.RawMessage) (any, error) { panic("boom") })
 	defer delete(handlers, "test.panic")
 	_, cfg := testDaemon(t)
 	for _, junk := range []string{"garbage\n", "{\"jsonrpc\":\"2.0\",\"method\":12}\n", "[[[[[[\n", "\x00\xff\xfe\n"} {

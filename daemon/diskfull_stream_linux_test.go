@@ -1,14 +1,12 @@
 package daemon
 
 import (
-	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/sourcegraph/jsonrpc2"
 	"github.com/vramscope/vramscope/daemon/api"
 	"github.com/vramscope/vramscope/daemon/store"
 )
@@ -37,8 +35,7 @@ func TestStreamOntoFullDisk(t *testing.T) {
 	}
 	feed(t, s, vsm, 1<<16)
 	_, err := d.commitStreamed(part, <-s.done, store.Meta{})
-	var re *jsonrpc2.Error
-	if !errors.As(err, &re) || re.Code != api.CodeStoreFailed || !strings.Contains(re.Message, "no space left") {
+	if re := wireError(err); err == nil || re.Code != api.CodeStoreFailed || !strings.Contains(re.Message, "no space left") {
 		t.Errorf("stream onto a full disk: %v; want code %d saying no space left", err, api.CodeStoreFailed)
 	}
 	if _, err := os.Stat(part); !os.IsNotExist(err) {

@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"context"
-	"encoding/json"
 	"strings"
 	"sync"
 
@@ -53,11 +52,7 @@ func (e *events) publish(method string, params any) {
 	}
 }
 
-func (s *session) subscribe(_ context.Context, raw json.RawMessage) (any, error) {
-	var p api.SubscribeParams
-	if err := decode(raw, &p); err != nil {
-		return nil, err
-	}
+func (s *session) subscribe(_ context.Context, p api.SubscribeParams) (api.Empty, error) {
 	topics := map[string]bool{}
 	known := map[string]bool{}
 	for _, m := range api.Methods {
@@ -73,7 +68,7 @@ func (s *session) subscribe(_ context.Context, raw json.RawMessage) (any, error)
 	for _, t := range p.Topics {
 		t = strings.TrimPrefix(t, "event.")
 		if !known[t] {
-			return nil, rpcErr(api.CodeInvalidParams, "unknown topic %q", t)
+			return api.Empty{}, fail(errInvalid, "unknown topic %q", t)
 		}
 		topics[t] = true
 	}

@@ -7,7 +7,6 @@ package daemon
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
@@ -52,25 +51,21 @@ func (r *agents) job(a *agent) []*agent {
 	return out
 }
 
-func (s *session) groupTake(ctx context.Context, raw json.RawMessage) (any, error) {
-	var p api.GroupTakeParams
-	if err := decode(raw, &p); err != nil {
-		return nil, err
-	}
+func (s *session) groupTake(ctx context.Context, p api.GroupTakeParams) (api.GroupResult, error) {
 	d := s.d
 	a, timeout, err := d.takeTarget(p.PID, p.TimeoutMS)
 	if err != nil {
-		return nil, err
+		return api.GroupResult{}, err
 	}
 	ranks := d.agents.job(a)
 	if err := d.checkRanks(jobOf(a), ranks); err != nil {
-		return nil, err
+		return api.GroupResult{}, err
 	}
 	g := store.Group{ID: d.store.NewGroupID(), Reason: "request", Job: jobOf(a), Label: p.Label}
 	req := captureReq{label: p.Label, group: g.ID, reason: "request", timeout: timeout}
 	d.captureRanks(ctx, &g, ranks, req)
 	if len(g.Members) == 0 {
-		return nil, rpcErr(api.CodeAgentFailed, "no rank of %s gave a snapshot: %s", g.Job, g.Failed[0].Error)
+		return api.GroupResult{}, fail(errAgentFailed, "no rank of %s gave a snapshot: %s", g.Job, g.Failed[0].Error)
 	}
 	return d.storeGroup(g)
 }
@@ -84,12 +79,12 @@ func (d *Daemon) checkRanks(job string, ranks []*agent) error {
 	for _, a := range ranks {
 		p := a.process()
 		if other, dup := pids[p.Rank]; dup {
-			return rpcErr(api.CodeInvalidParams, "%s has two processes of rank %d (pids %d and %d): they are not one launch (do two launches share TORCHELASTIC_RUN_ID or MASTER_ADDR:MASTER_PORT?); take their snapshots one by one", job, p.Rank, other, p.PID)
+			return fail(errInvalid, "%s has two processes of rank %d (pids %d and %d): they are not one launch (do two launches share TORCHELASTIC_RUN_ID or MASTER_ADDR:MASTER_PORT?); take their snapshots one by one", job, p.Rank, other, p.PID)
 		}
 		pids[p.Rank] = p.PID
 	}
 	if limit := d.store.Limits().MaxCount; len(ranks) > limit {
-		return rpcErr(api.CodeInvalidParams, "%s has %d ranks and the store keeps at most %d snapshots (--max-snapshots): the group would lose ranks; raise the limit", job, len(ranks), limit)
+		return fail(errInvalid, "%s has %d ranks and the store keeps at most %d snapshots (--max-snapshots): the group would lose ranks; raise the limit", job, len(ranks), limit)
 	}
 	return nil
 }
@@ -137,7 +132,7 @@ func (d *Daemon) storeGroup(g store.Group) (api.GroupResult, error) {
 	if err := d.store.WriteGroup(g); err != nil {
 		// The members are stored and name the group: it is still found,
 		// assembled from them, without its skew.
-		return api.GroupResult{}, rpcErr(api.CodeStoreFailed, "%v", err)
+		return api.GroupResult{}, fail(errStoreFailed, "%v", err)
 	}
 	d.cfg.Logf("group %s of %s: %d ranks, %d failed, skew %.1f ms", g.ID, g.Job, len(g.Members), len(g.Failed), g.SkewMS)
 	res := d.groupResult(g)
@@ -230,7 +225,7 @@ func (d *Daemon) oomGroup(a *agent) (store.Group, []*agent) {
 	return store.Group{ID: d.store.NewGroupID(), Reason: "oom", Job: jobOf(a)}, others
 }
 
-func (s *session) groupList(context.Context, json.RawMessage) (any, error) {
+func (s *session) groupList(_ context.Context, _ noParams) (api.GroupListResult, error) {
 	res := api.GroupListResult{Groups: []api.GroupResult{}}
 	for _, g := range s.d.store.Groups() {
 		res.Groups = append(res.Groups, s.d.groupResult(g))
@@ -238,14 +233,10 @@ func (s *session) groupList(context.Context, json.RawMessage) (any, error) {
 	return res, nil
 }
 
-func (s *session) groupGet(_ context.Context, raw json.RawMessage) (any, error) {
-	var p api.IDParams
-	if err := decode(raw, &p); err != nil {
-		return nil, err
-	}
+func (s *session) groupGet(_ context.Context, p api.IDParams) (api.GroupResult, error) {
 	g, err := s.d.group(p.ID)
 	if err != nil {
-		return nil, err
+		return api.GroupResult{}, err
 	}
 	return s.d.groupResult(g), nil
 }
@@ -253,18 +244,14 @@ func (s *session) groupGet(_ context.Context, raw json.RawMessage) (any, error) 
 func (d *Daemon) group(id string) (store.Group, error) {
 	g, ok := d.store.Group(id)
 	if !ok {
-		return store.Group{}, rpcErr(api.CodeNotFound, "no group %q (see group.list)", id)
+		return store.Group{}, fail(errNotFound, "no group %q (see group.list)", id)
 	}
 	return g, nil
 }
 
 // analysisRanks is the rank view of a group: each member's cached analysis,
 // its device by NVML's index where the daemon knew it, NVML's memory of it.
-func (s *session) analysisRanks(_ context.Context, raw json.RawMessage) (any, error) {
-	var p api.RanksParams
-	if err := decode(raw, &p); err != nil {
-		return nil, err
-	}
+func (s *session) analysisRanks(_ context.Context, p api.RanksParams) (*analyze.Ranks, error) {
 	d := s.d
 	g, err := d.group(p.Group)
 	if err != nil {
@@ -278,7 +265,7 @@ func (s *session) analysisRanks(_ context.Context, raw json.RawMessage) (any, er
 		}
 		res, err := d.analyses.get(m.ID)
 		if err != nil {
-			return nil, rpcErr(api.CodeBadSnapshot, "rank %d (snapshot %s): %v", m.Rank, m.ID, err)
+			return nil, fail(errBadSnapshot, "rank %d (snapshot %s): %v", m.Rank, m.ID, err)
 		}
 		rs := analyze.RankSnapshot{Rank: meta.Rank, Source: meta.ID, Result: res, Device: -1, GPUBytes: int64(meta.GPUBytes)}
 		if meta.DeviceByNVML {
@@ -288,7 +275,7 @@ func (s *session) analysisRanks(_ context.Context, raw json.RawMessage) (any, er
 	}
 	rv, err := analyze.CompareRanks(snaps)
 	if err != nil {
-		return nil, rpcErr(api.CodeBadSnapshot, "group %s: %v", g.ID, err)
+		return nil, fail(errBadSnapshot, "group %s: %v", g.ID, err)
 	}
 	return rv, nil
 }

@@ -3,7 +3,6 @@ package daemon
 import (
 	"context"
 	"crypto/subtle"
-	"encoding/json"
 	"os"
 	"strings"
 	"time"
@@ -16,22 +15,18 @@ func major(v string) string {
 	return m
 }
 
-func (s *session) hello(_ context.Context, raw json.RawMessage) (any, error) {
-	var p api.HelloParams
-	if err := decode(raw, &p); err != nil {
-		return nil, err
-	}
+func (s *session) hello(_ context.Context, p api.HelloParams) (api.HelloResult, error) {
 	if s.tcp {
 		if s.d.token == "" || subtle.ConstantTimeCompare([]byte(p.Token), []byte(s.d.token)) != 1 {
 			s.closeAfterReply()
-			return nil, rpcErr(api.CodeUnauthorized, "wrong or missing token (read it from %s)", s.d.cfg.TokenFile)
+			return api.HelloResult{}, fail(errUnauthorized, "wrong or missing token (read it from %s)", s.d.cfg.TokenFile)
 		}
 		if err := s.authenticate(); err != nil {
-			return nil, err
+			return api.HelloResult{}, err
 		}
 	}
 	if p.APIVersion != "" && major(p.APIVersion) != major(api.Version) {
-		return nil, rpcErr(api.CodeVersion, "client speaks API %s, the daemon %s: upgrade the older one", p.APIVersion, api.Version)
+		return api.HelloResult{}, fail(errVersion, "client speaks API %s, the daemon %s: upgrade the older one", p.APIVersion, api.Version)
 	}
 	return s.d.helloResult(), nil
 }
@@ -46,7 +41,7 @@ func (s *session) authenticate() error {
 	}
 	if err := s.d.tcp.promote(s.slot); err != nil {
 		s.closing = true
-		return rpcErr(api.CodeBusy, "%v", err)
+		return fail(errBusy, "%v", err)
 	}
 	s.authed = true
 	return nil
@@ -56,7 +51,7 @@ func (d *Daemon) helloResult() api.HelloResult {
 	return api.HelloResult{Version: d.cfg.Version, APIVersion: api.Version, PID: os.Getpid(), Host: d.host}
 }
 
-func (s *session) status(context.Context, json.RawMessage) (any, error) {
+func (s *session) status(_ context.Context, _ noParams) (api.StatusResult, error) {
 	d := s.d
 	return api.StatusResult{
 		HelloResult: d.helloResult(),

@@ -16,13 +16,13 @@ import (
 func importPath(p api.ImportParams) (string, error) {
 	switch {
 	case p.Path == "":
-		return "", rpcErr(api.CodeInvalidParams, "snapshot.import needs a path")
+		return "", fail(errInvalid, "snapshot.import needs a path")
 	case filepath.IsAbs(p.Path):
 		return filepath.Clean(p.Path), nil
 	case p.Cwd == "":
-		return "", rpcErr(api.CodeInvalidParams, "snapshot.import: %q is a relative path, and the daemon's working directory is not yours: send an absolute path, or cwd (the directory it is relative to)", p.Path)
+		return "", fail(errInvalid, "snapshot.import: %q is a relative path, and the daemon's working directory is not yours: send an absolute path, or cwd (the directory it is relative to)", p.Path)
 	case !filepath.IsAbs(p.Cwd):
-		return "", rpcErr(api.CodeInvalidParams, "snapshot.import: cwd %q is not an absolute path", p.Cwd)
+		return "", fail(errInvalid, "snapshot.import: cwd %q is not an absolute path", p.Cwd)
 	}
 	return filepath.Join(p.Cwd, p.Path), nil
 }
@@ -37,10 +37,10 @@ func importable(path string) error {
 		if errors.As(err, &pe) {
 			err = pe.Err
 		}
-		return rpcErr(api.CodeBadSnapshot, "cannot read %s: %v", path, err)
+		return fail(errBadSnapshot, "cannot read %s: %v", path, err)
 	}
 	if !fi.Mode().IsRegular() {
-		return rpcErr(api.CodeBadSnapshot, "%s is %s, not a snapshot file", path, store.FileKind(fi.Mode()))
+		return fail(errBadSnapshot, "%s is %s, not a snapshot file", path, store.FileKind(fi.Mode()))
 	}
 	return nil
 }

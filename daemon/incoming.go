@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/vramscope/vramscope/daemon/api"
 	"github.com/vramscope/vramscope/daemon/store"
 )
 
@@ -20,13 +19,13 @@ import (
 func (d *Daemon) checkIncoming(part string) error {
 	dir := d.store.IncomingDir()
 	if !filepath.IsAbs(part) || !inDir(part, dir) {
-		return rpcErr(api.CodeInvalidParams, "%s is not in the incoming directory %s", part, dir)
+		return fail(errInvalid, "%s is not in the incoming directory %s", part, dir)
 	}
 	if _, err := d.store.CheckPart(part); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return rpcErr(api.CodeBadSnapshot, "%v", err)
+			return fail(errBadSnapshot, "%v", err)
 		}
-		return rpcErr(api.CodeInvalidParams, "%v", err)
+		return fail(errInvalid, "%v", err)
 	}
 	return nil
 }
@@ -39,13 +38,13 @@ func (d *Daemon) checkIncoming(part string) error {
 func checkCapturedBy(a *agent, part string) error {
 	name := filepath.Base(part)
 	if strings.HasPrefix(name, store.OwnPrefix) {
-		return rpcErr(api.CodeInvalidParams, "%s is a file the daemon made for another request, not one this agent wrote", part)
+		return fail(errInvalid, "%s is a file the daemon made for another request, not one this agent wrote", part)
 	}
 	if rest, ok := strings.CutPrefix(name, "oom-"); ok {
 		pid, _, _ := strings.Cut(rest, "-")
 		p := a.process()
 		if n, err := strconv.Atoi(pid); err == nil && n != p.PID && (a.nsPID == 0 || n != a.nsPID) {
-			return rpcErr(api.CodeInvalidParams, "%s is the capture of process %s, not of this agent's (%d)", part, pid, p.PID)
+			return fail(errInvalid, "%s is the capture of process %s, not of this agent's (%d)", part, pid, p.PID)
 		}
 	}
 	return nil

@@ -14,7 +14,7 @@ import (
 // daemon's own non_pytorch_memory).
 var findingKinds = []string{analyze.KindOOM, analyze.KindFragmentation, analyze.KindLargeAllocation, analyze.KindActivationPeak,
 	analyze.KindLeak, analyze.KindCacheGrowth, analyze.KindUnboundedCache, analyze.KindLoopAccumulation, analyze.KindOptimizerState,
-	"non_pytorch_memory"}
+	"non_pytorch_memory", idleFindingKind}
 
 // exportCounts counts events since the daemon started, for Prometheus.
 type exportCounts struct {
@@ -101,7 +101,7 @@ func (d *Daemon) metricsState() metrics.State {
 		used, seen := nvml[p.PID]
 		mp := metrics.Process{PID: p.PID, Rank: p.Rank, WorldSize: p.WorldSize, Device: p.Device,
 			Recording: p.Recording, Allocated: p.Allocated, Reserved: p.Reserved, Peak: peak, GPUBytes: used, HasGPU: seen,
-			Pod: pod.Pod, Namespace: pod.Namespace, Container: pod.Container, PodUID: pod.PodUID}
+			Pod: pod.Pod, Namespace: pod.Namespace, Container: pod.Container, PodUID: pod.PodUID, Idle: d.idleMetric(p.PID)}
 		mp.OOMETA, mp.HasOOMETA = d.oomETA(p.PID, now)
 		st.Processes = append(st.Processes, mp)
 	}
@@ -120,6 +120,20 @@ func copyCounts(m map[string]uint64) map[string]uint64 {
 		out[k] = v
 	}
 	return out
+}
+
+// idleMetric is a process's idle share over the last minute, by cause; nil
+// without samples or utilisation readings.
+func (d *Daemon) idleMetric(pid int) *metrics.Idle {
+	r, ok := d.idleFor(pid, 0, defaultIdleWindowMS, false)
+	if !ok || r.WallMS == 0 {
+		return nil
+	}
+	m := &metrics.Idle{Share: r.IdleShare, ByCause: map[string]float64{}}
+	for _, c := range r.Causes {
+		m.ByCause[c.Kind] = c.Share
+	}
+	return m
 }
 
 // oomETA is the seconds from now to pid's projected full device (at least

@@ -8,8 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-
-	"github.com/vramscope/vramscope/daemon/api"
 )
 
 // decode reads params into v, answering InvalidParams in plain words on bad
@@ -20,7 +18,7 @@ func decode(params json.RawMessage, v any) error {
 		return nil
 	}
 	if err := json.Unmarshal(params, v); err != nil {
-		return rpcErr(api.CodeInvalidParams, "invalid params: %s", plainJSONError(err))
+		return fail(errInvalid, "invalid params: %s", plainJSONError(err))
 	}
 	return nil
 }

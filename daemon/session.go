@@ -3,7 +3,6 @@ package daemon
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net"
 	"runtime/debug"
@@ -43,41 +42,44 @@ type notice struct {
 	params any
 }
 
-type handlerFunc func(s *session, ctx context.Context, params json.RawMessage) (any, error)
-
-// handlers maps every method a client or agent may call to its handler; the
-// api test checks it against api.Methods.
-var handlers map[string]handlerFunc
+// handlers maps every method a client or agent may call to its handler, each
+// typed by its params and result (handlers.go; a test checks them against
+// api.Methods). A new method: its types and entry in daemon/api, a handler
+// method on session, and a line here.
+var handlers map[string]handler
 
 func init() {
-	handlers = map[string]handlerFunc{
-		api.Hello:            (*session).hello,
-		api.Status:           (*session).status,
-		api.ProcessList:      (*session).processList,
-		api.SnapshotTake:     (*session).snapshotTake,
-		api.SnapshotImport:   (*session).snapshotImport,
-		api.SnapshotList:     (*session).snapshotList,
-		api.SnapshotGet:      (*session).snapshotGet,
-		api.SnapshotDelete:   (*session).snapshotDelete,
-		api.AnalysisSummary:  (*session).analysisSummary,
-		api.AnalysisSites:    (*session).analysisSites,
-		api.AnalysisFlame:    (*session).analysisFlame,
-		api.AnalysisReport:   (*session).analysisReport,
-		api.AnalysisTimeline: (*session).analysisTimeline,
-		api.AnalysisFindings: (*session).analysisFindings,
-		api.AnalysisDiff:     (*session).analysisDiff,
-		api.AnalysisWhatIf:   (*session).analysisWhatIf,
-		api.CountersDevices:  (*session).countersDevices,
-		api.CountersSeries:   (*session).countersSeries,
-		api.Subscribe:        (*session).subscribe,
-		api.CancelRequest:    (*session).cancelRequest,
-		api.GroupTake:        (*session).groupTake,
-		api.GroupList:        (*session).groupList,
-		api.GroupGet:         (*session).groupGet,
-		api.AnalysisRanks:    (*session).analysisRanks,
-		api.AgentRegister:    (*session).agentRegister,
-		api.AgentCaptured:    (*session).agentCaptured,
-		api.AgentTorch:       (*session).agentTorch,
+	handlers = map[string]handler{
+		api.Hello:            typed((*session).hello),
+		api.Status:           typed((*session).status),
+		api.ProcessList:      typed((*session).processList),
+		api.SnapshotTake:     typed((*session).snapshotTake),
+		api.SnapshotImport:   typed((*session).snapshotImport),
+		api.SnapshotList:     typed((*session).snapshotList),
+		api.SnapshotGet:      typed((*session).snapshotGet),
+		api.SnapshotDelete:   typed((*session).snapshotDelete),
+		api.AnalysisSummary:  typed((*session).analysisSummary),
+		api.AnalysisSites:    typed((*session).analysisSites),
+		api.AnalysisFlame:    typed((*session).analysisFlame),
+		api.AnalysisReport:   typed((*session).analysisReport),
+		api.AnalysisTimeline: typed((*session).analysisTimeline),
+		api.AnalysisFindings: typed((*session).analysisFindings),
+		api.AnalysisDiff:     typed((*session).analysisDiff),
+		api.AnalysisWhatIf:   typed((*session).analysisWhatIf),
+		api.CountersDevices:  typed((*session).countersDevices),
+		api.CountersSeries:   typedFrom(api.SeriesParams{Device: -1}, (*session).countersSeries),
+		api.Subscribe:        typed((*session).subscribe),
+		api.CancelRequest:    raw((*session).cancelRequest),
+		api.GroupTake:        typed((*session).groupTake),
+		api.GroupList:        typed((*session).groupList),
+		api.GroupGet:         typed((*session).groupGet),
+		api.AnalysisRanks:    typed((*session).analysisRanks),
+		api.AgentRegister:    typed((*session).agentRegister),
+		api.AgentCaptured:    typed((*session).agentCaptured),
+		api.AgentTorch:       notification((*session).agentTorch),
+		api.AgentStacks:      notification((*session).agentStacks),
+		api.IdleReport:       typed((*session).idleReport),
+		api.AgentLevels:      notification((*session).agentLevels),
 	}
 }
 
@@ -146,17 +148,14 @@ func (s *session) handle(ctx context.Context, _ *jsonrpc2.Conn, req *jsonrpc2.Re
 	}
 	ctx, done := s.requests.Track(ctx, req)
 	defer done()
-	res, err := h(s, ctx, params)
+	res, err := h.serve(s, ctx, params)
 	if err != nil && ctx.Err() != nil {
 		return nil, rpcErr(api.CodeCancelled, "%s: cancelled by the client", req.Method)
 	}
 	if err != nil {
-		var re *jsonrpc2.Error
-		if !errors.As(err, &re) {
-			err = rpcErr(api.CodeInternal, "%v", err)
-		}
+		return nil, wireError(err)
 	}
-	return res, err
+	return res, nil
 }
 
 func (s *session) isAuthed() bool {

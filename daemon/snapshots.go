@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -21,7 +20,7 @@ import (
 func (d *Daemon) takeTarget(pid int, timeoutMS int64) (*agent, time.Duration, error) {
 	a := d.agents.get(pid)
 	if a == nil {
-		return nil, 0, rpcErr(api.CodeNoAgent, "process %d has no agent attached (start it under `vramscope run`, or call vramscope.attach() in it)", pid)
+		return nil, 0, fail(errNoAgent, "process %d has no agent attached (start it under `vramscope run`, or call vramscope.attach() in it)", pid)
 	}
 	timeout := d.cfg.DumpTimeout
 	if timeoutMS > 0 {
@@ -30,19 +29,15 @@ func (d *Daemon) takeTarget(pid int, timeoutMS int64) (*agent, time.Duration, er
 	return a, timeout, nil
 }
 
-func (s *session) snapshotTake(ctx context.Context, raw json.RawMessage) (any, error) {
-	var p api.TakeParams
-	if err := decode(raw, &p); err != nil {
-		return nil, err
-	}
+func (s *session) snapshotTake(ctx context.Context, p api.TakeParams) (api.SnapshotResult, error) {
 	d := s.d
 	a, timeout, err := d.takeTarget(p.PID, p.TimeoutMS)
 	if err != nil {
-		return nil, err
+		return api.SnapshotResult{}, err
 	}
 	c, err := d.capture(ctx, a, captureReq{label: p.Label, reason: "request", timeout: timeout})
 	if err != nil {
-		return nil, err
+		return api.SnapshotResult{}, err
 	}
 	return d.snapshotResult(c.meta), nil
 }
@@ -53,15 +48,15 @@ func (d *Daemon) commitStreamed(part string, sr streamed, meta store.Meta) (stor
 	if sr.err != nil {
 		d.store.RemoveIncoming(part)
 		if writingFailed(sr.err, part) {
-			return store.Meta{}, rpcErr(api.CodeStoreFailed, "storing the streamed snapshot: %v", sr.err)
+			return store.Meta{}, fail(errStoreFailed, "storing the streamed snapshot: %v", sr.err)
 		}
 		analyze.LogPanic(d.cfg.Logf, sr.err)
-		return store.Meta{}, rpcErr(api.CodeBadSnapshot, "the streamed snapshot: %v", sr.err)
+		return store.Meta{}, fail(errBadSnapshot, "the streamed snapshot: %v", sr.err)
 	}
 	meta.Format = "vsm1"
 	pr, err := d.store.PrepareHashed(part, sr.size, sr.sum)
 	if err != nil {
-		return store.Meta{}, rpcErr(api.CodeStoreFailed, "%v", err)
+		return store.Meta{}, fail(errStoreFailed, "%v", err)
 	}
 	d.analyses.runs.Add(1)
 	return d.commitAnalysed(pr, meta, sr.res)
@@ -72,7 +67,7 @@ func (d *Daemon) commitStreamed(part string, sr streamed, meta store.Meta) (stor
 func (d *Daemon) commitAnalysed(pr store.Prepared, meta store.Meta, res *analyze.Result) (store.Meta, error) {
 	m, err := d.store.CommitPrepared(pr, meta)
 	if err != nil {
-		return store.Meta{}, rpcErr(api.CodeStoreFailed, "%v", err)
+		return store.Meta{}, fail(errStoreFailed, "%v", err)
 	}
 	d.analyses.put(m.ID, res)
 	d.events.publish(api.EventSnapshotStored, d.snapshotResult(m))
@@ -109,10 +104,10 @@ func (d *Daemon) commit(part, name string, meta store.Meta) (store.Meta, error) 
 	if err != nil {
 		d.store.Discard(pr.p)
 		d.store.RemoveIncoming(part)
-		return store.Meta{}, rpcErr(api.CodeBadSnapshot, "%s", renamed(err, part, name))
+		return store.Meta{}, fail(errBadSnapshot, "%s", renamed(err, part, name))
 	}
 	if pr.err != nil {
-		return store.Meta{}, rpcErr(api.CodeStoreFailed, "%v", pr.err)
+		return store.Meta{}, fail(errStoreFailed, "%v", pr.err)
 	}
 	return d.commitAnalysed(pr.p, meta, res)
 }
@@ -129,17 +124,13 @@ func inDir(path, dir string) bool {
 	return err == nil && !strings.HasPrefix(rel, "..") && !filepath.IsAbs(rel)
 }
 
-func (s *session) agentCaptured(_ context.Context, raw json.RawMessage) (any, error) {
-	var p api.CapturedParams
-	if err := decode(raw, &p); err != nil {
-		return nil, err
-	}
+func (s *session) agentCaptured(_ context.Context, p api.CapturedParams) (api.SnapshotResult, error) {
 	a, err := s.currentAgent()
 	if err != nil {
-		return nil, err
+		return api.SnapshotResult{}, err
 	}
 	if err := checkCapturedBy(a, p.Path); err != nil {
-		return nil, err
+		return api.SnapshotResult{}, err
 	}
 	proc := a.process()
 	reason := p.Reason
@@ -162,7 +153,11 @@ func (s *session) agentCaptured(_ context.Context, raw json.RawMessage) (any, er
 	at := capturedAt(time.Now().Add(-time.Duration(p.TookMS*float64(time.Millisecond))), p.DumpResult)
 	s.d.nvmlAt(&meta, proc.PID, meta.Device)
 	s.d.podMeta(&meta, proc.PID)
+	s.d.addLevels(a, p.Levels) // before the commit, whose analysis reads them
 	m, err := s.d.commit(p.Path, p.Path, meta)
+	if err == nil {
+		s.d.storeLevels(m)
+	}
 	if oomRank != nil {
 		if err != nil {
 			oomRank <- &store.Member{Rank: proc.Rank, PID: proc.PID} // no ID: not stored
@@ -171,7 +166,7 @@ func (s *session) agentCaptured(_ context.Context, raw json.RawMessage) (any, er
 		}
 	}
 	if err != nil {
-		return nil, err
+		return api.SnapshotResult{}, err
 	}
 	r := s.d.snapshotResult(m)
 	if reason == "oom" {
@@ -207,38 +202,30 @@ func (d *Daemon) publishOOM(r api.SnapshotResult, oom *api.OOMRaw) {
 	d.events.publish(api.EventOOMCaptured, ev)
 }
 
-func (s *session) snapshotImport(_ context.Context, raw json.RawMessage) (any, error) {
-	var p api.ImportParams
-	if err := decode(raw, &p); err != nil {
-		return nil, err
-	}
+func (s *session) snapshotImport(_ context.Context, p api.ImportParams) (api.SnapshotResult, error) {
 	path, err := importPath(p)
 	if err != nil {
-		return nil, err
+		return api.SnapshotResult{}, err
 	}
 	if err := importable(path); err != nil {
-		return nil, err
+		return api.SnapshotResult{}, err
 	}
 	d := s.d
 	part, err := d.store.Stage(path)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) || errors.Is(err, os.ErrPermission) {
-			return nil, rpcErr(api.CodeBadSnapshot, "%v", err)
+			return api.SnapshotResult{}, fail(errBadSnapshot, "%v", err)
 		}
-		return nil, rpcErr(api.CodeStoreFailed, "%v", err)
+		return api.SnapshotResult{}, fail(errStoreFailed, "%v", err)
 	}
 	m, err := d.commit(part, path, store.Meta{Reason: "import", Source: path, Label: p.Label})
 	if err != nil {
-		return nil, err
+		return api.SnapshotResult{}, err
 	}
 	return d.snapshotResult(m), nil
 }
 
-func (s *session) snapshotList(_ context.Context, raw json.RawMessage) (any, error) {
-	var p api.ListParams
-	if err := decode(raw, &p); err != nil {
-		return nil, err
-	}
+func (s *session) snapshotList(_ context.Context, p api.ListParams) (api.ListResult, error) {
 	res := api.ListResult{Snapshots: []api.SnapshotResult{}}
 	for _, m := range s.d.store.List() {
 		if p.PID != 0 && m.PID != p.PID {
@@ -252,40 +239,32 @@ func (s *session) snapshotList(_ context.Context, raw json.RawMessage) (any, err
 	return res, nil
 }
 
-func (s *session) snapshotGet(_ context.Context, raw json.RawMessage) (any, error) {
-	m, err := s.meta(raw)
+func (s *session) snapshotGet(_ context.Context, p api.IDParams) (api.SnapshotResult, error) {
+	m, err := s.d.lookup(p.ID)
 	if err != nil {
-		return nil, err
+		return api.SnapshotResult{}, err
 	}
 	return s.d.snapshotResult(m), nil
-}
-
-func (s *session) meta(raw json.RawMessage) (store.Meta, error) {
-	var p api.IDParams
-	if err := decode(raw, &p); err != nil {
-		return store.Meta{}, err
-	}
-	return s.d.lookup(p.ID)
 }
 
 func (d *Daemon) lookup(id string) (store.Meta, error) {
 	m, ok := d.store.Get(id)
 	if !ok {
-		return store.Meta{}, rpcErr(api.CodeNotFound, "no snapshot %q", id)
+		return store.Meta{}, fail(errNotFound, "no snapshot %q", id)
 	}
 	return m, nil
 }
 
-func (s *session) snapshotDelete(_ context.Context, raw json.RawMessage) (any, error) {
-	m, err := s.meta(raw)
+func (s *session) snapshotDelete(_ context.Context, p api.IDParams) (api.Empty, error) {
+	m, err := s.d.lookup(p.ID)
 	if err != nil {
-		return nil, err
+		return api.Empty{}, err
 	}
 	if err := s.d.store.Delete(m.ID); err != nil {
 		if errors.Is(err, store.ErrNotFound) {
-			return nil, rpcErr(api.CodeNotFound, "no snapshot %q", m.ID)
+			return api.Empty{}, fail(errNotFound, "no snapshot %q", m.ID)
 		}
-		return nil, rpcErr(api.CodeStoreFailed, "%v", err)
+		return api.Empty{}, fail(errStoreFailed, "%v", err)
 	}
 	return api.Empty{}, nil
 }

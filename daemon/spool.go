@@ -23,8 +23,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/sourcegraph/jsonrpc2"
-
 	"github.com/vramscope/vramscope/daemon/api"
 	"github.com/vramscope/vramscope/daemon/store"
 )
@@ -161,7 +159,7 @@ func (d *Daemon) importSpooled(root *os.Root, base string) error {
 	}
 	m, err := d.importClaimed(root, claimed, side)
 	if err != nil {
-		if rpcCode(err) == api.CodeBadSnapshot {
+		if errors.Is(err, errBadSnapshot) {
 			// Not a snapshot: set aside, not tried again every spoolInterval.
 			root.Rename(claimed, base+".pickle.refused")
 			root.Rename(base+".json", base+".json.refused")
@@ -244,13 +242,4 @@ func openPrivate(root *os.Root, name string) (*os.File, error) {
 		return nil, err
 	}
 	return f, nil
-}
-
-// rpcCode is the JSON-RPC error code of err, 0 when it has none.
-func rpcCode(err error) int64 {
-	var re *jsonrpc2.Error
-	if errors.As(err, &re) {
-		return re.Code
-	}
-	return 0
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sourcegraph/jsonrpc2"
+	"github.com/vramscope/vramscope/lsp/command"
 	"go.lsp.dev/protocol"
 )
 
@@ -20,7 +21,7 @@ import (
 // analysis stops and is not kept, and the next open analyses afresh.
 func TestCancelStopsTheAnalysis(t *testing.T) {
 	snap := filepath.Join(fixtures, "snapshots/llama_lora_gc.pickle")
-	open := map[string]any{"command": cmdOpenSnapshot, "arguments": []any{map[string]string{"path": snap}}}
+	open := map[string]any{"command": command.OpenSnapshot, "arguments": []any{map[string]string{"path": snap}}}
 	for _, how := range []string{"cancelRequest", "editor closes"} {
 		t.Run(how, func(t *testing.T) {
 			c := start(t, Config{}, nil)
@@ -50,7 +51,7 @@ func TestCancelStopsTheAnalysis(t *testing.T) {
 				t.Errorf("the analysis ended with %v, want context.Canceled", l.err)
 			}
 			if how == "cancelRequest" {
-				var sum Summary
+				var sum command.Summary
 				c.call("workspace/executeCommand", open, &sum)
 				if sum.PeakBytes == 0 || c.srv.snaps.runs != 2 {
 					t.Errorf("reopened: peak %d, %d analyses (want 2: the stopped one and a fresh one)", sum.PeakBytes, c.srv.snaps.runs)

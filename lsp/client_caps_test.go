@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/vramscope/vramscope/lsp/command"
 )
 
 // waitFor polls the fake client until ok holds (under its lock) or 10 s pass.
@@ -32,7 +34,7 @@ func TestCapabilitiesHonoured(t *testing.T) {
 	t.Setenv("XDG_CACHE_HOME", t.TempDir()) // the flame page below
 	bare := startWith(t, Config{}, map[string]any{"snapshot": snap}, map[string]any{})
 	bare.waitShown("gpt2_train.pickle")
-	bare.call("workspace/executeCommand", map[string]any{"command": cmdFlameGraph, "arguments": []any{map[string]any{}}}, nil)
+	bare.call("workspace/executeCommand", map[string]any{"command": command.FlameGraph, "arguments": []any{map[string]any{}}}, nil)
 	time.Sleep(300 * time.Millisecond) // anything sent after the show would be in by now
 	bare.mu.Lock()
 	if len(bare.asked) != 0 || len(bare.progress) != 0 {
@@ -86,8 +88,8 @@ func TestNoSnapshotMessage(t *testing.T) {
 func TestProgressReports(t *testing.T) {
 	c := start(t, Config{}, nil)
 	c.srv.snaps.progress = func(int64, int64) { time.Sleep(400 * time.Millisecond) }
-	var sum Summary
-	c.call("workspace/executeCommand", map[string]any{"command": cmdOpenSnapshot,
+	var sum command.Summary
+	c.call("workspace/executeCommand", map[string]any{"command": command.OpenSnapshot,
 		"arguments": []any{map[string]string{"path": filepath.Join(fixtures, "snapshots/gpt2_12l_python_stacks.pickle")}}}, &sum)
 	c.waitFor("progress to its end", func() bool {
 		n := len(c.progress)

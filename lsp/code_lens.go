@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/vramscope/vramscope/lsp/command"
 	"github.com/vramscope/vramscope/profiler"
 	"go.lsp.dev/protocol"
 )
@@ -65,13 +66,13 @@ func (s *Server) codeLens(_ context.Context, raw json.RawMessage) (any, error) {
 		line := defLine(d, f.name, f.first)
 		r := protocol.Range{Start: protocol.Position{Line: uint32(line)}, End: protocol.Position{Line: uint32(line)}}
 		lenses = append(lenses,
-			protocol.CodeLens{Range: r, Command: &protocol.Command{Title: fmt.Sprintf("vramscope: %s at peak · take snapshot", profiler.FormatBytes(f.peak)), Command: cmdTakeSnapshot}},
-			protocol.CodeLens{Range: r, Command: &protocol.Command{Title: "flame graph from here", Command: cmdFlameGraph,
+			protocol.CodeLens{Range: r, Command: &protocol.Command{Title: fmt.Sprintf("vramscope: %s at peak · take snapshot", profiler.FormatBytes(f.peak)), Command: command.TakeSnapshot}},
+			protocol.CodeLens{Range: r, Command: &protocol.Command{Title: "flame graph from here", Command: command.FlameGraph,
 				Arguments: []any{map[string]any{"file": f.recorded, "function": f.name}}}})
 	}
 	if len(lenses) == 0 && strings.HasSuffix(d.path, ".py") {
 		r := protocol.Range{}
-		lenses = append(lenses, protocol.CodeLens{Range: r, Command: &protocol.Command{Title: "vramscope: take snapshot", Command: cmdTakeSnapshot}})
+		lenses = append(lenses, protocol.CodeLens{Range: r, Command: &protocol.Command{Title: "vramscope: take snapshot", Command: command.TakeSnapshot}})
 	}
 	return lenses, nil
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/vramscope/vramscope/daemon/api"
 	"github.com/vramscope/vramscope/daemon/client"
 	"github.com/vramscope/vramscope/internal/daemontest"
+	"github.com/vramscope/vramscope/lsp/command"
 )
 
 // TestWithTheDaemon: the server follows the snapshots the daemon stores,
@@ -31,9 +32,9 @@ func TestWithTheDaemon(t *testing.T) {
 
 	c := start(t, Config{Daemon: "connect", Socket: socket}, nil)
 	u := c.open(filepath.Join(fixtures, "trainer/train_gpt2.py"))
-	var sb StatusBar
+	var sb command.StatusBar
 	for i := 0; i < 300 && !sb.Daemon; i++ {
-		c.call("workspace/executeCommand", map[string]any{"command": cmdStatus}, &sb)
+		c.call("workspace/executeCommand", map[string]any{"command": command.Status}, &sb)
 		time.Sleep(10 * time.Millisecond)
 	}
 	if !sb.Daemon {
@@ -49,14 +50,14 @@ func TestWithTheDaemon(t *testing.T) {
 		t.Error("no hints from the daemon's snapshot")
 	}
 	var list api.ListResult
-	c.call("workspace/executeCommand", map[string]any{"command": cmdListSnapshots}, &list)
+	c.call("workspace/executeCommand", map[string]any{"command": command.ListSnapshots}, &list)
 	if len(list.Snapshots) != 1 {
 		t.Errorf("listSnapshots: %+v", list)
 	}
 	var procs api.ProcessListResult
-	c.call("workspace/executeCommand", map[string]any{"command": cmdListProcesses}, &procs)
+	c.call("workspace/executeCommand", map[string]any{"command": command.ListProcesses}, &procs)
 	// With no agent, take snapshot says why.
-	err := c.conn.Call(context.Background(), "workspace/executeCommand", map[string]any{"command": cmdTakeSnapshot}, nil)
+	err := c.conn.Call(context.Background(), "workspace/executeCommand", map[string]any{"command": command.TakeSnapshot}, nil)
 	if err == nil || !strings.Contains(err.Error(), "0 processes have an agent") {
 		t.Errorf("take without agents: %v", err)
 	}
@@ -64,7 +65,7 @@ func TestWithTheDaemon(t *testing.T) {
 	d.Stop()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		c.call("workspace/executeCommand", map[string]any{"command": cmdStatus}, &sb)
+		c.call("workspace/executeCommand", map[string]any{"command": command.Status}, &sb)
 		if !sb.Daemon {
 			break
 		}

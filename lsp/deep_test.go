@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/vramscope/vramscope/internal/hostile"
+	"github.com/vramscope/vramscope/lsp/command"
 	"github.com/vramscope/vramscope/profiler"
 	"github.com/vramscope/vramscope/profiler/flame"
 )
@@ -17,7 +18,7 @@ func TestDeepStack(t *testing.T) {
 	c.waitShown("deep.pickle")
 	for _, args := range []map[string]string{{}, {"function": "f", "file": "a.py"}} {
 		var tr flame.Tree
-		c.call("workspace/executeCommand", map[string]any{"command": cmdFlameGraph, "arguments": []any{withTree(args)}}, &tr)
+		c.call("workspace/executeCommand", map[string]any{"command": command.FlameGraph, "arguments": []any{withTree(args)}}, &tr)
 		depth := 0
 		tr.Walk(func(p []*flame.Node, _ *flame.Node) { depth = max(depth, len(p)) })
 		want := profiler.MaxStackDepth

@@ -13,7 +13,8 @@ import (
 
 // publishDiagnostics turns the shown snapshot's findings into diagnostics on
 // the local files they point at, with the evidence lines as related
-// information, and clears the files that no longer have any. Lines of open
+// information, adds where the daemon's processes left their GPU idle
+// (idle.go), and clears the files that no longer have any. Lines of open
 // files follow the user's edits (placeLine).
 func (s *Server) publishDiagnostics() {
 	l := s.shown()
@@ -53,12 +54,13 @@ func (s *Server) publishDiagnostics() {
 				}
 				diag.RelatedInformation = append(diag.RelatedInformation, protocol.DiagnosticRelatedInformation{
 					Location: protocol.Location{URI: uri.File(evLocal), Range: lineRange(evLine)},
-					Message:  fmt.Sprintf("%s (%s)", ev.Note, profiler.FormatBytes(ev.Bytes)),
+					Message:  evidenceNote(ev.Note, ev.Bytes),
 				})
 			}
 			byURI[u] = append(byURI[u], diag)
 		}
 	}
+	s.idleDiagnostics(byURI)
 	for u, diags := range s.warningDiagnostics() {
 		byURI[u] = append(byURI[u], diags...)
 	}
@@ -140,4 +142,13 @@ func severity(s string) protocol.DiagnosticSeverity {
 		return protocol.DiagnosticSeverityInformation
 	}
 	return protocol.DiagnosticSeverityHint
+}
+
+// evidenceNote is an evidence line's note with its bytes; a line without
+// bytes (the GPU idled here) is its note alone.
+func evidenceNote(note string, bytes int64) string {
+	if bytes == 0 {
+		return note
+	}
+	return fmt.Sprintf("%s (%s)", note, profiler.FormatBytes(bytes))
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vramscope/vramscope/lsp/command"
 	"go.lsp.dev/protocol"
 	"go.lsp.dev/uri"
 )
@@ -145,7 +146,7 @@ func (e *editor) lensOn(def, what string) {
 	e.c.call("textDocument/codeLens", protocol.CodeLensParams{TextDocument: protocol.TextDocumentIdentifier{URI: e.u}}, &lenses)
 	want := lineOf(e.lines, def) - 1
 	for _, l := range lenses {
-		if l.Command != nil && l.Command.Command == cmdFlameGraph && int(l.Range.Start.Line) == want {
+		if l.Command != nil && l.Command.Command == command.FlameGraph && int(l.Range.Start.Line) == want {
 			return
 		}
 	}
@@ -158,8 +159,8 @@ func TestDiagnosticsFollowEdits(t *testing.T) {
 	c := start(t, Config{}, nil)
 	path := filepath.Join(fixtures, "trainer/train_gpt2.py")
 	e := c.edit(path)
-	var sum Summary
-	c.call("workspace/executeCommand", map[string]any{"command": cmdOpenSnapshot,
+	var sum command.Summary
+	c.call("workspace/executeCommand", map[string]any{"command": command.OpenSnapshot,
 		"arguments": []any{map[string]string{"path": filepath.Join(fixtures, "snapshots/oom_batch.pickle")}}}, &sum)
 	fwd := uint32(lineOf(e.lines, forward) - 1)
 	c.waitDiagnostic(path, fwd)
@@ -178,8 +179,8 @@ func TestDiagnosticsAfterSaveAndClose(t *testing.T) {
 	os.WriteFile(local, src, 0o644)
 	c := start(t, Config{}, map[string]any{"pathMap": []string{"/workspace/trainer=" + filepath.Dir(local)}})
 	e := c.edit(local)
-	var sum Summary
-	c.call("workspace/executeCommand", map[string]any{"command": cmdOpenSnapshot,
+	var sum command.Summary
+	c.call("workspace/executeCommand", map[string]any{"command": command.OpenSnapshot,
 		"arguments": []any{map[string]string{"path": filepath.Join(fixtures, "snapshots/oom_batch.pickle")}}}, &sum)
 	fwd := uint32(lineOf(e.lines, forward) - 1)
 	c.waitDiagnostic(local, fwd)

@@ -5,50 +5,65 @@ import (
 	"encoding/json"
 	"fmt"
 	"os/exec"
+	"reflect"
 	"strconv"
 	"time"
 
 	"github.com/sourcegraph/jsonrpc2"
 	"github.com/vramscope/vramscope/daemon/api"
+	"github.com/vramscope/vramscope/lsp/command"
 	"github.com/vramscope/vramscope/profiler/analyze"
 	"github.com/vramscope/vramscope/profiler/flame"
 )
 
 func init() { register("workspace/executeCommand", (*Server).executeCommand, true) }
 
-// The commands the editor runs; each takes one object argument.
-const (
-	cmdOpenSnapshot     = "vramscope.openSnapshot"     // {path} -> summary
-	cmdCompareSnapshots = "vramscope.compareSnapshots" // {a, b} -> analyze.Diff
-	cmdTakeSnapshot     = "vramscope.takeSnapshot"     // {pid?, label?} -> summary (pid: the only agent when omitted)
-	cmdAttach           = "vramscope.attach"           // {pid} -> {output}
-	cmdListProcesses    = "vramscope.listProcesses"    // {} -> api.ProcessListResult
-	cmdListSnapshots    = "vramscope.listSnapshots"    // {} -> api.ListResult
-	cmdFlameGraph       = "vramscope.flameGraph"       // {file?, function?, weight?, format?} -> FlamePage, or flame.Tree (local paths) with format "tree"
-	cmdStatus           = "vramscope.status"           // {pid?} -> status for the status bar
-)
-
-type commandArgs struct {
-	Path     string `json:"path"`
-	A        string `json:"a"`
-	B        string `json:"b"`
-	PID      int    `json:"pid"`
-	Label    string `json:"label"`
-	File     string `json:"file"`
-	Function string `json:"function"`
-	Weight   string `json:"weight"`
-	Group    string `json:"group"`
-	Format   string `json:"format"` // of flameGraph: "html" (a page, opened) or "tree" (the extension's webview)
+// commandHandlers run the commands of command.Commands, each typed by its
+// entry (a test checks every entry has a handler of its argument and result
+// types). A new command: an entry in lsp/command, a handler here, make generate.
+var commandHandlers = map[string]commandHandler{
+	command.OpenSnapshot: handle(func(s *Server, ctx context.Context, a command.OpenArgs) (command.Summary, error) {
+		return s.cmdOpen(ctx, a.Path, "")
+	}),
+	command.CompareSnapshots: handle((*Server).cmdCompare),
+	command.TakeSnapshot:     handle((*Server).cmdTake),
+	command.Attach:           handle((*Server).cmdAttach),
+	command.ListProcesses: handle(func(s *Server, _ context.Context, _ command.NoArgs) (api.ProcessListResult, error) {
+		return daemonGet[api.ProcessListResult](s, 30*time.Second, api.ProcessList, nil)
+	}),
+	command.ListSnapshots: handle(func(s *Server, _ context.Context, _ command.NoArgs) (api.ListResult, error) {
+		return daemonGet[api.ListResult](s, 30*time.Second, api.SnapshotList, api.ListParams{})
+	}),
+	command.FlameGraph: handle((*Server).cmdFlame),
+	command.Status: handle(func(s *Server, _ context.Context, a command.StatusArgs) (command.StatusBar, error) {
+		return s.cmdStatusBar(a.PID), nil
+	}),
+	command.TakeJobSnapshot: handle((*Server).cmdTakeJob),
+	command.Ranks:           handle((*Server).cmdRankList),
+	command.ShowFitPlans:    handle((*Server).cmdShowFitPlans),
 }
 
-// Summary is what opening or taking a snapshot answers.
-type Summary struct {
-	Path      string `json:"path"`
-	PeakBytes int64  `json:"peak_bytes"`
-	Events    int64  `json:"events"`
-	Sites     int    `json:"sites"`
-	Findings  int    `json:"findings"`
-	ID        string `json:"id,omitempty"` // the daemon's snapshot id
+// commandHandler runs one command: it decodes the one argument into the
+// command's type and answers its result.
+type commandHandler struct {
+	args, result reflect.Type
+	run          func(s *Server, ctx context.Context, name string, args []json.RawMessage) (any, error)
+}
+
+// handle makes the handler of a command whose argument is an A and result an R.
+func handle[A, R any](f func(*Server, context.Context, A) (R, error)) commandHandler {
+	return commandHandler{reflect.TypeFor[A](), reflect.TypeFor[R](),
+		func(s *Server, ctx context.Context, name string, args []json.RawMessage) (any, error) {
+			var a A
+			if err := decodeArgs(name, args, &a); err != nil {
+				return nil, err
+			}
+			r, err := f(s, ctx, a)
+			if err != nil {
+				return nil, err
+			}
+			return r, nil
+		}}
 }
 
 func (s *Server) executeCommand(ctx context.Context, raw json.RawMessage) (any, error) {
@@ -59,52 +74,27 @@ func (s *Server) executeCommand(ctx context.Context, raw json.RawMessage) (any, 
 	if err := decode(raw, &p); err != nil {
 		return nil, err
 	}
-	if _, known := argShapes[p.Command]; !known {
+	h, known := commandHandlers[p.Command]
+	if !known {
 		return nil, invalid("unknown command " + strconv.Quote(p.Command))
 	}
-	a, err := decodeArgs(p.Command, p.Arguments)
-	if err != nil {
-		return nil, err
-	}
-	switch p.Command {
-	case cmdOpenSnapshot:
-		return s.cmdOpen(ctx, a.Path, "")
-	case cmdCompareSnapshots:
-		return s.cmdCompare(ctx, a)
-	case cmdTakeSnapshot:
-		return s.cmdTake(a)
-	case cmdAttach:
-		return s.cmdAttachPID(a.PID)
-	case cmdListProcesses:
-		return s.daemonCall(api.ProcessList, nil, &api.ProcessListResult{})
-	case cmdListSnapshots:
-		return s.daemonCall(api.SnapshotList, api.ListParams{}, &api.ListResult{})
-	case cmdFlameGraph:
-		return s.cmdFlame(ctx, a)
-	case cmdStatus:
-		return s.cmdStatusBar(a.PID), nil
-	case cmdTakeJobSnapshot:
-		return s.cmdTakeJob(a)
-	case cmdRanks:
-		return s.cmdRankList(a)
-	}
-	return nil, invalid("unknown command " + strconv.Quote(p.Command))
+	return h.run(s, ctx, p.Command, p.Arguments)
 }
 
 // cmdOpen stops the analysis when the request is cancelled and no other waits for it.
-func (s *Server) cmdOpen(ctx context.Context, path, id string) (any, error) {
+func (s *Server) cmdOpen(ctx context.Context, path, id string) (command.Summary, error) {
 	if path == "" {
-		return nil, invalid("openSnapshot needs a path")
+		return command.Summary{}, invalid("openSnapshot needs a path")
 	}
 	l, err := s.openAndShowContext(ctx, s.inWorkspace(path))
 	if err != nil {
-		return nil, invalid(err.Error())
+		return command.Summary{}, invalid(err.Error())
 	}
 	r := l.result
-	return Summary{Path: l.path, PeakBytes: r.Peak.Bytes, Events: r.Events, Sites: len(r.Sites), Findings: len(r.Findings), ID: id}, nil
+	return command.Summary{Path: l.path, PeakBytes: r.Peak.Bytes, Events: r.Events, Sites: len(r.Sites), Findings: len(r.Findings), ID: id}, nil
 }
 
-func (s *Server) cmdCompare(ctx context.Context, a commandArgs) (any, error) {
+func (s *Server) cmdCompare(ctx context.Context, a command.CompareArgs) (*analyze.Diff, error) {
 	if a.A == "" || a.B == "" {
 		return nil, invalid("compareSnapshots needs a and b")
 	}
@@ -123,10 +113,10 @@ func (s *Server) cmdCompare(ctx context.Context, a commandArgs) (any, error) {
 	return d, nil
 }
 
-func (s *Server) cmdTake(a commandArgs) (any, error) {
+func (s *Server) cmdTake(_ context.Context, a command.TakeArgs) (command.Summary, error) {
 	c, err := s.link().get()
 	if err != nil {
-		return nil, failed(err.Error())
+		return command.Summary{}, failed(err.Error())
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -134,7 +124,7 @@ func (s *Server) cmdTake(a commandArgs) (any, error) {
 	if pid == 0 {
 		var ps api.ProcessListResult
 		if err := c.Call(ctx, api.ProcessList, nil, &ps); err != nil {
-			return nil, err
+			return command.Summary{}, err
 		}
 		var agents []int
 		for _, p := range ps.Processes {
@@ -143,20 +133,21 @@ func (s *Server) cmdTake(a commandArgs) (any, error) {
 			}
 		}
 		if len(agents) != 1 {
-			return nil, invalid(fmt.Sprintf("%d processes have an agent attached; pick one (vramscope.listProcesses)", len(agents)))
+			return command.Summary{}, invalid(fmt.Sprintf("%d processes have an agent attached; pick one (vramscope.listProcesses)", len(agents)))
 		}
 		pid = agents[0]
 	}
 	var snap api.SnapshotResult
 	if err := c.Call(ctx, api.SnapshotTake, api.TakeParams{PID: pid, Label: a.Label}, &snap); err != nil {
-		return nil, failed(err.Error())
+		return command.Summary{}, failed(err.Error())
 	}
 	return s.cmdOpen(context.Background(), snap.Path, snap.ID)
 }
 
-func (s *Server) cmdAttachPID(pid int) (any, error) {
+func (s *Server) cmdAttach(_ context.Context, a command.AttachArgs) (command.AttachResult, error) {
+	pid := a.PID
 	if pid <= 0 || s.cfg.Exe == "" {
-		return nil, invalid("attach needs a pid")
+		return command.AttachResult{}, invalid("attach needs a pid")
 	}
 	args := []string{"attach", strconv.Itoa(pid)}
 	if s.cfg.Socket != "" {
@@ -164,29 +155,31 @@ func (s *Server) cmdAttachPID(pid int) (any, error) {
 	}
 	out, err := exec.Command(s.cfg.Exe, args...).CombinedOutput()
 	if err != nil {
-		return nil, failed(string(out))
+		return command.AttachResult{}, failed(string(out))
 	}
-	return map[string]string{"output": string(out)}, nil
+	return command.AttachResult{Output: string(out)}, nil
 }
 
-func (s *Server) daemonCall(method string, params, result any) (any, error) {
+// daemonGet calls the daemon and answers its result, waiting at most d.
+func daemonGet[R any](s *Server, d time.Duration, method string, params any) (R, error) {
+	var r R
 	c, err := s.link().get()
 	if err != nil {
-		return nil, failed(err.Error())
+		return r, failed(err.Error())
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
-	if err := c.Call(ctx, method, params, result); err != nil {
-		return nil, failed(err.Error())
+	if err := c.Call(ctx, method, params, &r); err != nil {
+		return r, failed(err.Error())
 	}
-	return result, nil
+	return r, nil
 }
 
 // cmdFlame returns the shown snapshot's flame tree with local file names,
 // rooted at a function when one is given ("flame graph from here"): for the
 // extension's webview (format "tree") the tree, for any other client the
 // linked report as a page it is asked to open (flamePage).
-func (s *Server) cmdFlame(ctx context.Context, a commandArgs) (any, error) {
+func (s *Server) cmdFlame(ctx context.Context, a command.FlameArgs) (any, error) {
 	if a.Format != "" && a.Format != "html" && a.Format != "tree" {
 		return nil, invalid(`flameGraph: unknown format ` + strconv.Quote(a.Format) + `: "html" or "tree"`)
 	}
@@ -248,20 +241,8 @@ func (s *Server) localize(n *flame.Node) {
 	}
 }
 
-// StatusBar is what the extension's status bar shows.
-type StatusBar struct {
-	Daemon    bool   `json:"daemon"`
-	Reason    string `json:"reason,omitempty"`
-	PID       int    `json:"pid,omitempty"`
-	GPUBytes  uint64 `json:"gpu_bytes,omitempty"`
-	Allocated int64  `json:"torch_allocated,omitempty"`
-	Reserved  int64  `json:"torch_reserved,omitempty"`
-	UtilGPU   *int   `json:"util_gpu,omitempty"`
-	Snapshot  string `json:"snapshot,omitempty"`
-}
-
-func (s *Server) cmdStatusBar(pid int) StatusBar {
-	var sb StatusBar
+func (s *Server) cmdStatusBar(pid int) command.StatusBar {
+	var sb command.StatusBar
 	if l := s.shown(); l != nil {
 		sb.Snapshot = l.path
 	}
@@ -292,20 +273,10 @@ func (s *Server) cmdStatusBar(pid int) StatusBar {
 
 // utilOf reads utilization.gpu of one device from the latest samples.
 func utilOf(dev api.DevicesResult, device int) *int {
-	b, err := json.Marshal(dev.Latest)
-	if err != nil {
-		return nil
-	}
-	var latest []struct {
-		Device  int  `json:"device"`
-		UtilGPU *int `json:"util_gpu_pct"`
-	}
-	if json.Unmarshal(b, &latest) != nil {
-		return nil
-	}
-	for _, x := range latest {
-		if x.Device == device {
-			return x.UtilGPU
+	for _, x := range dev.Latest {
+		if x.Device == device && x.UtilGPUPct != nil {
+			u := int(*x.UtilGPUPct)
+			return &u
 		}
 	}
 	return nil

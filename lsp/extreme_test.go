@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/vramscope/vramscope/internal/hostile"
+	"github.com/vramscope/vramscope/lsp/command"
 )
 
 // TestExtremeTimes: a snapshot whose time_us are -2^63 and 2^62 (round 2's
@@ -30,7 +31,7 @@ func TestExtremeTimes(t *testing.T) {
 		t.Fatalf("no message naming %s and its time_us in 30 s: %s", bad, msgs)
 	}
 	good := filepath.Join(fixtures, "snapshots", "gpt2_train.pickle")
-	c.call("workspace/executeCommand", map[string]any{"command": cmdOpenSnapshot,
+	c.call("workspace/executeCommand", map[string]any{"command": command.OpenSnapshot,
 		"arguments": []any{map[string]string{"path": good}}}, nil)
 	c.waitShown("gpt2_train.pickle")
 }

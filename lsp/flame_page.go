@@ -15,24 +15,14 @@ import (
 	"regexp"
 	"time"
 
+	"github.com/vramscope/vramscope/lsp/command"
 	"github.com/vramscope/vramscope/profiler/flame"
 	"go.lsp.dev/uri"
 )
 
-// FlamePage is what vramscope.flameGraph answers with format "html".
-type FlamePage struct {
-	Path   string `json:"path"`
-	URI    string `json:"uri"`
-	Opened bool   `json:"opened"` // the client agreed to open it (window/showDocument)
-}
-
 // flamePage writes the report of l with tree t and asks the client to open it.
 func (s *Server) flamePage(l *loaded, t *flame.Tree, fn string) (any, error) {
-	raw, err := l.result.Report()
-	if err != nil {
-		return nil, failed(err.Error())
-	}
-	local, err := s.localReport(raw) // the editor's file names, as the tree's
+	local, err := s.localReport(l.result) // the editor's file names, as the tree's
 	if err != nil {
 		return nil, err
 	}
@@ -61,7 +51,7 @@ func (s *Server) flamePage(l *loaded, t *flame.Tree, fn string) (any, error) {
 	if err != nil {
 		return nil, failed(fmt.Sprintf("writing the flame graph %s: %v", path, err))
 	}
-	page := FlamePage{Path: path, URI: string(uri.File(path))}
+	page := command.FlamePage{Path: path, URI: string(uri.File(path))}
 	page.Opened = s.openExternal(page.URI)
 	if !page.Opened {
 		s.showMessage(msgInfo, "vramscope: flame graph written to "+path)

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/vramscope/vramscope/lsp/command"
 )
 
 // TestFlamePage: "flame graph from here" in an editor without the
@@ -22,8 +24,8 @@ func TestFlamePage(t *testing.T) {
 	}{{"showDocument", vscodeCaps}, {"bare", map[string]any{}}} {
 		cl := startWith(t, Config{}, map[string]any{"snapshot": snap}, c.caps)
 		cl.waitShown("gpt2_train.pickle")
-		var page FlamePage
-		cl.call("workspace/executeCommand", map[string]any{"command": cmdFlameGraph, "arguments": args}, &page)
+		var page command.FlamePage
+		cl.call("workspace/executeCommand", map[string]any{"command": command.FlameGraph, "arguments": args}, &page)
 		b, err := os.ReadFile(page.Path)
 		if err != nil {
 			t.Fatalf("%s: %v", c.name, err)
@@ -53,8 +55,8 @@ func TestCommandArguments(t *testing.T) {
 	t.Setenv("XDG_CACHE_HOME", t.TempDir())
 	c := start(t, Config{}, map[string]any{"snapshot": filepath.Join(fixtures, "snapshots/gpt2_train.pickle")})
 	c.waitShown("gpt2_train.pickle")
-	var page FlamePage
-	c.call("workspace/executeCommand", map[string]any{"command": cmdFlameGraph, "arguments": []any{[]any{}}}, &page)
+	var page command.FlamePage
+	c.call("workspace/executeCommand", map[string]any{"command": command.FlameGraph, "arguments": []any{[]any{}}}, &page)
 	if page.Path == "" {
 		t.Errorf("flameGraph with arguments [[]]: %+v", page)
 	}
@@ -63,10 +65,10 @@ func TestCommandArguments(t *testing.T) {
 		args    []any
 		want    []string
 	}{
-		{cmdAttach, []any{map[string]any{"pid": "12"}}, []string{`"pid" must be a number`, `{"pid": 1234}`}},
-		{cmdOpenSnapshot, []any{"x.pickle"}, []string{"argument 1 must be an object", `{"path": "snapshot.pickle"}`}},
-		{cmdFlameGraph, []any{map[string]any{"format": "svg"}}, []string{`unknown format "svg"`}},
-		{cmdCompareSnapshots, []any{map[string]any{}, map[string]any{}}, []string{"takes one argument", "got 2"}},
+		{command.Attach, []any{map[string]any{"pid": "12"}}, []string{`"pid" must be a number`, `{"pid": 1234}`}},
+		{command.OpenSnapshot, []any{"x.pickle"}, []string{"argument 1 must be an object", `{"path": "snapshot.pickle"}`}},
+		{command.FlameGraph, []any{map[string]any{"format": "svg"}}, []string{`unknown format "svg"`}},
+		{command.CompareSnapshots, []any{map[string]any{}, map[string]any{}}, []string{"takes one argument", "got 2"}},
 		{"vramscope.nope", nil, []string{`unknown command "vramscope.nope"`}},
 	} {
 		err := c.conn.Call(context.Background(), "workspace/executeCommand", map[string]any{"command": bad.command, "arguments": bad.args}, nil)
@@ -87,8 +89,8 @@ func TestCommandArguments(t *testing.T) {
 func TestRelativeSettings(t *testing.T) {
 	c := start(t, Config{}, map[string]any{"vramscope": map[string]any{"snapshot": "snapshots/gpt2_train.pickle"}})
 	c.waitShown(filepath.Join(fixtures, "snapshots/gpt2_train.pickle"))
-	var sum Summary
-	c.call("workspace/executeCommand", map[string]any{"command": cmdOpenSnapshot,
+	var sum command.Summary
+	c.call("workspace/executeCommand", map[string]any{"command": command.OpenSnapshot,
 		"arguments": []any{map[string]string{"path": "snapshots/oom_batch.pickle"}}}, &sum)
 	if sum.Path != filepath.Join(fixtures, "snapshots/oom_batch.pickle") {
 		t.Errorf("openSnapshot of a relative path opened %q", sum.Path)

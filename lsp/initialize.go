@@ -5,18 +5,21 @@ import (
 	"encoding/json"
 	"path/filepath"
 
+	"github.com/vramscope/vramscope/lsp/command"
 	"go.lsp.dev/protocol"
 )
 
 func init() { register("initialize", (*Server).initialize, false) }
 
-// Commands the server executes (workspace/executeCommand); the extension's
-// package.json contributes the same names.
-var commandNames = []string{
-	cmdOpenSnapshot, cmdCompareSnapshots, cmdTakeSnapshot, cmdAttach,
-	cmdListProcesses, cmdListSnapshots, cmdFlameGraph, cmdStatus,
-	cmdTakeJobSnapshot, cmdRanks,
-}
+// Commands the server executes (workspace/executeCommand), in the table's
+// order; the extension's commands_gen.ts is generated from the same table.
+var commandNames = func() []string {
+	var out []string
+	for _, c := range command.Commands {
+		out = append(out, c.Name)
+	}
+	return out
+}()
 
 func (s *Server) initialize(_ context.Context, raw json.RawMessage) (any, error) {
 	var p struct {
@@ -58,6 +61,7 @@ func (s *Server) initialize(_ context.Context, raw json.RawMessage) (any, error)
 			},
 			HoverProvider:          true,
 			CodeLensProvider:       &protocol.CodeLensOptions{},
+			CodeActionProvider:     &protocol.CodeActionOptions{CodeActionKinds: []protocol.CodeActionKind{protocol.QuickFix}},
 			ExecuteCommandProvider: &protocol.ExecuteCommandOptions{Commands: commandNames},
 		},
 		InlayHintProvider: &InlayHintOptions{},

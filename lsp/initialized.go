@@ -25,6 +25,7 @@ func (s *Server) initialized(context.Context, json.RawMessage) (any, error) {
 		s.daemon = &daemonLink{tried: make(chan struct{})} // before sayWhyNothingShown looks
 		s.mu.Unlock()
 		go s.connectDaemon()
+		go s.followIdle(s.lifeContext())
 	}
 	go s.sayWhyNothingShown()
 	return nil, nil

@@ -9,21 +9,34 @@ import (
 	"github.com/vramscope/vramscope/profiler/analyze"
 )
 
-func init() { register("textDocument/inlayHint", (*Server).inlayHint, false) }
+// Async: for an editor that takes no workspace/inlayHint/refresh (Helix
+// 25.01), a request that comes while the snapshot it opened with is still
+// being analysed waits for that analysis, so the hints show without an edit.
+func init() { register("textDocument/inlayHint", (*Server).inlayHint, true) }
 
-// inlayHint puts each memory-holding line's figure at its end. Lines holding
+// inlayHint puts each memory-holding line's figure at its end, and "GPU
+// idle 31% here" at the end of the lines a process's training thread was on
+// while its GPU idled (idle.go). Lines holding
 // less than hintThreshold of the peak (or of all bytes allocated, with the
 // alloc weight) stay quiet; a file the snapshot does not know gets none. The
 // recorded lines are mapped through the user's edits (lineMap): a deleted
 // line has no hint, an edited one says its figures are from before the edit.
-func (s *Server) inlayHint(_ context.Context, raw json.RawMessage) (any, error) {
+func (s *Server) inlayHint(ctx context.Context, raw json.RawMessage) (any, error) {
 	var p InlayHintParams
 	if err := decode(raw, &p); err != nil {
 		return nil, err
 	}
 	hints := []InlayHint{}
-	d, l := s.document(p.TextDocument.URI), s.shown()
-	if d == nil || l == nil {
+	l := s.shown()
+	if l == nil && !s.caps().inlayHintRefresh {
+		l = s.shownOrPending(ctx)
+	}
+	d := s.document(p.TextDocument.URI)
+	if d == nil {
+		return hints, nil
+	}
+	hints = append(hints, s.idleHints(d, p.Range)...) // where a live process's GPU idles (idle.go)
+	if l == nil {
 		return hints, nil
 	}
 	st := s.currentSettings()

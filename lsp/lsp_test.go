@@ -1,9 +1,11 @@
 package lsp
 
 import (
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -17,6 +19,7 @@ import (
 	"github.com/sourcegraph/jsonrpc2"
 	"github.com/vramscope/vramscope/internal/golden"
 	"github.com/vramscope/vramscope/internal/reftool"
+	"github.com/vramscope/vramscope/lsp/command"
 	"go.lsp.dev/protocol"
 	"go.lsp.dev/uri"
 )
@@ -222,8 +225,8 @@ func TestOfflineOnTheFixtures(t *testing.T) {
 
 func TestDiagnosticsForTheOOM(t *testing.T) {
 	c := start(t, Config{}, nil)
-	var sum Summary
-	c.call("workspace/executeCommand", map[string]any{"command": cmdOpenSnapshot,
+	var sum command.Summary
+	c.call("workspace/executeCommand", map[string]any{"command": command.OpenSnapshot,
 		"arguments": []any{map[string]string{"path": filepath.Join(fixtures, "snapshots/oom_batch.pickle")}}}, &sum)
 	if sum.PeakBytes == 0 || sum.Findings == 0 {
 		t.Fatalf("open: %+v", sum)
@@ -247,7 +250,7 @@ func TestDiagnosticsForTheOOM(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	// Showing a healthy snapshot clears them.
-	c.call("workspace/executeCommand", map[string]any{"command": cmdOpenSnapshot,
+	c.call("workspace/executeCommand", map[string]any{"command": command.OpenSnapshot,
 		"arguments": []any{map[string]string{"path": filepath.Join(fixtures, "snapshots/gpt2_train.pickle")}}}, &sum)
 	time.Sleep(100 * time.Millisecond)
 	c.mu.Lock()
@@ -268,9 +271,9 @@ func TestDecodedOnce(t *testing.T) {
 			t.Fatal("no hints on train_lora.py")
 		}
 	}
-	var sum Summary
+	var sum command.Summary
 	for i := 0; i < 3; i++ {
-		c.call("workspace/executeCommand", map[string]any{"command": cmdOpenSnapshot, "arguments": []any{map[string]string{"path": snap}}}, &sum)
+		c.call("workspace/executeCommand", map[string]any{"command": command.OpenSnapshot, "arguments": []any{map[string]string{"path": snap}}}, &sum)
 	}
 	if c.srv.snaps.runs != 1 {
 		t.Errorf("%d analyses of one snapshot", c.srv.snaps.runs)
@@ -291,7 +294,7 @@ func TestBadInput(t *testing.T) {
 	}
 	bad := filepath.Join(t.TempDir(), "notes.pickle")
 	os.WriteFile(bad, []byte("not a pickle"), 0o644)
-	err = c.conn.Call(context.Background(), "workspace/executeCommand", map[string]any{"command": cmdOpenSnapshot,
+	err = c.conn.Call(context.Background(), "workspace/executeCommand", map[string]any{"command": command.OpenSnapshot,
 		"arguments": []any{map[string]string{"path": bad}}}, nil)
 	if err == nil || !strings.Contains(err.Error(), bad) {
 		t.Errorf("bad snapshot: %v", err)
@@ -361,8 +364,8 @@ func TestDiagnosticForAnOOMInGeneration(t *testing.T) {
 		t.Fatalf("snaptool: %v %s", err, out)
 	}
 	c := start(t, Config{}, nil)
-	var sum Summary
-	c.call("workspace/executeCommand", map[string]any{"command": cmdOpenSnapshot,
+	var sum command.Summary
+	c.call("workspace/executeCommand", map[string]any{"command": command.OpenSnapshot,
 		"arguments": []any{map[string]string{"path": snap}}}, &sum)
 	local := string(uri.File("/workspace/proj/train.py"))
 	deadline := time.Now().Add(5 * time.Second)
@@ -384,4 +387,65 @@ func TestDiagnosticForAnOOMInGeneration(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// TestDiagnosticForARealOOMInGeneration: the agent's capture of batch
+// generate() running out of a 3 GiB cap on the H200 (GPT-2 medium,
+// examples/snapshots/inference/gen_oom.pickle.gz) puts the OOM diagnostic on
+// the generate() line with the KV cache's size per token and what fits.
+func TestDiagnosticForARealOOMInGeneration(t *testing.T) {
+	snap := gunzipTo(t, "../examples/snapshots/inference/gen_oom.pickle.gz")
+	c := start(t, Config{}, nil)
+	var sum command.Summary
+	c.call("workspace/executeCommand", map[string]any{"command": command.OpenSnapshot,
+		"arguments": []any{map[string]string{"path": snap}}}, &sum)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		c.mu.Lock()
+		var found []string
+		for u, ds := range c.diags {
+			for _, d := range ds {
+				if strings.HasSuffix(u, "/workloads.py") && d.Code == "oom" {
+					found = append(found, fmt.Sprintf("%d %s", d.Range.Start.Line, d.Message))
+				}
+			}
+		}
+		c.mu.Unlock()
+		if len(found) > 0 {
+			m := found[0]
+			if !strings.HasPrefix(m, "33 ") || !strings.Contains(m, "batch 32 x 512 tokens, 96.00 KiB a token") ||
+				!strings.Contains(m, "at 512 tokens a batch of 31 fits") {
+				t.Errorf("diagnostic %q", m)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no OOM diagnostic on workloads.py: %v", c.diags)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// gunzipTo unpacks a gzipped snapshot into a temporary directory.
+func gunzipTo(t *testing.T, gz string) string {
+	t.Helper()
+	in, err := os.Open(gz)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	zr, err := gzip.NewReader(in)
+	if err != nil {
+		t.Fatalf("%s: %v", gz, err)
+	}
+	path := filepath.Join(t.TempDir(), strings.TrimSuffix(filepath.Base(gz), ".gz"))
+	out, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	if _, err := io.Copy(out, zr); err != nil {
+		t.Fatalf("%s: %v", gz, err)
+	}
+	return path
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/vramscope/vramscope/daemon/api"
 	"github.com/vramscope/vramscope/internal/daemontest"
+	"github.com/vramscope/vramscope/lsp/command"
 )
 
 // TestMemoryWarning: a real daemon warns that a leaking process will fill
@@ -17,9 +18,9 @@ func TestMemoryWarning(t *testing.T) {
 	daemontest.Agent(t, d.Socket, api.RegisterParams{PID: 6161, Host: "test", WorldSize: 1, Argv: []string{"python", "train.py"}, Recording: true},
 		"../examples/snapshots/leak_steps.pickle")
 	c := start(t, Config{Daemon: "connect", Socket: d.Socket}, nil)
-	var sb StatusBar
+	var sb command.StatusBar
 	for i := 0; i < 300 && !sb.Daemon; i++ {
-		c.call("workspace/executeCommand", map[string]any{"command": cmdStatus}, &sb)
+		c.call("workspace/executeCommand", map[string]any{"command": command.Status}, &sb)
 		time.Sleep(10 * time.Millisecond)
 	}
 	if !sb.Daemon {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/vramscope/vramscope/daemon/api"
 	"github.com/vramscope/vramscope/internal/daemontest"
+	"github.com/vramscope/vramscope/lsp/command"
 )
 
 // rankAgent registers as rank `rank` of torchrun launch "lspjob" and
@@ -28,24 +29,24 @@ func TestRankPicker(t *testing.T) {
 	rankAgent(t, socket, 8101, 1, filepath.Join(whatif, "whatif_bs8.pickle"))
 
 	c := start(t, Config{Daemon: "connect", Socket: socket}, nil)
-	var sb StatusBar
+	var sb command.StatusBar
 	for deadline := time.Now().Add(10 * time.Second); !sb.Daemon && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		c.call("workspace/executeCommand", map[string]any{"command": cmdStatus}, &sb)
+		c.call("workspace/executeCommand", map[string]any{"command": command.Status}, &sb)
 	}
-	var pick RankPick
-	c.call("workspace/executeCommand", map[string]any{"command": cmdTakeJobSnapshot, "arguments": []any{map[string]any{"pid": 8100}}}, &pick)
+	var pick command.RankPick
+	c.call("workspace/executeCommand", map[string]any{"command": command.TakeJobSnapshot, "arguments": []any{map[string]any{"pid": 8100}}}, &pick)
 	if pick.Job != "run:lspjob" || len(pick.Ranks) != 2 || pick.Max != 1 || pick.Shown != 1 || !pick.Ranks[1].Outlier || pick.Ranks[1].Path == "" {
 		t.Fatalf("takeJobSnapshot: %+v", pick)
 	}
 	c.waitShown(filepath.Base(pick.Ranks[1].Path))
-	var summary Summary
-	c.call("workspace/executeCommand", map[string]any{"command": cmdOpenSnapshot, "arguments": []any{map[string]any{"path": pick.Ranks[0].Path}}}, &summary)
-	var again RankPick
-	c.call("workspace/executeCommand", map[string]any{"command": cmdRanks, "arguments": []any{map[string]any{"group": pick.Group}}}, &again)
+	var summary command.Summary
+	c.call("workspace/executeCommand", map[string]any{"command": command.OpenSnapshot, "arguments": []any{map[string]any{"path": pick.Ranks[0].Path}}}, &summary)
+	var again command.RankPick
+	c.call("workspace/executeCommand", map[string]any{"command": command.Ranks, "arguments": []any{map[string]any{"group": pick.Group}}}, &again)
 	if again.Shown != 0 || summary.PeakBytes != again.Ranks[0].Peak {
 		t.Errorf("after opening rank 0: shown %d, peak %d vs %d", again.Shown, summary.PeakBytes, again.Ranks[0].Peak)
 	}
-	err := c.conn.Call(context.Background(), "workspace/executeCommand", map[string]any{"command": cmdRanks, "arguments": []any{map[string]any{"group": "job-nope"}}}, nil)
+	err := c.conn.Call(context.Background(), "workspace/executeCommand", map[string]any{"command": command.Ranks, "arguments": []any{map[string]any{"group": "job-nope"}}}, nil)
 	if err == nil {
 		t.Error("ranks of no group: no error")
 	}

@@ -4,6 +4,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/vramscope/vramscope/lsp/command"
 )
 
 // vramscope/report answers the linked report of the snapshot shown, its files
@@ -34,7 +36,7 @@ func TestReportCommand(t *testing.T) {
 			Buckets [][]int64 `json:"buckets"`
 		} `json:"moments"`
 	}
-	c.call(methodReport, map[string]any{}, &rep)
+	c.call(command.Report, map[string]any{}, &rep)
 	if len(rep.Device.Timeline.Points) == 0 || len(rep.Moments.Buckets) == 0 {
 		t.Fatalf("report without a timeline or moments: %d points, %d buckets", len(rep.Device.Timeline.Points), len(rep.Moments.Buckets))
 	}
@@ -78,7 +80,7 @@ func TestDiffReportRequest(t *testing.T) {
 			} `json:"sites"`
 		} `json:"diff"`
 	}
-	c.call(methodDiffReport, map[string]any{"a": snap, "b": snap}, &rep)
+	c.call(command.DiffReport, map[string]any{"a": snap, "b": snap}, &rep)
 	if len(rep.Before.Device.Timeline.Points) == 0 || len(rep.Diff.Sites) == 0 {
 		t.Fatalf("diff report: %d before points, %d sites", len(rep.Before.Device.Timeline.Points), len(rep.Diff.Sites))
 	}

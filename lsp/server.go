@@ -18,6 +18,7 @@ import (
 	"sync"
 
 	"github.com/sourcegraph/jsonrpc2"
+	"github.com/vramscope/vramscope/daemon/api"
 	"github.com/vramscope/vramscope/internal/rpccancel"
 )
 
@@ -48,6 +49,7 @@ type Server struct {
 	shownAsk   int64               // the number of the request whose snapshot is current
 	pending    string              // the snapshot of the newest show request, shown or not
 	published  map[string]bool     // URIs with diagnostics from us
+	idle       []api.IdleResult    // the daemon's processes whose GPU idles, by line (idle.go)
 	warnings   map[int]warningDiag // the daemon's memory warnings that name a line, by pid (memory_warning.go)
 	daemon     *daemonLink
 	shutdown   bool

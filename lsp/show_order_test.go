@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vramscope/vramscope/lsp/command"
 	"github.com/vramscope/vramscope/profiler/flame"
 )
 
@@ -55,7 +56,7 @@ func TestFlameWaitsForTheSnapshotBeingRead(t *testing.T) {
 	got := make(chan answer, 1)
 	go func() {
 		var a answer
-		a.err = c.conn.Call(context.Background(), "workspace/executeCommand", map[string]any{"command": cmdFlameGraph, "arguments": []any{map[string]string{"format": "tree"}}}, &a.tree)
+		a.err = c.conn.Call(context.Background(), "workspace/executeCommand", map[string]any{"command": command.FlameGraph, "arguments": []any{map[string]string{"format": "tree"}}}, &a.tree)
 		got <- a
 	}()
 	// Release the analysis only once the flame request waits for it too.

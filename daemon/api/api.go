@@ -13,13 +13,14 @@ import (
 	"time"
 
 	"github.com/vramscope/vramscope/profiler/analyze"
+	"github.com/vramscope/vramscope/profiler/flame"
 )
 
 //go:generate go run ../../internal/wiregen/cmd/wiregen -root ../..
 
 // Version is the API version. A client whose major version differs is refused
 // by daemon.hello; minor additions keep the major.
-const Version = "1.1"
+const Version = "1.3"
 
 // Direction says who sends a method.
 type Direction string
@@ -39,7 +40,7 @@ type Method struct {
 	Name   string
 	Dir    Direction
 	Params any // a zero value of the params type; nil for none
-	Result any // a zero value of the result type; nil for none (notifications)
+	Result any // a zero value of the result type, or a OneOf; nil for none (notifications)
 	Doc    string
 }
 
@@ -178,10 +179,13 @@ type Process struct {
 	Allocated  int64    `json:"torch_allocated,omitempty"` // torch.cuda.memory_allocated, from the agent's last report
 	Reserved   int64    `json:"torch_reserved,omitempty"`  // torch.cuda.memory_reserved, from the agent's last report
 	Connected  string   `json:"connected,omitempty"`       // RFC 3339
+	Job        string   `json:"job,omitempty"`             // what ties it to the other ranks of its launch ("run:ID", "master:ADDR:PORT", "parent:PID"; "" alone): group.take captures every process of its job
+	UtilGPU    *uint32  `json:"util_gpu_pct,omitempty"`    // utilization.gpu of its GPU now (NVML); absent without a reading
+	IdleShare  float64  `json:"idle_share,omitempty"`      // share of the last minute its GPU idled (idle.report), with stack samples
+	IdleTop    string   `json:"idle_top,omitempty"`        // the top idle cause and its line, e.g. "waiting for the data loader at data.py:12"
 	// Forecast is when its memory is projected to fill its device, while
 	// its step peaks grow (nil otherwise): vramscope ps's OOM ETA.
 	Forecast *MemoryForecast `json:"forecast,omitempty"`
-	Job      string          `json:"job,omitempty"` // what ties it to the other ranks of its launch ("run:ID", "master:ADDR:PORT", "parent:PID"; "" alone): group.take captures every process of its job
 }
 
 // ProcessListResult lists processes.
@@ -332,21 +336,6 @@ type SeriesParams struct {
 	MaxPoints int   `json:"max_points,omitempty"` // default 2000
 }
 
-// SeriesResult holds samples (counters.DeviceSample or counters.ProcessSample).
-type SeriesResult struct {
-	Device  int `json:"device"`        // as asked
-	PID     int `json:"pid,omitempty"` // as asked
-	Samples any `json:"samples"`       // []counters.DeviceSample for a device, []counters.ProcessSample for a process, oldest first
-}
-
-// DevicesResult lists the GPUs NVML sees and the sampler's state.
-type DevicesResult struct {
-	Status  CountersStatus `json:"status"`  // the NVML sampler's state
-	Devices any            `json:"devices"` // []counters.DeviceInfo
-	Latest  any            `json:"latest"`  // []counters.DeviceSample
-	Phases  any            `json:"phases"`  // []gpuphase.Phase: what each GPU does now (its last few seconds classified)
-}
-
 // CancelParams names a request of this connection whose answer the client no
 // longer waits for: the daemon stops its work (an analysis no other request
 // waits for stops decoding) and answers it with an error.
@@ -414,6 +403,9 @@ type DumpResult struct {
 	Phases Phases `json:"phases_ms,omitzero"`
 	// DumpTime is when the agent read the allocator's state, for a group's skew.
 	DumpTime
+	// Levels are the steps the agent measured and has not sent with
+	// agent.levels yet (the daemon keeps the earlier ones).
+	Levels *LevelsParams `json:"levels,omitempty"`
 }
 
 // CapturedParams hands over a snapshot the agent took on its own (on OOM).
@@ -496,25 +488,28 @@ var Methods = []Method{
 	{SnapshotList, ClientToDaemon, ListParams{}, ListResult{}, "Stored snapshots, newest first."},
 	{SnapshotGet, ClientToDaemon, IDParams{}, SnapshotResult{}, "One stored snapshot's metadata and path."},
 	{SnapshotDelete, ClientToDaemon, IDParams{}, Empty{}, "Removes a stored snapshot and its cached analysis."},
-	{AnalysisSummary, ClientToDaemon, IDParams{}, "analyze.Result (as vramscope analyze --json)", "The full analysis; computed once per snapshot and cached."},
+	{AnalysisSummary, ClientToDaemon, IDParams{}, analyze.Result{}, "The full analysis, as vramscope analyze --json writes it; computed once per snapshot and cached."},
 	{AnalysisSites, ClientToDaemon, SitesParams{}, SitesResult{}, "The lines of one source file that hold memory (paths matched exactly or by suffix)."},
-	{AnalysisFlame, ClientToDaemon, FlameParams{}, "flame.Tree (as vramscope flame --format json)", "The flame tree for the shared renderer."},
-	{AnalysisReport, ClientToDaemon, IDParams{}, "analyze.Result.Report (as vramscope analyze --report)", "The linked report's data beside the flame tree: the peak device's timeline, the live set over time by origin (moments: what a click on the timeline shows), top lines, categories, findings, allocator maps."},
-	{AnalysisTimeline, ClientToDaemon, TimelineParams{}, "analyze.Timeline", "Allocated and reserved bytes over time for one device, with step and annotation markers."},
-	{AnalysisFindings, ClientToDaemon, IDParams{}, "[]analyze.Finding", "The findings (OOM, …) with evidence and fix."},
-	{AnalysisDiff, ClientToDaemon, DiffParams{}, "analyze.Diff (as vramscope diff --json)", "Per-line change from snapshot a to snapshot b."},
-	{AnalysisWhatIf, ClientToDaemon, WhatIfParams{}, "analyze.WhatIf (as vramscope whatif --json)", "Peak against size over several snapshots of one script: the fit, its leave-one-out error, the largest size that fits."},
+	{AnalysisFlame, ClientToDaemon, FlameParams{}, flame.Tree{}, "The flame tree for the shared renderer, as vramscope flame --format json writes it."},
+	{AnalysisReport, ClientToDaemon, IDParams{}, analyze.Report{}, "The linked report's data (as vramscope analyze --report writes it) beside the flame tree: the peak device's timeline, the live set over time by origin (moments: what a click on the timeline shows), top lines, categories, findings, allocator maps."},
+	{AnalysisTimeline, ClientToDaemon, TimelineParams{}, analyze.Timeline{}, "Allocated and reserved bytes over time for one device, with step and annotation markers."},
+	{AnalysisFindings, ClientToDaemon, IDParams{}, []analyze.Finding{}, "The findings (OOM, …) with evidence and fix."},
+	{AnalysisDiff, ClientToDaemon, DiffParams{}, analyze.Diff{}, "Per-line change from snapshot a to snapshot b, as vramscope diff --json writes it."},
+	{AnalysisWhatIf, ClientToDaemon, WhatIfParams{}, analyze.WhatIf{}, "Peak against size over several snapshots of one script (as vramscope whatif --json): the fit, its leave-one-out error, the largest size that fits."},
 	{CountersDevices, ClientToDaemon, nil, DevicesResult{}, "GPUs NVML sees, the sampler's status and the latest sample of each."},
-	{CountersSeries, ClientToDaemon, SeriesParams{}, SeriesResult{}, "Counter samples of a device or a process over a time range, downsampled to max_points."},
+	{CountersSeries, ClientToDaemon, SeriesParams{}, OneOf{SeriesResult{}, ProcessSeriesResult{}}, "Counter samples of a device or a process over a time range, downsampled to max_points."},
 	{Subscribe, ClientToDaemon, SubscribeParams{}, Empty{}, "Sends this connection the event.* notifications of the topics asked for."},
 	{GroupTake, ClientToDaemon, GroupTakeParams{}, GroupResult{}, "Asks every rank of the process's job (the same torchrun run id, master address and port, or parent) for its snapshot at once and stores them as one group, with the skew of their capture times. A rank that fails is listed in failed; the call fails only when no rank gave a snapshot."},
 	{GroupList, ClientToDaemon, nil, GroupListResult{}, "Stored groups, newest first."},
 	{GroupGet, ClientToDaemon, IDParams{}, GroupResult{}, "One stored group and its members' snapshots."},
-	{AnalysisRanks, ClientToDaemon, RanksParams{}, "analyze.Ranks (as vramscope ranks --json)", "The rank view of a group: per rank peak, reserved, categories, NVML's non-PyTorch memory and top lines; the imbalance (max/median peak) and each outlier rank's per-line diff against the median rank."},
+	{IdleReport, ClientToDaemon, IdleParams{}, IdleResult{}, "Why the process's GPU idled over a window: its stack samples joined with its GPU's utilisation, the idle share of wall time and the lines the training thread was on, grouped into causes with fixes."},
+	{AnalysisRanks, ClientToDaemon, RanksParams{}, analyze.Ranks{}, "The rank view (as vramscope ranks --json) of a group: per rank peak, reserved, categories, NVML's non-PyTorch memory and top lines; the imbalance (max/median peak) and each outlier rank's per-line diff against the median rank."},
 	{CancelRequest, ClientNotice, CancelParams{}, nil, "Stops a request of this connection that the client no longer waits for (as LSP's $/cancelRequest); a closed connection stops all of its requests."},
 	{AgentRegister, AgentToDaemon, RegisterParams{}, RegisterResult{}, "An agent announces its process; the connection then belongs to that process until it closes."},
 	{AgentCaptured, AgentToDaemon, CapturedParams{}, SnapshotResult{}, "The agent hands over a snapshot it wrote on its own (out of memory) into the incoming dir."},
 	{AgentTorch, AgentNotice, TorchParams{}, nil, "torch.cuda's allocated/reserved bytes, about once a second."},
+	{AgentStacks, AgentNotice, StacksParams{}, nil, "Where the process's threads were: stack samples (user frames and a wait marker) taken at 20-50 Hz, about a second of them per batch."},
+	{AgentLevels, AgentNotice, LevelsParams{}, nil, "The steps the agent measured since its last agent.levels (every few seconds, at most MaxLevelsSent a message): allocated, reserved and peak bytes at each step's end, its duration and the shapes passed to the root module."},
 	{AgentDump, DaemonToAgent, DumpParams{}, DumpResult{}, "The daemon asks the agent to write its snapshot to path; the agent syncs the file before answering."},
 	{EventAgentConnected, Notification, AgentEvent{}, nil, "An agent registered (topic agent_connected)."},
 	{EventAgentGone, Notification, AgentEvent{}, nil, "An agent's connection closed (topic agent_gone)."},

@@ -18,7 +18,7 @@ type MemoryForecast struct {
 	StepsLeft      int            `json:"steps_left"`       // projected_step - step
 	SecondsLeft    float64        `json:"seconds_left"`     // from the projection to projected_time (0: due now, or unknown when bytes_per_second is 0)
 	BytesPerStep   float64        `json:"bytes_per_step"`   // the growth's rate
-	BytesPerSecond float64        `json:"bytes_per_second"` // the same over the steps' mean duration (0: unknown)
+	BytesPerSecond float64        `json:"bytes_per_second"` // the same over the steps' mean duration (0 when the levels carry no times)
 	Capacity       int64          `json:"capacity"`         // bytes the process may use: its device's, or its memory-fraction cap
 	Level          int64          `json:"level"`            // the trend's step peak now
 	Evidence       GrowthEvidence `json:"evidence"`         // what the trend rests on

@@ -4,12 +4,18 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 	"unsafe"
+
+	"github.com/vramscope/vramscope/daemon/api"
+	"github.com/vramscope/vramscope/profiler/gpuphase"
 )
 
 // fakeSampler returns what its sample function builds; calls counts them.
@@ -561,5 +567,32 @@ func TestDownsampleKeepsSparseFields(t *testing.T) {
 	ps := c.ProcessSeries(9, 0, 0, 2)
 	if len(ps) != 2 || !ps[0].Has(ProcSMUtil) || ps[0].SMUtilPct != 80 || ps[1].Has(ProcSMUtil) {
 		t.Errorf("process buckets %+v", ps)
+	}
+}
+
+// TestPhaseReaderReadsTheWireForm pins the two ways a sample reaches the
+// phase classifier to its one wire form (daemon/api.DeviceSample): the
+// daemon converts its samples directly (PhaseSample), the CLI's
+// `vramscope counters --phases FILE` reads their JSON (gpuphase.ReadFile);
+// a renamed JSON tag makes them differ.
+func TestPhaseReaderReadsTheWireForm(t *testing.T) {
+	s := DeviceSample{TimeMS: 1_700_000_000_000, Device: 1, UUID: "GPU-x", Valid: ^Fields(0),
+		MemUsedBytes: 3 << 30, MemTotalBytes: 80 << 30, UtilGPUPct: 97, UtilMemPct: 41, PCIeTxKBps: 1200, PCIeRxKBps: 3400,
+		PowerMW: 512_000, GPM: &GPMSample{SMActivePct: 88.5, DRAMBWUtilPct: 61.25}}
+	b, err := json.Marshal(api.SeriesResult{Device: 1, Samples: WireSamples([]DeviceSample{s})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "series.json")
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	read, err := gpuphase.ReadFile(path, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := s.PhaseSample()
+	if len(read) != 1 || !reflect.DeepEqual(read[0], want) {
+		t.Errorf("gpuphase.ReadFile read %+v from %s; PhaseSample is %+v", read, b, want)
 	}
 }

@@ -6,6 +6,8 @@ package counters
 
 import (
 	"encoding/json"
+
+	"github.com/vramscope/vramscope/daemon/api"
 )
 
 // Fields is a bitmask of the DeviceSample fields that hold data.
@@ -69,32 +71,6 @@ type GPMSample struct {
 // Has reports whether every field in f holds data.
 func (s *DeviceSample) Has(f Fields) bool { return s.Valid&f == f }
 
-// deviceSampleJSON is DeviceSample's wire form: absent fields are nil and
-// left out.
-type deviceSampleJSON struct {
-	TimeMS           int64    `json:"time_ms"`
-	Device           int      `json:"device"`
-	UUID             string   `json:"uuid,omitempty"`
-	MemUsedBytes     *uint64  `json:"mem_used_bytes,omitempty"`
-	MemTotalBytes    *uint64  `json:"mem_total_bytes,omitempty"`
-	MemReservedBytes *uint64  `json:"mem_reserved_bytes,omitempty"`
-	UtilGPUPct       *uint32  `json:"util_gpu_pct,omitempty"`
-	UtilMemPct       *uint32  `json:"util_mem_pct,omitempty"`
-	PCIeTxKBps       *uint32  `json:"pcie_tx_kbps,omitempty"`
-	PCIeRxKBps       *uint32  `json:"pcie_rx_kbps,omitempty"`
-	PowerMW          *uint32  `json:"power_mw,omitempty"`
-	TempC            *uint32  `json:"temp_c,omitempty"`
-	SMClockMHz       *uint32  `json:"sm_clock_mhz,omitempty"`
-	GPM              *gpmJSON `json:"gpm,omitempty"`
-}
-
-type gpmJSON struct {
-	SMActivePct     *float64 `json:"sm_active_pct,omitempty"`
-	SMOccupancyPct  *float64 `json:"sm_occupancy_pct,omitempty"`
-	TensorActivePct *float64 `json:"tensor_active_pct,omitempty"`
-	DRAMBWUtilPct   *float64 `json:"dram_bw_util_pct,omitempty"`
-}
-
 func opt[T any](valid, f Fields, v *T) *T {
 	if valid&f == 0 {
 		return nil
@@ -109,9 +85,15 @@ func set[T any](valid *Fields, f Fields, dst *T, src *T) {
 	}
 }
 
-// MarshalJSON writes the fields that hold data, snake_case.
+// MarshalJSON writes the fields that hold data: the wire form (Wire).
 func (s DeviceSample) MarshalJSON() ([]byte, error) {
-	w := deviceSampleJSON{
+	return json.Marshal(s.Wire())
+}
+
+// Wire is the sample as the daemon's API carries it: the fields that hold
+// data, the others nil.
+func (s DeviceSample) Wire() api.DeviceSample {
+	w := api.DeviceSample{
 		TimeMS: s.TimeMS, Device: s.Device, UUID: s.UUID,
 		MemUsedBytes:     opt(s.Valid, FieldMemUsed, &s.MemUsedBytes),
 		MemTotalBytes:    opt(s.Valid, FieldMemTotal, &s.MemTotalBytes),
@@ -126,20 +108,38 @@ func (s DeviceSample) MarshalJSON() ([]byte, error) {
 	}
 	if s.GPM != nil && s.Valid&FieldsGPM != 0 {
 		g := *s.GPM
-		w.GPM = &gpmJSON{
+		w.GPM = &api.GPMSample{
 			SMActivePct:     opt(s.Valid, FieldGPMSMActive, &g.SMActivePct),
 			SMOccupancyPct:  opt(s.Valid, FieldGPMSMOccupancy, &g.SMOccupancyPct),
 			TensorActivePct: opt(s.Valid, FieldGPMTensorActive, &g.TensorActivePct),
 			DRAMBWUtilPct:   opt(s.Valid, FieldGPMDRAMBW, &g.DRAMBWUtilPct),
 		}
 	}
-	return json.Marshal(w)
+	return w
+}
+
+// WireSamples are ss as the daemon's API carries them (never nil).
+func WireSamples(ss []DeviceSample) []api.DeviceSample {
+	out := make([]api.DeviceSample, len(ss))
+	for i, s := range ss {
+		out[i] = s.Wire()
+	}
+	return out
+}
+
+// WireProcessSamples are ps as the daemon's API carries them (never nil).
+func WireProcessSamples(ps []ProcessSample) []api.ProcessSample {
+	out := make([]api.ProcessSample, len(ps))
+	for i, p := range ps {
+		out[i] = p.Wire()
+	}
+	return out
 }
 
 // UnmarshalJSON reads MarshalJSON's form back, setting Valid from the fields
 // present.
 func (s *DeviceSample) UnmarshalJSON(b []byte) error {
-	var w deviceSampleJSON
+	var w api.DeviceSample
 	if err := json.Unmarshal(b, &w); err != nil {
 		return err
 	}
@@ -191,15 +191,6 @@ type ProcessSample struct {
 // Has reports whether every field in f holds data.
 func (p *ProcessSample) Has(f ProcFields) bool { return p.Valid&f == f }
 
-type processSampleJSON struct {
-	TimeMS     int64   `json:"time_ms"`
-	Device     int     `json:"device"`
-	PID        uint32  `json:"pid"`
-	UsedBytes  *uint64 `json:"used_bytes,omitempty"`
-	SMUtilPct  *uint32 `json:"sm_util_pct,omitempty"`
-	MemUtilPct *uint32 `json:"mem_util_pct,omitempty"`
-}
-
 func optP[T any](valid, f ProcFields, v *T) *T {
 	if valid&f == 0 {
 		return nil
@@ -207,19 +198,24 @@ func optP[T any](valid, f ProcFields, v *T) *T {
 	return v
 }
 
-// MarshalJSON writes the fields that hold data, snake_case.
+// MarshalJSON writes the fields that hold data: the wire form (Wire).
 func (p ProcessSample) MarshalJSON() ([]byte, error) {
-	return json.Marshal(processSampleJSON{
+	return json.Marshal(p.Wire())
+}
+
+// Wire is the sample as the daemon's API carries it.
+func (p ProcessSample) Wire() api.ProcessSample {
+	return api.ProcessSample{
 		TimeMS: p.TimeMS, Device: p.Device, PID: p.PID,
 		UsedBytes:  optP(p.Valid, ProcUsed, &p.UsedBytes),
 		SMUtilPct:  optP(p.Valid, ProcSMUtil, &p.SMUtilPct),
 		MemUtilPct: optP(p.Valid, ProcMemUtil, &p.MemUtilPct),
-	})
+	}
 }
 
 // UnmarshalJSON reads MarshalJSON's form back.
 func (p *ProcessSample) UnmarshalJSON(b []byte) error {
-	var w processSampleJSON
+	var w api.ProcessSample
 	if err := json.Unmarshal(b, &w); err != nil {
 		return err
 	}
@@ -236,14 +232,6 @@ func (p *ProcessSample) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// DeviceInfo is what does not change while a GPU is up, read once.
-type DeviceInfo struct {
-	Index             int    `json:"index"`
-	Name              string `json:"name"`
-	UUID              string `json:"uuid"`
-	MemoryTotalBytes  uint64 `json:"memory_total_bytes,omitempty"`
-	Architecture      string `json:"architecture,omitempty"`       // "Hopper", "Ampere", …
-	ComputeCapability string `json:"compute_capability,omitempty"` // "9.0"
-	PCIBusID          string `json:"pci_bus_id,omitempty"`         // "00000000:19:00.0"
-	GPM               bool   `json:"gpm"`                          // GPM metrics are sampled
-}
+// DeviceInfo is what does not change while a GPU is up, read once (the
+// daemon's API declares it).
+type DeviceInfo = api.DeviceInfo

@@ -38,6 +38,8 @@ var (
 	procGPU       = desc("process_gpu_memory_used_bytes", "Device memory NVML counts for the process, CUDA context included, all its GPUs.", procLabels...)
 	procRecording = desc("process_recording", "1 while the agent records the allocator's history (a snapshot then has stacks), else 0.", procLabels...)
 	procWorld     = desc("process_world_size", "torch.distributed world size of the process (1 when not distributed).", procLabels...)
+	procIdle      = desc("process_gpu_idle_ratio", "Share of the last minute the process's GPU did not compute, from its agent's stack samples joined with NVML utilisation (vramscope idle).", procLabels...)
+	procIdleCause = desc("process_gpu_idle_cause_ratio", "That idle share split by cause: the line the training thread was on while the GPU idled (data_loader, sync, copy, checkpoint, logging, collective, python, no_samples).", append(procLabels, "cause")...)
 	procOOMETA    = desc("process_oom_eta_seconds", "Seconds until the process's step peaks are projected to reach the memory it may use (its device, or its memory-fraction cap); present only while they grow in a sustained way.", procLabels...)
 
 	agents       = desc("agents", "Processes with an agent attached to this daemon.")
@@ -51,7 +53,7 @@ var (
 // Descs lists every metric (for Describe and the documentation test).
 func Descs() []*prometheus.Desc {
 	return []*prometheus.Desc{gpuMemUsed, gpuMemTotal, gpuUtil, gpuMemUtil, gpuPCIeRx, gpuPCIeTx, gpuPower, gpuPhase,
-		procAlloc, procReserved, procPeak, procGPU, procRecording, procWorld, procOOMETA,
+		procAlloc, procReserved, procPeak, procGPU, procRecording, procWorld, procIdle, procIdleCause, procOOMETA,
 		agents, stored, countersUp, oomsTotal, snapsTotal, findingTotal}
 }
 
@@ -125,6 +127,12 @@ func collectProcess(ch chan<- prometheus.Metric, p Process) {
 	}
 	gauge(ch, procRecording, b2f(p.Recording), l...)
 	gauge(ch, procWorld, float64(max(p.WorldSize, 1)), l...)
+	if p.Idle != nil {
+		gauge(ch, procIdle, p.Idle.Share, l...)
+		for _, c := range IdleCauses {
+			gauge(ch, procIdleCause, p.Idle.ByCause[c], append(l, c)...)
+		}
+	}
 	if p.HasOOMETA {
 		gauge(ch, procOOMETA, p.OOMETA, l...)
 	}

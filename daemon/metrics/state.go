@@ -46,12 +46,26 @@ type Process struct {
 	Namespace string
 	Container string
 	PodUID    string // from the process's cgroup (joins kube-state-metrics' kube_pod_info{uid})
+	// Idle is why its GPU idled over the last minute (idle.report), nil
+	// without stack samples or utilisation readings.
+	Idle *Idle
 	// OOMETA is the seconds until its step peaks are projected to reach the
 	// memory it may use; HasOOMETA is false while they do not grow (or
 	// the levels carry no times): the gauge is then absent, never 0.
 	OOMETA    float64
 	HasOOMETA bool
 }
+
+// Idle is a process's GPU idle share over the last minute and its split by
+// cause (IdleCauses).
+type Idle struct {
+	Share   float64
+	ByCause map[string]float64
+}
+
+// IdleCauses are the values of vramscope_process_gpu_idle_cause_ratio's
+// cause label (profiler/idle's kinds): a fixed set.
+var IdleCauses = []string{"data_loader", "sync", "copy", "checkpoint", "logging", "collective", "python", "no_samples"}
 
 // Reasons are the values of the snapshots counter's reason label; the
 // daemon maps anything else to "other" so an agent cannot grow the label.

@@ -75,7 +75,7 @@ def build_engine(target, out, version):
         log("%s: no native C compiler for cgo; NVML compiled out" % target)
     t = time.monotonic()
     # No -trimpath: the native build then reuses what `make build` and `go test` compiled.
-    subprocess.run(["go", "build", "-ldflags", "-s -w -X %s/internal/cli.Version=%s" % (MODULE, version),
+    subprocess.run(["go", "build", "-ldflags", "-s -w -X %s/cmd/vramscope/cli.Version=%s" % (MODULE, version),
                     "-o", exe, "./cmd/vramscope"], cwd=REPO, env=env, check=True)
     log("engine %s (cgo %s): %.1f MiB in %.1f s" % (target, env["CGO_ENABLED"], os.path.getsize(exe) / 2**20,
                                                    time.monotonic() - t))

@@ -35,7 +35,7 @@ class BuildWithEngine(build_py):
             raise SystemExit("vramscope: Go not found; see above")
         out = os.path.join(os.path.abspath(self.build_lib), "vramscope", "bin", "vramscope")
         os.makedirs(os.path.dirname(out), exist_ok=True)
-        ldflags = "-s -w -X github.com/vramscope/vramscope/internal/cli.Version=" + self.distribution.get_version()
+        ldflags = "-s -w -X github.com/vramscope/vramscope/cmd/vramscope/cli.Version=" + self.distribution.get_version()
         subprocess.check_call([go, "build", "-trimpath", "-ldflags", ldflags, "-o", out, "./cmd/vramscope"],
                               cwd=os.path.join(HERE, "engine"))
 

@@ -120,6 +120,8 @@ def static_graphs(a):
     model = W.llama(layers=2)
     how = "torch.compile(mode='reduce-overhead')"
     try:
+        if os.environ.get("RECORD_HAND_GRAPH"):  # torch.compile failed here on the H200 (2026-12-02): skip the minute it takes
+            raise RuntimeError("RECORD_HAND_GRAPH set: torch.compile skipped")
         model.forward = torch.compile(model.forward, mode="reduce-overhead", fullgraph=True)
         for _ in range(3):  # warm-up calls, then the graphs are recorded and replayed
             out = W.generate(model, batch=4, prompt_len=32, new=32, cache_implementation="static",

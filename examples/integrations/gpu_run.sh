@@ -3,6 +3,7 @@
 # tests, its cost to unmarked tests, and the trainer callbacks with the real
 # libraries. Run from a folder holding site/ (pytest 9 and vramscope
 # installed with --target), bin/vramscope and this examples/integrations/.
+# `gpu_run.sh gates` runs the plugin's parts only (gates, baseline, CPU-only).
 set -o pipefail
 here=$(pwd)
 export PYTHONPATH=$here/site PYTHONUNBUFFERED=1 VRAMSCOPE_BIN=$here/bin/vramscope
@@ -16,6 +17,7 @@ python -m pytest -q -p no:cacheprovider --vram-baseline $OUT/baseline.json $ex/g
 GATES_DEMO_ROWS=16384 python -m pytest -q -p no:cacheprovider --vram-baseline $OUT/baseline.json $ex/gates_demo.py -k grows 2>&1 | tail -8
 echo "== CPU-only (CUDA_VISIBLE_DEVICES empty)"
 CUDA_VISIBLE_DEVICES= python -m pytest -q -p no:cacheprovider $ex/gates_demo.py -k on_cpu 2>&1 | tail -4
+[ "$1" = gates ] && exit 0
 echo "== cost to 200 unmarked tests: plugin on, plugin off (-p no:vramscope), 3 runs each"
 for i in 1 2 3; do
   for p in "" "-p no:vramscope"; do

@@ -21,35 +21,37 @@ var allowed = []struct {
 	{"profiler", nil, "the model: standard library only"},
 	{"profiler/pickle", nil, "the safe pickle reader: standard library only"},
 	{"profiler/marshal", []string{"profiler/pickle"}, "marshal and VSM1 streams -> pickle values, and VSM1 -> pickle"},
-	{"profiler/torchsnap", []string{"profiler", "profiler/pickle", "profiler/marshal"}, ""},
+	{"profiler/torchsnap", []string{"profiler", "profiler/pickle", "profiler/marshal"}, "snapshot pickle or VSM1 stream -> the model"},
 	{"profiler/flame", []string{"profiler"}, "one flame-graph core, no analysis"},
-	{"profiler/flame/...", []string{"profiler", "profiler/flame"}, ""},
-	{"profiler/analyze", []string{"profiler", "profiler/pickle", "profiler/torchsnap", "profiler/flame"}, ""},
+	{"profiler/flame/...", []string{"profiler", "profiler/flame"}, "the demo page's generator"},
+	{"profiler/analyze", []string{"profiler", "profiler/pickle", "profiler/torchsnap", "profiler/flame"}, "the engine: peak, sites, timeline, findings, diff"},
 	{"profiler/gpuphase", nil, "counter recordings -> classified phases: standard library only"},
 	{"profiler/forecast", nil, "per-step levels -> when the device is full: standard library only"},
-	{"profiler/pprofenc", []string{"profiler", "profiler/analyze", "github.com/google/pprof/profile"}, ""},
+	{"profiler/idle", nil, "stack samples joined with GPU utilisation -> idle causes by line: standard library only"},
+	{"profiler/pprofenc", []string{"profiler", "profiler/analyze", "github.com/google/pprof/profile"}, "an analysis as a pprof profile"},
 	{"daemon/store", nil, "the snapshot store: standard library only"},
-	{"daemon/counters", []string{"github.com/NVIDIA/go-nvml/..."}, "NVML behind a small interface"},
-	{"daemon/api", []string{"profiler/analyze"}, "the JSON-RPC contract: types and names (the store's record is converted by the daemon)"},
+	{"daemon/counters", []string{"daemon/api", "profiler/gpuphase", "github.com/NVIDIA/go-nvml/..."}, "NVML behind a small interface; its samples' wire form is daemon/api's"},
+	{"daemon/api", []string{"profiler/analyze", "profiler/flame", "profiler/gpuphase", "profiler/idle"}, "the JSON-RPC contract: types and names, the engine's result types (the store's record is converted by the daemon)"},
 	{"daemon/client", []string{"daemon/api", "github.com/sourcegraph/jsonrpc2"}, "the Go client of the API (CLI, LSP, tests)"},
 	{"daemon/kube", nil, "a process's pod from its cgroup and the kubelet: standard library only"},
 	{"daemon/metrics", []string{"daemon/counters", "profiler/gpuphase", "github.com/prometheus/client_golang/..."}, "the Prometheus collector over a State the daemon hands it"},
-	{"daemon", []string{"daemon/api", "daemon/store", "daemon/counters", "daemon/client", "daemon/kube", "daemon/metrics", "internal/rpccancel", "profiler", "profiler/analyze", "profiler/flame", "profiler/gpuphase", "profiler/forecast", "profiler/pprofenc", "github.com/sourcegraph/jsonrpc2", "github.com/prometheus/client_golang/..."}, "the server: sessions, agents, store, analyses, counters, exports"},
-	{"lsp", []string{"daemon/api", "daemon/client", "internal/rpccancel", "profiler", "profiler/analyze", "profiler/flame", "github.com/sourcegraph/jsonrpc2", "go.lsp.dev/protocol", "go.lsp.dev/uri"}, "the language server: a daemon client, never the NVML sampler"},
-	{"internal/cli", []string{"profiler/...", "internal/synth", "internal/mcp", "daemon", "daemon/...", "lsp"}, "subcommands call the engine or the daemon"},
-	{"internal/mcp", []string{"daemon/api", "daemon/client", "profiler", "profiler/analyze", "github.com/modelcontextprotocol/go-sdk/..."}, "the MCP server: the engine for files, a daemon client for the rest, never the daemon itself"},
-	{"internal/synth", []string{"profiler", "profiler/pickle", "profiler/torchsnap"}, ""},
-	{"internal/archtest", nil, ""},
+	{"daemon", []string{"daemon/api", "daemon/store", "daemon/counters", "daemon/client", "daemon/kube", "daemon/metrics", "internal/rpccancel", "profiler", "profiler/analyze", "profiler/flame", "profiler/gpuphase", "profiler/forecast", "profiler/idle", "profiler/pprofenc", "github.com/sourcegraph/jsonrpc2", "github.com/prometheus/client_golang/..."}, "the server: sessions, agents, store, analyses, counters, exports"},
+	{"lsp/command", []string{"daemon/api", "profiler/analyze", "profiler/flame"}, "the language server's commands and their types, declared once"},
+	{"lsp", []string{"lsp/command", "daemon/api", "daemon/client", "internal/rpccancel", "profiler", "profiler/analyze", "profiler/flame", "github.com/sourcegraph/jsonrpc2", "go.lsp.dev/protocol", "go.lsp.dev/uri"}, "the language server: a daemon client, never the NVML sampler"},
+	{"cmd/vramscope/cli", []string{"profiler/...", "cmd/vramscope/mcp", "daemon", "daemon/...", "lsp", "lsp/..."}, "subcommands call the engine, the daemon or the language server"},
+	{"cmd/vramscope/mcp", []string{"daemon/api", "daemon/client", "profiler", "profiler/analyze", "github.com/modelcontextprotocol/go-sdk/..."}, "the MCP server: the engine for files, a daemon client for the rest, never the daemon itself"},
+	{"internal/synth", []string{"profiler", "profiler/pickle", "profiler/torchsnap"}, "large snapshots made from real ones, for benchmarks and tests (cmd/vramscope-synth)"},
+	{"internal/archtest", nil, "this test"},
 	{"internal/rpccancel", []string{"github.com/sourcegraph/jsonrpc2"}, "the running requests of one JSON-RPC connection, for $/cancelRequest (daemon and language server)"},
 	{"internal/docstest", nil, "the test that every path the docs and comments name exists"},
-	{"internal/wiregen", []string{"daemon/api", "internal/golden"}, "generates docs/api.md, the Python and TypeScript wire files from daemon/api"},
+	{"internal/wiregen", []string{"daemon/api", "lsp/command", "profiler/analyze", "internal/golden"}, "generates docs/api.md, the Python and TypeScript wire files from daemon/api and lsp/command"},
 	{"internal/wiregen/cmd/wiregen", []string{"internal/wiregen"}, "go generate's entry point"},
 	{"internal/golden", nil, "golden-file checks for tests: standard library only"},
 	{"internal/reftool", nil, "reference tests skip where their tool is missing, fail in CI: standard library only"},
 	{"internal/daemontest", []string{"daemon", "daemon/api", "profiler/forecast", "github.com/sourcegraph/jsonrpc2"}, "a real daemon and fake agents for the tests of the CLI and the language server"},
 	{"internal/vsmtest", nil, "real snapshots as VSM1 (by the agent's writer) for tests: standard library only"},
 	{"internal/hostile", []string{"profiler/pickle"}, "the snapshots that broke vramscope (deep stacks), generated for tests"},
-	{"cmd/vramscope", []string{"internal/cli"}, "a thin entry point"},
+	{"cmd/vramscope", []string{"cmd/vramscope/cli"}, "a thin entry point"},
 	{"cmd/vramscope-synth", []string{"internal/synth"}, "a thin entry point"},
 	{"bench", nil, "runs the built binaries; imports nothing of ours"},
 	{"deploy/kubernetes", nil, "manifests; only its test imports (the Kubernetes API types, to validate them)"},
@@ -58,8 +60,10 @@ var allowed = []struct {
 }
 
 type pkg struct {
-	ImportPath string
-	Imports    []string
+	ImportPath   string
+	Imports      []string
+	TestImports  []string
+	XTestImports []string
 }
 
 func matches(pattern, path string) bool {
@@ -75,8 +79,9 @@ func isStd(path string) bool {
 	return !strings.Contains(first, ".")
 }
 
-// TestImportLayers fails on any import the layer table does not allow.
-func TestImportLayers(t *testing.T) {
+// listPackages lists every package of the module with its imports.
+func listPackages(t *testing.T) []pkg {
+	t.Helper()
 	out, err := exec.Command("go", "list", "-json", "../../...").Output()
 	if err != nil {
 		t.Fatalf("go list: %v", err)
@@ -95,6 +100,20 @@ func TestImportLayers(t *testing.T) {
 	if len(pkgs) < 8 {
 		t.Fatalf("only %d packages listed; is go list looking at the module?", len(pkgs))
 	}
+	return pkgs
+}
+
+func codeGraph(pkgs []pkg) graph {
+	g := graph{}
+	for _, p := range pkgs {
+		g[strings.TrimPrefix(p.ImportPath, module)] = ours(p.Imports)
+	}
+	return g
+}
+
+// TestImportLayers fails on any import the table does not allow.
+func TestImportLayers(t *testing.T) {
+	pkgs := listPackages(t)
 	for _, v := range violations(pkgs) {
 		t.Error(v)
 	}

@@ -54,13 +54,29 @@ func (c *contract) writeType(b *strings.Builder, label string, v any) {
 			fmt.Fprintf(b, "%s: none.\n\n", label)
 		}
 		return
-	case string:
-		fmt.Fprintf(b, "%s: %s.\n\n", label, v)
+	case api.OneOf:
+		var alt []string
+		for _, x := range v {
+			alt = append(alt, "`"+reflect.TypeOf(x).Name()+"`")
+		}
+		fmt.Fprintf(b, "%s: one of %s.\n\n", label, strings.Join(alt, ", "))
+		for _, x := range v {
+			c.writeType(b, "`"+reflect.TypeOf(x).Name()+"`", x)
+		}
 		return
 	}
 	t := reflect.TypeOf(v)
+	if t.Kind() != reflect.Struct || t.PkgPath() != apiPkg {
+		// An engine type: the generated files spell it out.
+		fmt.Fprintf(b, "%s: %s", label, jsonType(t))
+		if s := structOf(elem(t)); s != nil && c.comment(s) != "" {
+			fmt.Fprintf(b, " — %s", c.comment(s))
+		}
+		fmt.Fprintf(b, " (its fields: `%s` in vscode-ext/src/api.ts and jupyter/vramscope/_api.py).\n\n", c.name(structOf(elem(t))))
+		return
+	}
 	fmt.Fprintf(b, "%s: `%s`", label, t.Name())
-	if cm := c.comments[t.Name()]; cm != "" {
+	if cm := c.comment(t); cm != "" {
 		fmt.Fprintf(b, " — %s", cm)
 	}
 	b.WriteString("\n\n")
@@ -74,6 +90,14 @@ func (c *contract) writeType(b *strings.Builder, label string, v any) {
 		fmt.Fprintf(b, "| `%s` | %s | %s |\n", r.Name, jsonType(r.Type), cell(r.Comment))
 	}
 	b.WriteString("\n")
+}
+
+// elem is what a slice or pointer type holds, through every level.
+func elem(t reflect.Type) reflect.Type {
+	for t.Kind() == reflect.Slice || t.Kind() == reflect.Pointer || t.Kind() == reflect.Map {
+		t = t.Elem()
+	}
+	return t
 }
 
 func jsonType(t reflect.Type) string {
@@ -93,9 +117,14 @@ func jsonType(t reflect.Type) string {
 		return jsonType(t.Elem()) + " or null"
 	case reflect.Interface:
 		return "any"
+	case reflect.Map:
+		return "object of " + jsonType(t.Elem())
 	case reflect.Struct:
 		if t == timeType {
 			return "string (RFC 3339)"
+		}
+		if t.PkgPath() != apiPkg {
+			return "`" + t.String() + "`"
 		}
 		return "`" + t.Name() + "`"
 	}

@@ -36,41 +36,76 @@ func (c *contract) typeScript() string {
 	for _, t := range c.types {
 		c.tsInterface(&b, t)
 	}
+	b.WriteString("\n/** What each method takes (null: nothing), by method name. */\nexport interface Params {\n")
+	for _, m := range api.Methods {
+		fmt.Fprintf(&b, "  %q: %s;\n", m.Name, c.tsValue(m.Params))
+	}
+	b.WriteString("}\n\n/** What each method answers (null: nothing, a notification), by method name. */\nexport interface Results {\n")
+	for _, m := range api.Methods {
+		fmt.Fprintf(&b, "  %q: %s;\n", m.Name, c.tsValue(m.Result))
+	}
+	b.WriteString("}\n")
 	return b.String()
+}
+
+// tsValue is a params or result type in TypeScript.
+func (c *contract) tsValue(v any) string {
+	switch v := v.(type) {
+	case nil:
+		return "null"
+	case api.OneOf:
+		var alt []string
+		for _, x := range v {
+			alt = append(alt, c.tsType(reflect.TypeOf(x)))
+		}
+		return strings.Join(alt, " | ")
+	}
+	return c.tsType(reflect.TypeOf(v))
 }
 
 func (c *contract) tsInterface(b *strings.Builder, t reflect.Type) {
 	b.WriteString("\n")
-	if cm := c.comments[t.Name()]; cm != "" {
+	if cm := c.comment(t); cm != "" {
 		fmt.Fprintf(b, "/** %s */\n", tsComment(cm))
 	}
 	fs, parent := c.ownFields(t), base(t)
 	if len(fs) == 0 && parent == nil {
-		fmt.Fprintf(b, "export type %s = Record<string, never>;\n", t.Name())
+		fmt.Fprintf(b, "export type %s = Record<string, never>;\n", c.name(t))
 		return
 	}
 	if parent != nil {
-		fmt.Fprintf(b, "export interface %s extends %s {\n", t.Name(), parent.Name())
+		fmt.Fprintf(b, "export interface %s extends %s {\n", c.name(t), c.name(parent))
 	} else {
-		fmt.Fprintf(b, "export interface %s {\n", t.Name())
+		fmt.Fprintf(b, "export interface %s {\n", c.name(t))
 	}
 	for _, f := range fs {
 		if f.Comment != "" {
 			fmt.Fprintf(b, "  /** %s */\n", tsComment(f.Comment))
 		}
 		opt := ""
-		typ := tsType(f.Type)
+		typ := c.tsType(f.Type)
 		if f.Optional {
 			opt = "?"
-		} else if f.Type.Kind() == reflect.Slice || f.Type.Kind() == reflect.Pointer {
+		} else if k := f.Type.Kind(); (k == reflect.Slice || k == reflect.Pointer || k == reflect.Map) && f.Type != rawType {
 			typ += " | null" // Go's nil, unless omitted
 		}
-		fmt.Fprintf(b, "  %s%s: %s;\n", f.Name, opt, typ)
+		fmt.Fprintf(b, "  %s%s: %s;\n", tsKey(f.Name), opt, typ)
 	}
 	b.WriteString("}\n")
 }
 
-func tsType(t reflect.Type) string {
+// tsKey quotes a key that is not an identifier.
+func tsKey(s string) string {
+	if isIdent(s) {
+		return s
+	}
+	return fmt.Sprintf("%q", s)
+}
+
+func (c *contract) tsType(t reflect.Type) string {
+	if t == rawType {
+		return "unknown"
+	}
 	switch t.Kind() {
 	case reflect.String:
 		return "string"
@@ -80,22 +115,21 @@ func tsType(t reflect.Type) string {
 		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64,
 		reflect.Float32, reflect.Float64:
 		return "number"
-	case reflect.Slice:
-		e := tsType(t.Elem())
+	case reflect.Slice, reflect.Array:
+		e := c.tsType(t.Elem())
 		if strings.ContainsAny(e, " |") {
 			e = "(" + e + ")"
 		}
 		return e + "[]"
+	case reflect.Map:
+		return "Record<string, " + c.tsType(t.Elem()) + ">"
 	case reflect.Pointer:
-		return tsType(t.Elem())
+		return c.tsType(t.Elem())
 	case reflect.Struct:
 		if t == timeType {
 			return "string"
 		}
-		if foreign(t) {
-			return "unknown /* " + t.String() + " */"
-		}
-		return t.Name()
+		return c.name(t)
 	}
 	return "unknown"
 }

@@ -2,6 +2,7 @@ package wiregen
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/vramscope/vramscope/daemon/api"
 	"github.com/vramscope/vramscope/internal/golden"
+	"github.com/vramscope/vramscope/lsp/command"
 )
 
 const root = "../.."
@@ -34,7 +36,7 @@ func TestGeneratedFilesAreFresh(t *testing.T) {
 			continue
 		}
 		if !bytes.Equal(have, f.Data) {
-			t.Errorf("%s is stale: daemon/api/api.go changed since it was generated; run make generate", f.Path)
+			t.Errorf("%s is stale: daemon/api, lsp/command or an engine type they carry changed since it was generated; run make generate", f.Path)
 		}
 	}
 }
@@ -62,7 +64,7 @@ func TestEveryMethodCodeAndTypeIsGenerated(t *testing.T) {
 		}
 		// A type that embeds another extends it, declared after it (Python
 		// evaluates a class's bases when it is defined).
-		for _, decl := range [][2]string{{"class SnapshotResult(Snapshot, total=False):", "class Snapshot(TypedDict"},
+		for _, decl := range [][2]string{{"class _SnapshotResultRequired(Snapshot):", "class Snapshot(_SnapshotRequired, total=False):"},
 			{"export interface SnapshotResult extends Snapshot {", "export interface Snapshot {"}} {
 			child, parent := strings.Index(out[p], decl[0]), strings.Index(out[p], decl[1])
 			if strings.HasPrefix(decl[0], "class") != (p == PythonPath) {
@@ -88,6 +90,50 @@ func TestEveryMethodCodeAndTypeIsGenerated(t *testing.T) {
 	}
 }
 
+// TestEveryPayloadIsTyped checks that no payload is left untyped: every
+// engine type the daemon's methods carry (analyze.Site, flame.Node, the
+// counter samples) is spelled out in both languages, every command of the
+// language server is in commands_gen.ts with its argument and result types,
+// and the only untyped member left is a JSON-RPC id (a number or a string).
+func TestEveryPayloadIsTyped(t *testing.T) {
+	files, err := Generate(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, f := range files {
+		out[f.Path] = string(f.Data)
+	}
+	for _, name := range []string{"Site", "Node", "Finding", "Timeline", "Tree", "Diff", "DeviceSample", "ProcessSample", "Phase", "Report", "Ranks", "WhatIf"} {
+		if !strings.Contains(out[TypeScriptPath], "export interface "+name+" ") {
+			t.Errorf("%s does not declare %s", TypeScriptPath, name)
+		}
+		if !strings.Contains(out[PythonPath], "class "+name+"(") && !strings.Contains(out[PythonPath], "\n"+name+" = TypedDict(") {
+			t.Errorf("%s does not declare %s", PythonPath, name)
+		}
+	}
+	if n := strings.Count(out[TypeScriptPath], ": unknown"); n != 1 || !strings.Contains(out[TypeScriptPath], "  id: unknown;") {
+		t.Errorf("%s: %d members typed unknown, want 1 (CancelParams.id)", TypeScriptPath, n)
+	}
+	if n := strings.Count(out[PythonPath], ": Any"); n != 1 {
+		t.Errorf("%s: %d members typed Any, want 1 (CancelParams.id)", PythonPath, n)
+	}
+	if strings.Contains(out[CommandsPath], "unknown") {
+		t.Errorf("%s has an untyped member", CommandsPath)
+	}
+	for _, cmd := range append(append([]command.Command(nil), command.Commands...), command.Requests...) {
+		if !strings.Contains(out[CommandsPath], fmt.Sprintf("  %q: { ", cmd.Name)) {
+			t.Errorf("%s does not type %s", CommandsPath, cmd.Name)
+		}
+	}
+	// Optional (omitempty) keys are optional; the others are required.
+	for _, want := range []string{"  token?: string;", "  client: string;"} {
+		if !strings.Contains(out[TypeScriptPath], want) {
+			t.Errorf("%s lacks %q", TypeScriptPath, want)
+		}
+	}
+}
+
 // TestSnakeCase pins the Python names the agent imports.
 func TestSnakeCase(t *testing.T) {
 	for in, want := range map[string]string{
@@ -104,7 +150,7 @@ func TestSnakeCase(t *testing.T) {
 // TestStaleSourceIsCaught feeds the generator a contract whose comment
 // changed and checks the output changes: the freshness test can fail.
 func TestStaleSourceIsCaught(t *testing.T) {
-	srcs, err := readSources(filepath.Join(root, SourceDir))
+	srcs, err := readSources(root, SourceDir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,6 +165,11 @@ func TestStaleSourceIsCaught(t *testing.T) {
 	b, err := parseContract(changed)
 	if err != nil {
 		t.Fatal(err)
+	}
+	for _, c := range []*contract{a, b} {
+		if err := c.readComments(root); err != nil {
+			t.Fatal(err)
+		}
 	}
 	pa, _ := a.python()
 	pb, _ := b.python()

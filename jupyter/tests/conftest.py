@@ -43,6 +43,21 @@ def require_module(name, why=None):
         missing(why or "%s is not installed (%s)" % (name, e))
 
 
+def torch_python(*modules):
+    """The interpreter with torch and the given modules (make setup's
+    .venv-torch: Debian's CPU torch and the packages pinned in
+    jupyter/requirements-torch.txt), or $VRAMSCOPE_TORCH_PYTHON; skips (fails
+    in CI) where it is missing or cannot import them."""
+    py = os.environ.get("VRAMSCOPE_TORCH_PYTHON") or os.path.join(ROOT, ".venv-torch", "bin", "python")
+    if not os.access(py, os.X_OK):
+        missing("no torch interpreter at %s (make setup builds .venv-torch)" % py)
+    names = ", ".join(("torch",) + modules)
+    probe = subprocess.run([py, "-c", "import " + names], capture_output=True, text=True)
+    if probe.returncode:
+        missing("%s cannot import %s: %s" % (py, names, probe.stderr.strip()[-400:]))
+    return py
+
+
 def skip_browser():
     """Whether VRAMSCOPE_SKIP_BROWSER=1 asks to skip the browser tests; never in CI."""
     return os.environ.get("VRAMSCOPE_SKIP_BROWSER") == "1" and not IN_CI

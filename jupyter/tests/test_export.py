@@ -169,6 +169,8 @@ def test_live_copy_is_its_last_state(executed):
     assert n >= 3
     assert re.search(r"stopped \u00b7 %d samples over \d+ s" % n, static["text/plain"]), static["text/plain"]
     assert "GPU memory used: 5.00 GiB" in static["text/plain"]
+    # the fake daemon's idle.report is the H200's slow data pipeline (docs/gpu/idle)
+    assert "GPU idle 77% of 11 s: waiting for the data loader" in static["text/plain"]
     assert widget_state(executed, view)["running"] is False
 
 

@@ -95,7 +95,9 @@ def test_oom_observer_snapshots_inside_the_callback(daemon, env, spawn):
     assert c("oom(999)") == "raised"  # torch retries call the observer again: one capture only
     n = names(c(CALLS))
     i = n.index("oom_begin")
-    assert n[i:i + 3] == ["oom_begin", "_snapshot", "oom_end"]
+    # the snapshot first; then the failing step's levels (the allocator's counters)
+    assert n[i:i + 2] == ["oom_begin", "_snapshot"]
+    assert set(n[i + 2:n.index("oom_end", i)]) <= {"counter", "reset_peak"}
     assert n.count("_snapshot") == 1
     cap = daemon.wait_captured()
     assert cap["reason"] == "oom" and cap["device"] == 0 and cap["entries"] == 5
@@ -469,3 +471,30 @@ def test_no_steps_snapshot_gets_a_clock_window_promptly(daemon, env, spawn):
     assert len(allocs) >= 5 and all(e["size"] == 4096 for e in allocs)  # the requests of that window only
     assert c.wait("not vramscope.status()['sampling']['recording_now']", timeout=3) is True  # closed after it
     assert c("vramscope.status()['sampling']['clock_windows']") == 1
+
+
+def test_step_levels_reach_the_daemon_and_ride_on_the_oom_capture(daemon, env, spawn):
+    """Optimizer steps give agent.levels notifications (every 2 s) with the
+    allocator's counters; the failing step goes with the OOM snapshot."""
+    c = spawn(faketorch_env(env), OOM + "from torch.optim import optimizer as O\n")
+    daemon.wait_register(pid=c.pid)
+    for _ in range(3):
+        c("O._fake_step()")
+
+    def levels():
+        return [m["params"] for _, m in daemon.messages if m.get("method") == "agent.levels"]
+
+    deadline = time.time() + 10
+    while not levels() and time.time() < deadline:
+        time.sleep(0.1)
+    got = [s for p in levels() for s in p["levels"]]
+    assert [s["step"] for s in got] == [0, 1, 2] and {s["phase"] for s in got} == {"train"}
+    # the first step is read; the fake's 0.1 ms steps make reads rarer after it (the 0.1% budget)
+    allocated = c("torch.cuda.memory.ALLOCATED")
+    assert got[0]["allocated"] == allocated and all(s["allocated"] in (allocated, -1) for s in got)
+    assert levels()[0]["cap"] == 150754820096 and levels()[0]["device"] == 0  # the fake H200's memory, no fraction set
+    assert c("oom(12345)") == "raised"
+    cap = daemon.wait_captured()
+    tail = cap["levels"]["levels"]
+    assert tail[-1]["step"] == 3 and tail[-1]["oom"] is True
+    assert c("vramscope.status()")["cost"]["levels_s"] > 0

@@ -3,7 +3,7 @@ fake torch: tensors reachable only from an imported module's globals (a dict,
 a class attribute, a closure's cell, functools.lru_cache entries, a server
 object nesting them), objects nested in locals, non-persistent buffers, and
 the module an activation is attributed to when the weights are frozen. Real
-torch: test_tensors_torch.py (on the H200)."""
+torch: test_tensors_torch.py (on CPU in make test, on CUDA on the H200)."""
 import gc
 import importlib
 import sys

@@ -3,7 +3,7 @@ with the inference findings): every layout a language model keeps them in,
 wherever the cache is held, gives "kv_cache" entries named
 <holder>.layers[i].keys|values (legacy tuples: <holder>[i][0|1]) with the
 tensor's shape. Fake torch as in test_tensors.py; real transformers caches
-on the H200 (test_tensors_torch.py)."""
+in test_tensors_torch.py (on CPU in make test, on CUDA on the H200)."""
 import gc
 
 from test_tensors import Module, Tensor, fake_torch, names_by_ptr

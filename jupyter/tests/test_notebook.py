@@ -320,8 +320,15 @@ def test_failing_cell_fails_the_execution(engine, tmp_path):
 
 # --- a kernel with the fake torch -------------------------------------------------
 
+def _recorded_idle_report():
+    """idle.report's answer for the slow data pipeline recorded on the H200 (docs/gpu/idle)."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    with open(os.path.join(root, "docs", "gpu", "idle", "slow_loader.report.json")) as f:
+        return json.load(f)
+
+
 class FakeDaemon:
-    """Answers daemon.hello, counters.devices, counters.series and process.list on a Unix socket."""
+    """Answers daemon.hello, counters.devices, counters.series, idle.report and process.list on a Unix socket."""
 
     def __init__(self, path):
         self.path = path
@@ -361,6 +368,7 @@ class FakeDaemon:
                            "counters.devices": {"status": {"available": True, "devices": 1}, "devices": [],
                                                 "latest": [sample]},
                            "counters.series": {"device": 0, "samples": [dict(sample, time_ms=now - 2000)]},
+                           "idle.report": _recorded_idle_report(),
                            "process.list": {"processes": self.processes}}
                     out = {"jsonrpc": "2.0", "id": req["id"]}
                     if req["method"] in res:

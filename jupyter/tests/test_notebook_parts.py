@@ -233,6 +233,7 @@ def test_sampler_daemon_counters(tmp):
         assert hist and hist[0]["used"] == 5 << 30
         p = s.sample()
         assert p["used"] == 5 << 30 and p["util"] == 37 and p["total"] == 80 << 30
+        assert s.idle().startswith("GPU idle 77% of 11 s: waiting for the data loader at ")
         s.close()
         assert d.calls[:2] == ["daemon.hello", "counters.devices"]
     finally:
@@ -307,3 +308,43 @@ def test_report_of_an_oom_in_generation(tmp_path):
     assert oom["fix"].startswith("the KV cache (past_key_values.layers[*].keys in generate) takes 2.00 KiB a token")
     assert "at 100 tokens a batch of" in oom["fix"] and "and at batch 8, " in oom["fix"]
     assert oom["where"] == "/workspace/proj/train.py:30"
+
+
+def test_report_of_a_real_oom_in_generation(tmp_path):
+    """The agent's capture of batch generate() out of a 3 GiB cap on the H200
+    (GPT-2 medium, batch 32 x 512 tokens; examples/snapshots/inference/
+    gen_oom.pickle.gz): the notebook's OOM row says the cache's size per token
+    and a batch below the one that failed, on the generate() line."""
+    import gzip
+    import re
+    import shutil
+
+    from vramscope import _report
+
+    snap = str(tmp_path / "gen_oom.pickle")
+    with gzip.open(os.path.join(ROOT, "examples", "snapshots", "inference", "gen_oom.pickle.gz")) as src, \
+            open(snap, "wb") as dst:
+        shutil.copyfileobj(src, dst)
+    rows = _report.findings(_engine.analyze(snap), None)
+    oom = next(r for r in rows if r["kind"] == "oom")
+    assert "the KV cache holds 1.50 GiB: batch 32 x 512 tokens, 96.00 KiB a token" in oom["title"]
+    fits = int(re.search(r"at 512 tokens a batch of (\d+) fits", oom["fix"]).group(1))
+    assert 16 <= fits < 32
+    assert oom["where"].endswith("examples/inference/workloads.py:34")
+
+
+def test_oom_finding_shows_the_plans_that_fit():
+    """The agent's snapshot of an out-of-memory error (GPT-2 LoRA under a cap,
+    examples/snapshots/oom/lora_gpt2.pickle), through the real engine: the
+    notebook's finding carries the plans that fit, and both views show them."""
+    from vramscope import _html, _report
+
+    snap = os.path.join(ROOT, "examples", "snapshots", "oom", "lora_gpt2.pickle")
+    rows = _report.findings(_engine.analyze(snap), None)
+    oom = next(r for r in rows if r["kind"] == "oom")
+    assert oom["plans"] and all(p["peak_reserved"] > 0 and p["cost"] for p in oom["plans"])
+    assert any(p["title"].startswith("micro-batch 2 \u00d7 2 accumulation") for p in oom["plans"])
+    assert oom["fix"].startswith("fits in ")
+    view = {"title": "t", "facts": [], "top_lines": [], "findings": rows}
+    assert "plans that fit (vramscope fit)" in _html.page(view)
+    assert "fits with micro-batch 2 \u00d7 2 accumulation" in _html.plain(view)

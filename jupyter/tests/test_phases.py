@@ -3,9 +3,9 @@
 marked as vramscope.hf and vramscope.lightning mark it, in a child with the
 fake torch recording its allocator's history with annotations; the real
 engine then reads the trainer's words on the timeline. The callbacks
-themselves run against the real transformers Trainer and Lightning on the GPU
-machine (docs/gpu/trainer-callbacks.md): both libraries need torch, which CI
-does not install."""
+themselves run in the real transformers and Lightning trainers on CPU in
+test_trainers.py, and on the GPU machine with the agent recording
+(docs/gpu/integrations/README.md)."""
 import json
 import os
 import subprocess

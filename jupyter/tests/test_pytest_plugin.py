@@ -125,9 +125,17 @@ def test_baseline_outside_the_tests_tree(run, pytester, tmp_path_factory):
     base = str(tmp_path_factory.mktemp("elsewhere") / "vram.json")
     src = "import torch\n\ndef test_model():\n    %s(%s(%d << 20))\n"
     run(src % (FREE, ALLOC, 10), "--vram-baseline", base).assert_outcomes(passed=1)
-    r = run(src % (FREE, ALLOC, 12), "--vram-baseline", base)
-    r.assert_outcomes(failed=1)
-    assert "2.00 MiB above the baseline 10.00 MiB" in r.stdout.str()
+    with open(base) as f:
+        (key,) = json.load(f)["peaks"]
+    for _ in range(2):  # the grown peak is not stored under the new rootdir's key: it fails again
+        r = run(src % (FREE, ALLOC, 12), "--vram-baseline", base)
+        r.assert_outcomes(failed=1)
+        assert "2.00 MiB above the baseline 10.00 MiB" in r.stdout.str()
+        with open(base) as f:
+            assert json.load(f)["peaks"] == {key: 10 << 20}
+    run(src % (FREE, ALLOC, 12), "--vram-baseline", base, "--vram-baseline-update").assert_outcomes(passed=1)
+    with open(base) as f:
+        assert json.load(f)["peaks"] == {key: 12 << 20}  # updated under its first key
 
 
 def test_cpu_only_runs_ungated(run, monkeypatch):

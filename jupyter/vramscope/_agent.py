@@ -29,7 +29,7 @@ import sys
 import threading
 import time
 
-from . import _api, _paths, _schedule, _torch
+from . import _api, _levels, _paths, _schedule, _stacks, _torch
 from ._common import (
     QUEUE_MAX,
     _env_int,
@@ -77,6 +77,8 @@ class Agent(_Link, _Captures):
         self.recording = "off"  # off | pending | on | failed
         self.recording_error = None
         self.schedule = None  # _schedule.Schedule once recording started
+        self.levels = None  # _levels.Levels once CUDA is up (VRAMSCOPE_LEVELS=0: never)
+        self.levels_hooks = None
         self.annotations = False
         self.started_recording = False
         self.cuda_hook = None  # "now" | "queued" | None
@@ -112,9 +114,18 @@ class Agent(_Link, _Captures):
                 return
             self.thread = threading.Thread(target=self._run, name="vramscope-agent", daemon=True)
         self.thread.start()
+        self.start_stacks()
+
+    def start_stacks(self):
+        """Where each thread is (agent.stacks): the stack sampler, beside the agent thread."""
+        try:
+            _stacks.start(self.notify)
+        except Exception:
+            log.warning("vramscope: could not start the stack sampler", exc_info=True)
 
     def shutdown(self, wait=2.0):
         self.stop.set()
+        _stacks.stop()
         if self.import_hook is not None:
             from . import _importhook
 
@@ -128,6 +139,14 @@ class Agent(_Link, _Captures):
         _torch.unwrap_backward()
         if self.schedule is not None:
             self.schedule.end()
+        if self.levels_hooks is not None:
+            handle, roots = self.levels_hooks
+            self.levels_hooks = None
+            for undo in (handle.remove, roots.remove, _levels.unwrap_peaks):
+                try:
+                    undo()
+                except Exception:
+                    pass
         if torch is not None and self.started_recording and _torch.cuda_initialized(torch):
             _torch.stop_recording(torch)
             self.started_recording = False
@@ -176,6 +195,7 @@ class Agent(_Link, _Captures):
                 self.init_device = int(torch.cuda.current_device())
             except Exception:
                 self.init_device = None
+            self._start_levels(torch)  # before the schedule's step hook: a step's "recorded" is its own
             if self.opts["record"]:
                 try:
                     def start(clear):
@@ -211,6 +231,25 @@ class Agent(_Link, _Captures):
                 self.start_thread()
         except Exception:
             log.warning("vramscope: CUDA-init hook failed", exc_info=True)
+
+    def _start_levels(self, torch):
+        if _env_off("VRAMSCOPE_LEVELS") or self.levels is not None:
+            return
+        try:
+            self.levels, self.levels_hooks = _levels.start(
+                torch, lambda: _torch.recording[0],
+                lambda: _torch.torch_index(torch, _env_rank("LOCAL_RANK"), self.init_device),
+                _torch.register_step_hook)
+        except Exception:
+            log.warning("vramscope: per-step levels could not start", exc_info=True)
+
+    def levels_params(self, n=_levels.SEND_MAX):
+        """LevelsParams with up to n steps not sent yet, or None."""
+        lv = self.levels
+        if lv is None:
+            return None
+        steps = lv.drain(n)
+        return lv.params(steps) if steps else None
 
     def device(self):
         """The CUDA device this process uses, by its CUDA numbering: the one it
@@ -279,10 +318,12 @@ class Agent(_Link, _Captures):
         GIL from the training thread at worst). docs/oom-naming.md uses them to
         bound the default mode's cost per step."""
         hook = self.schedule.hook_s if self.schedule is not None else 0.0
+        levels = self.levels.cost_s if self.levels is not None else 0.0
         threads = 0.0
         for t in (self.thread, self.worker, self.schedule.clock if self.schedule is not None else None):
             threads += _thread_cpu_s(t)
-        return {"hook_s": round(hook, 6), "backward_wrapper_s": round(_torch.wrapper_s[0], 6),
+        return {"hook_s": round(hook, 6), "levels_s": round(levels, 6),
+                "backward_wrapper_s": round(_torch.wrapper_s[0], 6),
                 "agent_threads_cpu_s": round(threads, 6)}
 
     def status(self):
@@ -441,6 +482,7 @@ def _after_fork_child():
     global _agent, _lock
     _lock = threading.RLock()
     a, _agent = _agent, None
+    _stacks._sampler = None  # its thread is the parent's
     if a is not None:
         a.stop.set()
         s = a.sock

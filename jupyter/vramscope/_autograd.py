@@ -106,7 +106,7 @@ def _own_module(w, fn, saved):
     """The module of a parameter the node saved (by storage) or accumulates
     a gradient into, else ""."""
     for v in saved:
-        st = _holders.storage(v)
+        st = _holders.storage(v, w.cpu)
         row = w.by_ptr.get(st[1]) if st is not None else None
         if row is not None and row[3] == "parameter":
             return row[5]

@@ -249,10 +249,13 @@ class _Captures:
             log.warning("vramscope: agent.dump failed", exc_info=True)
             return {"error": (CODE_AGENT_FAILED, "agent.dump failed: %s: %s" % (type(e).__name__, e))}
         took = (time.perf_counter() - t0) * 1000.0
-        return {"result": {"path": path, "bytes": size, "entries": entries,
-                           "took_ms": round(took, 3), "device": self.device(),
-                           "streamed": streamed is not None, "phases_ms": phases,
-                           "at_ms": round(at_ms, 3)}}
+        result = {"path": path, "bytes": size, "entries": entries, "took_ms": round(took, 3),
+                  "device": self.device(), "streamed": streamed is not None, "phases_ms": phases,
+                  "at_ms": round(at_ms, 3)}
+        levels = self.levels_params()
+        if levels is not None:
+            result["levels"] = levels  # the steps agent.levels has not sent yet
+        return {"result": result}
 
     def _stream_ok(self, stream, path):
         """Whether the daemon's stream is a FIFO beside the dump path (else the
@@ -281,6 +284,8 @@ class _Captures:
             between = sched is not None and not sched.recording()
             at_ms = time.time() * 1000.0  # when this rank's state was read, for its group's skew
             snap = _take_snapshot()
+            if self.levels is not None:
+                self.levels.on_oom()  # the failing step, as far as it went (after the snapshot: it comes first)
             if isinstance(snap, _FileSnapshot):  # test hook: read it now, like torch's snapshot
                 with open(snap.path, "rb") as f:
                     snap = f.read()
@@ -338,6 +343,9 @@ class _Captures:
                       "device": device, "reason": "oom", "oom": oom}
             if at_ms:
                 params["at_ms"] = round(at_ms, 3)
+            levels = self.levels_params()
+            if levels is not None:
+                params["levels"] = levels  # the steps up to the failing one not sent yet
             self.handing = (name, path, params)  # for _at_exit, if the daemon never answers
             try:
                 res = self.request(_api.AGENT_CAPTURED, params, CAPTURED_TIMEOUT) or {}

@@ -81,12 +81,15 @@ def _visit(w, stack, site, seen, depth):
         if site.roots is not None and getattr(v, "grad_fn", None) is not None:
             site.roots.append(v)
         return
-    if id(v) in seen or issubclass(t, w.skip) or _foreign(v, t, site.home):
+    if id(v) in seen or _foreign(v, t, site.home):
         return
+    # Before the modules are left out: transformers 4.46's Cache is an nn.Module.
     kv = _kv_cache(w, v, t, p) if t.__name__.endswith("Cache") or issubclass(t, _SEQ) else None
     if kv:
         seen.add(id(v))
         stack.extend((x, q, d + 1, "kv_cache") for x, q in kv)
+        return
+    if issubclass(t, w.skip):
         return
     if d >= depth:
         return
@@ -334,12 +337,17 @@ def shape_of(t):
         return None
 
 
-def storage(t):
-    """(device, storage address, bytes) of a CUDA tensor, else None."""
+def storage(t, cpu=False):
+    """(device, storage address, bytes) of a CUDA tensor, else None; with cpu
+    (the tests on a machine without a GPU; never the agent) of a CPU tensor
+    too, whose device is -1."""
     try:
-        if not t.is_cuda:
+        if not (t.is_cuda or cpu):
             return None
-        st = t.untyped_storage()
+        try:
+            st = t.untyped_storage()
+        except AttributeError:  # torch 1.x: its TypedStorage has the same data_ptr() and nbytes()
+            st = t.storage()
         ptr, n = int(st.data_ptr()), int(st.nbytes())
         dev = int(t.get_device())
     except Exception:

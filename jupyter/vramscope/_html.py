@@ -121,13 +121,23 @@ def page(view, key=""):
             where = (" \u2014 " + _e(f.get("where"))) if f.get("where") else ""
             fix = ("<br>fix: " + _e(f["fix"])) if f.get("fix") else ""
             sev = str(f.get("severity") or "info")
-            items.append('<li><b style="color:%s">%s</b> %s%s%s</li>' % (SEVERITY_COLOR.get(sev, "inherit"), _e(sev),
-                                                                        _e(f.get("title") or ""), where, fix))
+            items.append('<li><b style="color:%s">%s</b> %s%s%s%s</li>' % (SEVERITY_COLOR.get(sev, "inherit"), _e(sev),
+                                                                          _e(f.get("title") or ""), where, fix,
+                                                                          _plans(f.get("plans"))))
         parts.append('<div><b>Findings</b></div><ul style="margin:2px 0">%s</ul>' % "".join(items))
     elif fs is not None:
         parts.append("<div %s>Findings: none</div>" % MUTED)
     parts.append("</div>")
     return "".join(parts)
+
+
+def _plans(plans):
+    """The plans that fit beside an out-of-memory finding: each with its predicted reserved peak and cost."""
+    if not plans:
+        return ""
+    rows = "".join("<li>%s: %s reserved <span %s>(%s)</span></li>" % (_e(p["title"]), _e(fmt_bytes(p["peak_reserved"])),
+                                                                       MUTED, _e(p["cost"])) for p in plans)
+    return '<br>plans that fit (vramscope fit):<ul style="margin:2px 0">%s</ul>' % rows
 
 
 def _flame_caption(view, tree):
@@ -150,4 +160,5 @@ def plain(view, rows=10):
         out.append("  %12s %6s  %s" % (r[0], r[1], r[4]))
     for f in view.get("findings") or []:
         out.append("  %s: %s%s" % (f["severity"], f["title"], (" \u2014 " + f["where"]) if f.get("where") else ""))
+        out += ["    fits with %s (%s reserved)" % (p["title"], fmt_bytes(p["peak_reserved"])) for p in f.get("plans") or ()]
     return "\n".join(out)

@@ -9,6 +9,7 @@ import threading
 import time
 
 from . import _api, _torch
+from ._levels import LEVELS_EVERY, SEND_MAX
 from ._common import (
     BACKOFF_MAX,
     BACKOFF_MIN,
@@ -115,12 +116,14 @@ class _Link:
             self.registrations += 1
             self.facts_sent = facts
         self.last_error = None
+        if self.levels is not None:
+            self.levels.resend()  # a new daemon knows none of this run's steps
         log.info("vramscope: registered with the daemon at %s (pid %d, registration %d)",
                  self.socket_path, self.pid, self.registrations)
         self.submit(("handover",))
 
     def _serve(self):
-        last_counters = 0.0
+        last_counters = last_levels = 0.0
         while not self.stop.is_set():
             self._read(POLL)
             self._drain()
@@ -129,6 +132,20 @@ class _Link:
                 last_counters = now
                 self._counters()
                 self._refresh()
+            if now - last_levels >= LEVELS_EVERY:
+                last_levels = now
+                self._levels()
+
+    def _levels(self):
+        """agent.levels: the steps measured since the last one (a queue that is
+        full drops them for the daemon; the ring keeps them for snapshots)."""
+        for _ in range(8):
+            p = self.levels_params()
+            if p is None:
+                return
+            self.notify(_api.AGENT_LEVELS, p)
+            if len(p["levels"]) < SEND_MAX:
+                return
 
     def _refresh(self):
         """Re-register when what the daemon knows changed (torch imported, CUDA up, recording)."""

@@ -92,9 +92,11 @@ def _torch_cuda():
 
 
 class Sampler:
-    """One point per sample(): {t, used, total, util, allocated, reserved} (None where unknown)."""
+    """One point per sample(): {t, used, total, util, allocated, reserved} (None where unknown);
+    idle(): why this kernel's GPU idled over the last minute, one line."""
 
     keep = 300  # points kept in the widget (5 minutes at 1 Hz)
+    IDLE_EVERY = 5  # samples between two idle reports (and two OOM forecasts)
 
     def __init__(self, interval=1.0, device=None, socket=None, client=None):
         self.interval = max(0.1, float(interval))
@@ -177,6 +179,18 @@ class Sampler:
             return None
         return p
 
+    def idle(self, pid=None):
+        """The daemon's idle report of this process (the agent's stack samples
+        joined with NVML): its headline and top lines, or "" when the GPU was
+        busy or there is no report."""
+        if not self.daemon:
+            return ""
+        try:
+            r = self.client.call(_api.IDLE_REPORT, {"pid": pid or os.getpid()}) or {}
+        except (OSError, RPCError, ValueError):
+            return ""
+        return idle_text(r)
+
     def warning(self):
         """The daemon's forecast for this process in words ("" when its memory
         does not grow, or there is no daemon)."""
@@ -226,3 +240,19 @@ def warning_text(f):
 
 def socket_exists(path=None):
     return os.path.exists(path or _paths.socket_path())
+
+
+def idle_text(r):
+    """An idle report (idle.report's result) in one line: the headline, the
+    lines the training thread was on and the fix; "" without a finding."""
+    if not r.get("headline"):
+        return ""
+    c = (r.get("causes") or [{}])[0]
+    lines = ", ".join("%s:%d %.0f%%" % (os.path.basename(x.get("file", "")), x.get("line", 0), 100 * x.get("share", 0))
+                      for x in (c.get("lines") or [])[:3])
+    text = r["headline"]
+    if lines:
+        text += " \u2014 idle on " + lines
+    if c.get("fix"):
+        text += ". Fix: " + c["fix"]
+    return text

@@ -121,6 +121,8 @@ def page(state, key=""):
     parts.append("<div %s>%s</div>" % (MUTED, " \u00b7 ".join(_e(f) for f in facts)))
     if state.get("note"):
         parts.append("<div %s>%s</div>" % (MUTED, _e(state["note"])))
+    if state.get("idle"):
+        parts.append("<div %s>%s</div>" % (MUTED, _e(state["idle"])))
     if state.get("warning"):
         parts.append('<div class="vs-live-warning"><b>\u26a0 %s</b></div>' % _e(state["warning"]))
     items = legend(samples)
@@ -141,6 +143,8 @@ def plain(state):
     out = ["vramscope \u00b7 live: %s" % (state.get("source") or "no source"), "  " + status(state)]
     if state.get("note"):
         out.append("  " + state["note"])
+    if state.get("idle"):
+        out.append("  " + state["idle"])
     if state.get("warning"):
         out.append("  warning: " + state["warning"])
     out += ["  %s: %s" % (lab, v) for lab, v, _ in legend(samples)]

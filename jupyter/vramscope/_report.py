@@ -96,6 +96,9 @@ def findings(result, labeler):
             "title": f.get("title") or "",
             "where": where,
             "fix": f.get("fix") or "",
+            # an out-of-memory error's plans that fit (vramscope fit), each with its predicted peak
+            "plans": [{"title": p.get("title") or "", "peak_reserved": p.get("peak_reserved") or 0,
+                       "cost": p.get("cost") or ""} for p in f.get("plans") or []],
         })
     return out
 

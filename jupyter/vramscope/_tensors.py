@@ -38,7 +38,9 @@ tensor that named it (kv_cache: [batch, heads, seq, head_dim]).
 
 The result: {"version", "took_ms", "truncated", "objects", "routes",
 "entries": [[device, storage address, bytes, kind, name, module, file, line,
-shape], ...], "methods": [...]} (shape: a list of ints, or None).
+shape], ...], "methods": [...]} (shape: a list of ints, or None; device: the
+CUDA device's index, or -1 for a CPU tensor, which only the tests have named:
+name_tensors(cpu=True)).
 
 Each CUDA tensor's storage pointer is the address of its allocator block, so
 the analysis matches names to blocks exactly. Where one storage has several
@@ -85,8 +87,9 @@ def _is(v, cls):
 class _Walk:
     """One walk: the names found so far, by storage pointer."""
 
-    def __init__(self, torch, budget_s):
+    def __init__(self, torch, budget_s, cpu=False):
         self.torch = torch
+        self.cpu = cpu          # CPU tensors named too (name_tensors)
         self.t0 = time.perf_counter()
         self.deadline = self.t0 + budget_s
         self.by_ptr = {}
@@ -109,9 +112,9 @@ class _Walk:
             raise _holders.OutOfTime()
 
     def add(self, t, kind, name, module="", file="", line=0):
-        """Name tensor t's storage, if it is on a CUDA device; the entry's row
-        when this name is the one kept."""
-        st = _holders.storage(t)
+        """Name tensor t's storage, if it is on a CUDA device (or the walk
+        names CPU tensors too); the entry's row when this name is the one kept."""
+        st = _holders.storage(t, self.cpu)
         if st is None:
             return None
         dev, ptr, n = st
@@ -189,12 +192,14 @@ def _unwrapped(fn):
     return fn if type(fn) is types.FunctionType else None
 
 
-def name_tensors(torch, budget_s=BUDGET_S):
+def name_tensors(torch, budget_s=BUDGET_S, cpu=False):
     """Walk what Python can see and return the names of CUDA tensor storages
     (the ``vramscope_tensors`` entry of a snapshot), or None when torch is
-    unusable. Never raises."""
+    unusable. Never raises. cpu: name CPU tensors too, as device -1, by the
+    same routes: the tests of each route on a machine without a GPU
+    (tests/test_tensors_torch.py); the agent never sets it."""
     try:
-        w = _Walk(torch, budget_s)
+        w = _Walk(torch, budget_s, cpu)
     except Exception:
         return None
     objects = 0
@@ -292,6 +297,8 @@ def _modules(w, modules, roots):
                 if b is not None:
                     w.add(b, "buffer", "%s.%s" % (path, k), path)
             site, seen = _holders.Site("attribute", module=path), set()
+            if type(m).__name__.endswith("Cache"):  # a key/value cache that is a module (transformers 4.46)
+                _holders.reach(w, m, path, site, seen, depth=1)
             for k, v in list(getattr(m, "__dict__", {}).items()):
                 if k.startswith("_") or k == "training":
                     continue
@@ -362,6 +369,6 @@ def _unnamed(w, tensors):
     what the holder walk looks for (and stops once all are found)."""
     for t in tensors:
         w.tick()
-        st = _holders.storage(t)
+        st = _holders.storage(t, w.cpu)
         if st is not None and st[1] not in w.by_ptr:
             w.remaining.add(st[1])

@@ -302,6 +302,7 @@ def _live_widget(anywidget, t):
         running = t.Bool(False).tag(sync=True)
         source = t.Unicode("").tag(sync=True)
         note = t.Unicode("").tag(sync=True)
+        idle = t.Unicode("").tag(sync=True)  # why the GPU idled over the last minute, by line (vramscope idle)
         warning = t.Unicode("").tag(sync=True)  # the daemon's OOM forecast for this kernel (_live.warning_text)
         device = t.Int(0).tag(sync=True)
         total = t.Int(0).tag(sync=True)
@@ -321,7 +322,8 @@ def _live_widget(anywidget, t):
 
         def state(self):
             return {"samples": list(self.samples), "running": self.running, "source": self.source,
-                    "note": self.note, "warning": self.warning, "device": self.device, "total": self.total, "interval": self.interval}
+                    "note": self.note, "idle": self.idle, "warning": self.warning, "device": self.device,
+                    "total": self.total, "interval": self.interval}
 
         def _static_html(self):
             from . import _livestatic
@@ -379,12 +381,16 @@ def _live_widget(anywidget, t):
                 hist = s.history()
                 if hist:
                     self.samples = hist[-s.keep:]
+                n = 0
                 while not self._stop.is_set():
+                    if n % s.IDLE_EVERY == 0:
+                        self.idle = s.idle()
+                        warning = s.warning()
+                        if warning != self.warning:
+                            self.warning = warning
+                            self._maybe_update_static(force=True)
+                    n += 1
                     point = s.sample()
-                    warning = s.warning()
-                    if warning != self.warning:
-                        self.warning = warning
-                        self._maybe_update_static(force=True)
                     if point is not None:
                         self.total = int(point.get("total") or self.total or 0)
                         self.samples = (list(self.samples) + [point])[-s.keep:]

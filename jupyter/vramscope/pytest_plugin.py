@@ -182,11 +182,17 @@ class Gates:
         if self.ungated:
             tr.write_line("vramscope: %d test(s) with GPU-memory gates ran without them: %s" % (
                 self.ungated, self.why_off))
-        if self.baseline_path and self.measured and (self.update or not os.path.exists(self.baseline_path)
-                                                     or set(self.measured) - set(self.baseline)):
+        if self.baseline_path and self.measured and (
+                self.update or not os.path.exists(self.baseline_path)
+                or any(_baseline_key(self.baseline, k) is None for k in self.measured)):
+            # A test known under another rootdir keeps its key: adding it under
+            # this run's would store its grown peak as the next run's baseline
+            # (the H200 re-run's file held both keys, the second one 2.8x the first).
             merged = dict(self.baseline)
-            merged.update(self.measured if self.update else
-                          {k: v for k, v in self.measured.items() if k not in self.baseline})
+            for nodeid, grew in self.measured.items():
+                key = _baseline_key(self.baseline, nodeid)
+                if key is None or self.update:
+                    merged[key or nodeid] = grew
             _save_baseline(self.baseline_path, merged)
             tr.write_line("vramscope: wrote %d test peaks to %s" % (len(merged), self.baseline_path))
 
@@ -289,16 +295,21 @@ def _percent(v):
         raise pytest.UsageError("vramscope: --vram-baseline-tolerance %r: want a percentage such as 5%%" % v) from None
 
 
-def _baseline_of(baseline, nodeid):
-    """The baseline of nodeid, also under another rootdir: pytest counts an
-    existing file named by an option (the baseline itself) when it picks the
-    rootdir, so a baseline outside the tests' tree turns
+def _baseline_key(baseline, nodeid):
+    """The key of nodeid in baseline, also under another rootdir: pytest
+    counts an existing file named by an option (the baseline itself) when it
+    picks the rootdir, so a baseline outside the tests' tree turns
     ``tests/test_x.py::t`` into ``work/repo/tests/test_x.py::t`` on the next
     run. A key that one of the two ends with, after a "/", is the same test."""
     if nodeid in baseline:
-        return baseline[nodeid]
-    same = [v for k, v in baseline.items() if k.endswith("/" + nodeid) or nodeid.endswith("/" + k)]
+        return nodeid
+    same = [k for k in baseline if k.endswith("/" + nodeid) or nodeid.endswith("/" + k)]
     return same[0] if len(same) == 1 else None
+
+
+def _baseline_of(baseline, nodeid):
+    key = _baseline_key(baseline, nodeid)
+    return None if key is None else baseline[key]
 
 
 def _load_baseline(path):

@@ -295,10 +295,12 @@ func catBytes(cats []Category, name string) int64 {
 // add up to its allocated bytes. preLive is the pre-trace memory alive to
 // the end (parameters); pre-trace blocks freed during the trace are "other"
 // until freed.
-func (lt *lifetimes) categoryTimeline(tl *Timeline, t *tracker, preLive int64) {
+// It returns the categories of the log's entries (classifyLog), nil when the
+// log or the timeline is empty.
+func (lt *lifetimes) categoryTimeline(tl *Timeline, t *tracker, preLive int64) []uint8 {
 	n, pts := t.log.len(), tl.Points
 	if n == 0 || len(pts) == 0 {
-		return
+		return nil
 	}
 	catIdx := make(map[string]int, len(lt.order))
 	for i, c := range lt.order {
@@ -362,6 +364,7 @@ func (lt *lifetimes) categoryTimeline(tl *Timeline, t *tracker, preLive int64) {
 		pts[k].Categories = append([]int64(nil), level...)
 	}
 	tl.CategoryNames = lt.order
+	return cats
 }
 
 // classifyLog gives every allocation of the log its category (by index, 1

@@ -310,14 +310,14 @@ func confusionTable(t *testing.T, es []expectation) (string, bool) {
 	return b.String(), complete
 }
 
-// The confusion table in docs/architecture.md#findings is this test's
+// The confusion table in docs/engine-notes.md#findings is this test's
 // output over every labelled recording that is here; -update rewrites it.
 func TestConfusionTable(t *testing.T) {
 	table, complete := confusionTable(t, expectations(t))
 	if !complete {
 		reftool.Missing(t, "some labelled recordings cannot be read here (the shared fixtures, or xz for the large ones): the table would be partial")
 	}
-	doc := filepath.Join("..", "..", "docs", "architecture.md")
+	doc := filepath.Join("..", "..", "docs", "engine-notes.md")
 	b, err := os.ReadFile(doc)
 	if err != nil {
 		t.Fatal(err)

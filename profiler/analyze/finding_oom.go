@@ -88,6 +88,9 @@ func (dg *devDiag) oomFinding(i int, leak bool) Finding {
 		f.Fix = "the working set does not fit: lower the batch size, enable gradient checkpointing, or shard the model and optimizer state"
 	}
 	dg.oomKV(&f, od) // the batch and length that fit lead the fix
+	if f.Evidence.Numbers["fit_max_batch"] == 0 {
+		dg.oomPlan(&f, od, i == len(dg.ooms)-1)
+	}
 	return f
 }
 

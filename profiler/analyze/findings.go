@@ -18,6 +18,9 @@ type Finding struct {
 	Cause    string   `json:"cause,omitempty"`
 	Evidence Evidence `json:"evidence"`
 	Fix      string   `json:"fix"`
+	// Plans are the ways to run the step that fit, for an out-of-memory
+	// error (fit_oom.go), the first of them leading Fix.
+	Plans []FitSuggestion `json:"plans,omitempty"`
 }
 
 // Evidence backs a finding with numbers, source lines and a time range.
@@ -186,7 +189,10 @@ func (a *analysis) diagnose(d *Device, t *tracker, snap *torchsnap.Snapshot, oom
 	blocks = append(blocks, t.freedSincePeak...)
 	sortBlocks(blocks)
 	d.Categories, dg.peak = dg.lt.tally(blocks, d.PreTraceBytes-t.preFreed, d.Peak.TimeUS, true)
-	dg.lt.categoryTimeline(&d.Timeline, t, d.PreTraceBytes-t.preFreed)
+	cats := dg.lt.categoryTimeline(&d.Timeline, t, d.PreTraceBytes-t.preFreed)
+	if a.keepFit || (len(t.ooms) > 0 && t.log.len() <= fitFindingEvents) {
+		d.fit = dg.lt.fitTrace(t, cats, d) // for fit, and the OOM finding's plans (fit_oom.go)
+	}
 	for _, cb := range dg.peak {
 		a.origins.at(cb.resolved()).addCat(cb.cat, cb.size)
 	}

@@ -2,6 +2,7 @@ package analyze
 
 import (
 	"fmt"
+	"regexp"
 	"sort"
 
 	"github.com/vramscope/vramscope/profiler"
@@ -20,6 +21,10 @@ type KVCache struct {
 	Batch         int64  `json:"batch"`
 	Tokens        int64  `json:"tokens"` // the sequence length it holds (a static cache: its capacity)
 	BytesPerToken int64  `json:"bytes_per_token"`
+	// Filled is how many layers held keys when the cache was only partly
+	// filled (a failure inside the prompt's forward), 0 when every layer the
+	// model has did; Layers and BytesPerToken then count every layer.
+	Filled int `json:"filled_layers,omitempty"`
 }
 
 // kvCache sums the KV cache named on dev; nil when the walk named none with
@@ -50,10 +55,42 @@ func SummarizeKV(entries []profiler.NamedTensor, dev int) *KVCache {
 	if kv.Tensors == 0 {
 		return nil
 	}
-	kv.BytesPerToken = int64(perToken + 0.5)
 	kv.Layers = max(1, kv.Tensors/2) // a key and a value per layer
+	if all := modelLayers(entries, dev); all > kv.Layers {
+		// The prompt's forward failed before the later layers stored their
+		// keys: each token will cost what every layer stores.
+		perToken *= float64(all) / float64(kv.Layers)
+		kv.Filled, kv.Layers = kv.Layers, all
+	}
+	kv.BytesPerToken = int64(perToken + 0.5)
 	kv.Name = largestGroup(groups)
 	return kv
+}
+
+// moduleListIndex is a module list's index in a parameter's name: "h.23." in
+// "model.transformer.h.23.attn.c_attn.weight", "layers.7." in Llama's.
+var moduleListIndex = regexp.MustCompile(`^(.*?\.)(\d+)\.`)
+
+// modelLayers is how many blocks the model's largest module list holds, by
+// its parameters' names (0 when no parameter is indexed).
+func modelLayers(entries []profiler.NamedTensor, dev int) int {
+	seen := map[string]map[string]bool{}
+	most := 0
+	for _, e := range entries {
+		if e.Kind != "parameter" || e.Device != dev {
+			continue
+		}
+		m := moduleListIndex.FindStringSubmatch(e.Name)
+		if m == nil {
+			continue
+		}
+		if seen[m[1]] == nil {
+			seen[m[1]] = map[string]bool{}
+		}
+		seen[m[1]][m[2]] = true
+		most = max(most, len(seen[m[1]]))
+	}
+	return most
 }
 
 func largestGroup(groups map[string]int64) string {
@@ -104,7 +141,10 @@ const kvShareMin = 5
 // oomKV adds to an OOM finding what the KV cache held when it failed and
 // which batch and length fit, for a snapshot the agent named at the failure.
 // The limit is the reserved memory at the failure (a lower bound of the cap
-// or the device), plus the device's free memory when that is what ran out.
+// or the device), plus the device's free memory when that is what ran out,
+// but never more than the failing moment asked for: the allocated memory
+// and the request did not fit (when the reservation was larger, its free
+// memory was in pieces), so the failing batch never reads as one that fits.
 func (dg *devDiag) oomKV(f *Finding, od oomDiag) {
 	kv := dg.d.KVCache
 	if kv == nil || !od.atEnd || kv.Batch <= 0 {
@@ -123,7 +163,8 @@ func (dg *devDiag) oomKV(f *Finding, od oomDiag) {
 	if int64(o.DeviceFree) < o.Requested {
 		limit += int64(o.DeviceFree)
 	}
-	perSeq := max(0, (o.Allocated-kv.Bytes-fixed)/kv.Batch)
+	limit = min(limit, o.Allocated+o.Requested-1)
+	perSeq := max(0, (o.Allocated+o.Requested-kv.Bytes-fixed)/kv.Batch)
 	fit := kv.Fit(limit, fixed, perSeq)
 	n := f.Evidence.Numbers
 	n["kv_cache_bytes"], n["kv_batch"], n["kv_tokens"], n["kv_bytes_per_token"] = kv.Bytes, kv.Batch, kv.Tokens, kv.BytesPerToken

@@ -21,7 +21,7 @@ type logEntry struct {
 // levelLog holds every allocation and free of a trace, compressed: entries
 // go in groups of logGroup, each a run of varints (time, stack and level as
 // differences from the entry before, a free's back link as a distance), so
-// an entry takes 5-7 bytes instead of the 16 a struct would, and a trace is
+// an entry takes 5-7 bytes instead of the 32 a logEntry takes, and a trace is
 // logged whole whatever its length or duration. A group's first time and
 // level are kept apart, so any entry is found by decoding one group; the four
 // groups decoded last are cached, since readers walk the log in order with

@@ -24,7 +24,7 @@ type origin struct {
 }
 
 type synthetic struct {
-	kind        string // "gap", "pretrace" or "tensor" (tensors.go)
+	kind        string // "gap", "pretrace", "tensor" (tensors.go) or "inflight" (inflight.go)
 	left, right profiler.StackID
 	firstTime   int64
 	stack       profiler.StackID // pretrace: the stack recorded for the block, if any
@@ -43,6 +43,7 @@ type origins struct {
 	synO      []origin
 	gapIdx    map[[3]profiler.StackID]int32
 	preIdx    map[profiler.StackID]int32
+	inFlight  int32             // the synthetic origin of memory in flight in backward (inflight.go); 0 until made
 	userIdx   []int8            // by StackID: 0 unknown, 1 reaches user code, 2 does not
 	fileNames map[string]string // Options.FileNames
 }
@@ -133,7 +134,7 @@ func (o *origins) names(id int32) bool {
 		return o.hasUser(profiler.StackID(id))
 	}
 	switch o.syn[-id-1].kind {
-	case "gap", "tensor":
+	case "gap", "tensor", "inflight":
 		return true
 	}
 	return false

@@ -27,6 +27,11 @@ type Options struct {
 	// "cell [3]". Other files read as their base name. The files themselves
 	// (Site.File, frames) stay the recorded ones.
 	FileNames map[string]string
+	// KeepTrace keeps each device's allocations in order, classified, for
+	// Result.FitModel (vramscope fit): about 32 bytes an allocation. An
+	// analysis of a snapshot that ran out of memory keeps them anyway (its
+	// finding says which plan fits).
+	KeepTrace bool
 }
 
 // Peak is the highest allocated memory of one device.
@@ -70,6 +75,9 @@ type Result struct {
 	// Tensors is what the agent named among the blocks alive at snapshot
 	// time; absent when the snapshot carries no names.
 	Tensors *Tensors `json:"named_tensors,omitempty"`
+	// Road is the run up to the snapshot, step by step, when the agent
+	// measured it and the daemon kept it (SetRoad, road.go).
+	Road *Road `json:"road,omitempty"`
 
 	frames  *profiler.Frames
 	origins *origins
@@ -107,6 +115,11 @@ type Device struct {
 
 	pre     preTraceSplit // pre-trace memory alive at the end, by category (pretrace.go)
 	moments *momentSource
+	fit     *fitTrace // the allocations in order, for FitModel (fit_trace.go); nil unless kept
+	// preBlocks are the blocks alive at the end that the trace never
+	// allocated, and preReserved what the allocator held before the trace.
+	preBlocks   []fitPreBlock
+	preReserved int64
 }
 
 // analysis is the state of one run.
@@ -118,6 +131,7 @@ type analysis struct {
 	// Memory alive at snapshot time, with named tensors: all of it, in named
 	// blocks, and in other blocks whose origin names a user line or phase.
 	liveBytes, namedBytes, lineBytes int64
+	keepFit                          bool // Options.KeepTrace
 }
 
 // Run analyses the snapshot at path. Decoding and replay run on two
@@ -150,7 +164,7 @@ func FromBytes(name string, b []byte, opt Options) (*Result, error) {
 func run(name string, opt Options, read func(*profiler.Frames, torchsnap.EventFunc) (*torchsnap.Snapshot, error)) (_ *Result, err error) {
 	defer recovered(name, &err)
 	frames := profiler.NewFrames()
-	a := &analysis{frames: frames, origins: newOrigins(frames)}
+	a := &analysis{frames: frames, origins: newOrigins(frames), keepFit: opt.KeepTrace}
 	a.origins.fileNames = opt.FileNames
 	p := a.pipe()
 	defer p.close()
@@ -223,6 +237,11 @@ func (a *analysis) finish(snap *torchsnap.Snapshot, opt Options) *Result {
 	r.Tensors = a.names.section(a.liveBytes, a.namedBytes, a.lineBytes)
 	r.Stacks = a.topStacks(20)
 	r.Findings = append([]Finding{}, a.findings(r, diags)...)
+	if !a.keepFit { // the OOM finding's plans are made: the trace goes (Options.KeepTrace)
+		for i := range r.Devices {
+			r.Devices[i].fit = nil
+		}
+	}
 	if r.OOMs == nil {
 		r.OOMs = []OOM{}
 	}
@@ -267,6 +286,7 @@ func (a *analysis) device(dev int, t *tracker, snap *torchsnap.Snapshot) Device 
 	// Blocks alive at the end that the trace never allocated were there all along.
 	var preLive int64
 	stateUnseen := a.optimizerStateUnseen(segs, t, len(stepWindows(snap.Annotations, dev)) > 0)
+	flight, flightOK := a.backwardInFlight(t)
 	for _, s := range segs {
 		for _, b := range s.Blocks {
 			if b.State == profiler.BlockInactive {
@@ -280,13 +300,21 @@ func (a *analysis) device(dev int, t *tracker, snap *torchsnap.Snapshot) Device 
 				o = lb.resolved()
 			default:
 				o = a.origins.preTrace(b.Stack)
-				if name != nil && b.Stack == 0 {
+				inFlight := false
+				switch {
+				case name != nil && b.Stack == 0:
 					o = a.tensorOrigin(name)
+				case name == nil && b.Stack == 0 && flightOK && !s.PrivatePool():
+					o, inFlight = flight, true
 				}
 				preLive += int64(b.Size)
 				d.moments.base[o] += int64(b.Size)
 				a.addPeak(o, int64(b.Size))
 				c := a.preCategory(b.Stack, name, stateUnseen, s.PrivatePool())
+				if inFlight {
+					c = CatGradient
+				}
+				d.preBlocks = append(d.preBlocks, fitPreBlock{size: int64(b.Size), cat: c})
 				d.pre.add(c, int64(b.Size))
 				a.origins.at(o).addCat(c, int64(b.Size))
 			}
@@ -317,6 +345,7 @@ func (a *analysis) device(dev int, t *tracker, snap *torchsnap.Snapshot) Device 
 	}
 	d.Events, d.StartUS, d.EndUS = t.events, t.firstT, t.lastT
 	d.Timeline = t.timeline.result(dev, base, reserved-t.rcur, snap.Annotations)
+	d.preReserved = reserved - t.rcur
 	return d
 }
 

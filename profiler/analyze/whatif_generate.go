@@ -52,6 +52,10 @@ type GenerateModel struct {
 	Recorded GenerateSize `json:"recorded"`
 	Peak     int64        `json:"recorded_peak"`
 	Weights  int64        `json:"weights"` // parameters and CUDA-graph pools at the peak
+	// Fixed is what else stayed the same size from the first cached token on
+	// (the cuBLAS workspace: 33 MiB that no tensor holds, made at the first
+	// matmul); it does not grow with the batch.
+	Fixed int64 `json:"fixed,omitempty"`
 	// CacheToken is what one token of one sequence's cache held at the
 	// peak, the copy made as the cache grows included.
 	CacheToken int64 `json:"cache_bytes_per_token"`
@@ -78,7 +82,8 @@ func GenerateModelOf(r *Result, recorded GenerateSize) (*GenerateModel, error) {
 	m := &GenerateModel{Recorded: recorded, Peak: d.Peak.Bytes,
 		Weights: catBytes(d.Categories, CatParameter) + catBytes(d.Categories, CatGraphPool)}
 	m.CacheToken = kv / (recorded.Batch * recorded.tokens())
-	m.PerSeq = max(0, (m.Peak-m.Weights-kv)/recorded.Batch)
+	m.Fixed = fixedBeside(d)
+	m.PerSeq = max(0, (m.Peak-m.Weights-m.Fixed-kv)/recorded.Batch)
 	if d.KVCache != nil {
 		m.NamedToken = d.KVCache.BytesPerToken
 	}
@@ -106,7 +111,7 @@ func (m *GenerateModel) promptToken(d *Device) int64 {
 		if len(p.Categories) <= kvAt || p.Categories[kvAt] > promptCache+promptCache/10 {
 			continue
 		}
-		most = max(most, p.Allocated-m.Weights-p.Categories[kvAt])
+		most = max(most, p.Allocated-m.Weights-m.Fixed-p.Categories[kvAt])
 	}
 	if most <= m.PerSeq*m.Recorded.Batch {
 		return 0
@@ -114,18 +119,48 @@ func (m *GenerateModel) promptToken(d *Device) int64 {
 	return most / (m.Recorded.Batch * m.Recorded.Prompt)
 }
 
+// fixedBeside is the least the "other" category (blocks that outlive their
+// step) held at any moment once the cache held a token: what was made once,
+// before the first token was cached, and kept.
+func fixedBeside(d *Device) int64 {
+	tl := d.Timeline
+	kvAt, otherAt := -1, -1
+	for i, n := range tl.CategoryNames {
+		switch n {
+		case CatKVCache:
+			kvAt = i
+		case CatOther:
+			otherAt = i
+		}
+	}
+	if kvAt < 0 || otherAt < 0 {
+		return 0
+	}
+	least := int64(-1)
+	for _, p := range tl.Points {
+		if len(p.Categories) <= max(kvAt, otherAt) || p.Categories[kvAt] == 0 {
+			continue
+		}
+		if least < 0 || p.Categories[otherAt] < least {
+			least = p.Categories[otherAt]
+		}
+	}
+	return max(0, least)
+}
+
 // PeakAt predicts the allocated peak of a generation of size s.
 func (m *GenerateModel) PeakAt(s GenerateSize) int64 {
 	decode := s.Batch * (m.CacheToken*s.tokens() + m.PerSeq)
 	prompt := s.Batch * s.Prompt * (m.CacheToken + m.PromptToken)
-	return m.Weights + max(decode, prompt)
+	return m.Weights + m.Fixed + max(decode, prompt)
 }
 
 // LargestBatch is the largest batch of s's lengths whose peak fits limit (0: none).
 func (m *GenerateModel) LargestBatch(s GenerateSize, limit int64) int64 {
-	one := m.PeakAt(GenerateSize{Batch: 1, Prompt: s.Prompt, New: s.New}) - m.Weights
-	if one <= 0 || limit <= m.Weights {
+	base := m.Weights + m.Fixed
+	one := m.PeakAt(GenerateSize{Batch: 1, Prompt: s.Prompt, New: s.New}) - base
+	if one <= 0 || limit <= base {
 		return 0
 	}
-	return (limit - m.Weights) / one
+	return (limit - base) / one
 }

@@ -3,7 +3,7 @@
 // api.ts: the daemon's JSON-RPC contract (method names, error codes, limits,
 // and the shapes of params and results) for the extension.
 
-export const API_VERSION = "1.1";
+export const API_VERSION = "1.3";
 
 /** The daemon's methods, as the wire spells them. */
 export const Method = {
@@ -29,11 +29,14 @@ export const Method = {
   GroupTake: "group.take",
   GroupList: "group.list",
   GroupGet: "group.get",
+  IdleReport: "idle.report",
   AnalysisRanks: "analysis.ranks",
   CancelRequest: "$/cancelRequest",
   AgentRegister: "agent.register",
   AgentCaptured: "agent.captured",
   AgentTorch: "agent.torch",
+  AgentStacks: "agent.stacks",
+  AgentLevels: "agent.levels",
   AgentDump: "agent.dump",
   EventAgentConnected: "event.agent_connected",
   EventAgentGone: "event.agent_gone",
@@ -83,6 +86,9 @@ export const Limit = {
   MaxHelloBytes: 4096,
   MaxMessageBytes: 1048576,
   MaxRegisterBytes: 16777216,
+  MaxStackFrames: 8,
+  MaxStackSamples: 2048,
+  MaxLevelsSent: 3000,
 } as const;
 
 /** HelloParams opens a session. Token is required on TCP connections. */
@@ -177,7 +183,7 @@ export interface MemoryForecast {
   seconds_left: number;
   /** the growth's rate */
   bytes_per_step: number;
-  /** the same over the steps' mean duration (0: unknown) */
+  /** the same over the steps' mean duration (0 when the levels carry no times) */
   bytes_per_second: number;
   /** bytes the process may use: its device's, or its memory-fraction cap */
   capacity: number;
@@ -229,10 +235,16 @@ export interface Process {
   torch_reserved?: number;
   /** RFC 3339 */
   connected?: string;
-  /** Forecast is when its memory is projected to fill its device, while its step peaks grow (nil otherwise): vramscope ps's OOM ETA. */
-  forecast?: MemoryForecast;
   /** what ties it to the other ranks of its launch ("run:ID", "master:ADDR:PORT", "parent:PID"; "" alone): group.take captures every process of its job */
   job?: string;
+  /** utilization.gpu of its GPU now (NVML); absent without a reading */
+  util_gpu_pct?: number;
+  /** share of the last minute its GPU idled (idle.report), with stack samples */
+  idle_share?: number;
+  /** the top idle cause and its line, e.g. "waiting for the data loader at data.py:12" */
+  idle_top?: string;
+  /** Forecast is when its memory is projected to fill its device, while its step peaks grow (nil otherwise): vramscope ps's OOM ETA. */
+  forecast?: MemoryForecast;
 }
 
 /** ProcessListResult lists processes. */
@@ -362,6 +374,445 @@ export interface IDParams {
 /** Empty is the result of methods that only succeed or fail. */
 export type Empty = Record<string, never>;
 
+/** Peak is the highest allocated memory of one device. */
+export interface Peak {
+  bytes: number;
+  time_us: number;
+  device: number;
+  /** index of the trace event that reached it; -1: before the trace */
+  event: number;
+}
+
+/** SegmentState is one segment's row. */
+export interface SegmentState {
+  address: number;
+  size: number;
+  allocated: number;
+  free: number;
+  largest_free_block: number;
+  blocks: number;
+  stream: number;
+  type: string;
+  expandable: boolean;
+  pool: number[];
+}
+
+/** Allocator is the caching allocator's state when the snapshot was taken. Free memory comes in two kinds: internal (inside allocated blocks, the rounding between what was requested and the block size) and external (inactive blocks: reserved from the driver but not handed out). External free that is split across many small blocks is what fragmentation means. */
+export interface Allocator {
+  reserved: number;
+  /** active_allocated + pending free blocks */
+  allocated: number;
+  requested: number;
+  pending_free: number;
+  internal_free: number;
+  external_free: number;
+  largest_free_block: number;
+  free_blocks: number;
+  segments: number;
+  partly_used_segments: number;
+  expandable_segments: number;
+  private_pool_segments: number;
+  expandable_setting: boolean;
+  /** 1 - largest free block / external free */
+  fragmentation: number;
+  per_segment: SegmentState[] | null;
+}
+
+/** Point is one bucket of the timeline: the highest allocated and reserved bytes seen in it, so downsampling never hides the peak, and the lowest allocated, so a level that swings inside a bucket (steps, zoomed out) shows as a band. */
+export interface Point {
+  time_us: number;
+  allocated: number;
+  reserved: number;
+  low_allocated: number;
+  /** Categories splits Allocated by Timeline.CategoryNames, at the moment the point's allocated level was reached; absent past a truncated log. */
+  categories?: number[];
+}
+
+/** Marker is an annotation boundary or a training step on the timeline. */
+export interface Marker {
+  time_us: number;
+  name: string;
+  /** "start", "end" or "step" */
+  kind: string;
+}
+
+/** Timeline is memory over time for one device. */
+export interface Timeline {
+  device: number;
+  points: Point[] | null;
+  markers: Marker[] | null;
+  /** CategoryNames name the entries of each point's Categories. */
+  category_names?: string[];
+}
+
+/** Step is one training (or inference) step of a device trace. Steps end where an optimizer step ends: at PyTorch's own Optimizer.step# annotation when the snapshot has it, otherwise where the periodic pattern of the trace puts the gap between two iterations (see periodicSteps). */
+export interface Step {
+  index: number;
+  start_us: number;
+  end_us: number;
+  live_bytes_at_start: number;
+  live_bytes_at_end: number;
+  /** highest allocated during the step */
+  peak_bytes: number;
+}
+
+/** Category is the memory of one category at a moment (the peak). */
+export interface Category {
+  name: string;
+  bytes: number;
+  blocks: number;
+  /** of the bytes allocated at that moment */
+  share: number;
+}
+
+/** KVCache is a device's key/value cache at the snapshot, from the agent's walk: every tensor of kind kv_cache, shaped [batch, heads, seq, head_dim] (jupyter/vramscope/_tensors.py). BytesPerToken is what one more token of one sequence adds over every layer's keys and values: the figure that says which batch and length fit. */
+export interface AnalyzeKVCache {
+  /** the largest group ("cache.layers[*].keys") */
+  name: string;
+  bytes: number;
+  tensors: number;
+  layers: number;
+  batch: number;
+  /** the sequence length it holds (a static cache: its capacity) */
+  tokens: number;
+  bytes_per_token: number;
+  /** Filled is how many layers held keys when the cache was only partly filled (a failure inside the prompt's forward), 0 when every layer the model has did; Layers and BytesPerToken then count every layer. */
+  filled_layers?: number;
+}
+
+/** Device is the per-GPU part of a result. */
+export interface Device {
+  device: number;
+  events: number;
+  peak: Peak;
+  allocator: Allocator;
+  timeline: Timeline;
+  /** PreTraceBytes were allocated before the trace's first event (the ring buffer had wrapped, or recording started late). */
+  pre_trace_bytes: number;
+  start_us: number;
+  end_us: number;
+  steps: Step[] | null;
+  step_source: string;
+  /** StepsBeforeTrace: see Result.StepsBeforeTrace. */
+  steps_before_trace?: number;
+  /** at this device's peak */
+  categories: Category[] | null;
+  /** StepsIncomplete: the trace has more allocations and frees than the level log can index (2^31); steps cover its beginning only. */
+  steps_incomplete?: boolean;
+  /** KVCache is the key/value cache the agent named at the snapshot (kvcache.go). */
+  kv_cache?: AnalyzeKVCache;
+}
+
+/** CategoryBytes is bytes by memory category (see categories.go); a struct, so a Site stays comparable. */
+export interface CategoryBytes {
+  parameter?: number;
+  gradient?: number;
+  optimizer_state?: number;
+  activation?: number;
+  temporary?: number;
+  other?: number;
+  unknown?: number;
+  kv_cache?: number;
+  graph_pool?: number;
+}
+
+/** Site is one source line (or, for allocations without frames, one named phase) and the memory attributed to it. */
+export interface Site {
+  file: string;
+  line: number;
+  function: string;
+  /** "user", "library", "phase" or "tensor" (named by the agent) */
+  kind: string;
+  peak_bytes: number;
+  peak_allocs: number;
+  current_bytes: number;
+  alloc_bytes: number;
+  allocs: number;
+  max_alloc: number;
+  /** of the peak of all devices */
+  peak_share: number;
+  /** Categories splits PeakBytes by memory category, where known. */
+  categories: CategoryBytes;
+}
+
+/** Frame is one Python (or C++) frame of an allocation's call stack. */
+export interface ProfilerFrame {
+  file: string;
+  line: number;
+  function: string;
+}
+
+/** Stack is one attributed call stack with its totals. */
+export interface Stack {
+  /** root first */
+  frames: ProfilerFrame[] | null;
+  peak_bytes: number;
+  current_bytes: number;
+  alloc_bytes: number;
+  allocs: number;
+}
+
+/** Coverage says how much of the memory live at the peak lands on a user line, on a named phase (frameless runs, pre-trace blocks) or nowhere useful. */
+export interface Coverage {
+  peak_bytes: number;
+  user_line_bytes: number;
+  phase_bytes: number;
+  /** named by the agent's tensor walk (tensors.go) */
+  tensor_bytes: number;
+  library_only_bytes: number;
+  /** Unknown was allocated before recording started and nothing named it. */
+  unknown_bytes: number;
+  /** (user + phase + tensor) / peak: only what is named */
+  attributed_share: number;
+}
+
+/** OOM is an out-of-memory event in a trace, with the state around it. */
+export interface OOM {
+  device: number;
+  time_us: number;
+  requested: number;
+  allocated: number;
+  reserved: number;
+  device_free: number;
+  file: string;
+  line: number;
+  function: string;
+  /** root first */
+  frames: ProfilerFrame[] | null;
+  /** CapAtMost is set when the device had room for the request (DeviceFree at least Requested) yet the allocator refused it: a per-process cap (torch.cuda.set_per_process_memory_fraction) did, and it is at most the reserved bytes plus the request. 0: the device itself was full. */
+  process_cap_at_most?: number;
+  /** Cap is that cap exactly, when the agent read it at the snapshot (torch.cuda.get_per_process_memory_fraction × the device's memory). */
+  process_cap?: number;
+}
+
+/** EvidenceLine is a source line that a finding points at. */
+export interface EvidenceLine {
+  file: string;
+  line: number;
+  bytes: number;
+  note: string;
+}
+
+/** TensorGroup is one name, or the same name in every layer of a stack of modules ("model.transformer.h.*.mlp.c_fc.weight"), with the live bytes of its blocks. */
+export interface TensorGroup {
+  name: string;
+  kind: string;
+  module?: string;
+  file?: string;
+  line?: number;
+  bytes: number;
+  tensors: number;
+  /** Growing: a holder of many entries of one shape family, a cache that grows (holderGrows). */
+  growing?: boolean;
+}
+
+/** Evidence backs a finding with numbers, source lines and a time range. */
+export interface AnalyzeEvidence {
+  numbers?: Record<string, number>;
+  lines?: EvidenceLine[];
+  start_us?: number;
+  end_us?: number;
+  /** Tensors are the largest named groups (out_of_memory, when the agent named tensors). */
+  tensors?: TensorGroup[];
+}
+
+/** FitSuggestion is one plan as a finding carries it. */
+export interface FitSuggestion {
+  kind: string;
+  title: string;
+  peak_allocated: number;
+  peak_reserved: number;
+  cost: string;
+}
+
+/** Finding is a diagnosis: what is wrong, the evidence, and what to change. */
+export interface Finding {
+  kind: string;
+  /** "error", "warning" or "info" */
+  severity: string;
+  title: string;
+  file: string;
+  line: number;
+  cause?: string;
+  evidence: AnalyzeEvidence;
+  fix: string;
+  /** Plans are the ways to run the step that fit, for an out-of-memory error (fit_oom.go), the first of them leading Fix. */
+  plans?: FitSuggestion[];
+}
+
+/** Settings is the part of allocator_settings the analyses use; Raw keeps the scalar settings as they were recorded. */
+export interface Settings {
+  PYTORCH_CUDA_ALLOC_CONF: string;
+  expandable_segments: boolean;
+  max_split_size: number;
+  raw?: Record<string, string>;
+}
+
+/** Tensors is the "named_tensors" section of a result: what the agent named among the blocks alive when the snapshot was taken, and how much of that memory is named at all (by a tensor name or by a recorded user line). */
+export interface Tensors {
+  walk_ms: number;
+  truncated: boolean;
+  objects: number;
+  entries: number;
+  error?: string;
+  /** allocated when the snapshot was taken */
+  live_bytes: number;
+  /** of those, in blocks with a tensor name */
+  named_bytes: number;
+  /** in blocks without one whose stack names a user line or phase */
+  line_bytes: number;
+  /** (named + line) / live */
+  named_share: number;
+  /** largest first */
+  groups: TensorGroup[] | null;
+}
+
+/** RoadStep is one step of a run as the agent measured it (the fields of the daemon's api.StepLevel, which converts to it). */
+export interface RoadStep {
+  step: number;
+  unix_ms: number;
+  dur_us: number;
+  allocated: number;
+  reserved: number;
+  peak: number;
+  inputs?: number[][];
+  phase: string;
+  recorded?: boolean;
+  oom?: boolean;
+  nvml_bytes?: number;
+}
+
+/** RoadChange says what was different about the failing step. */
+export interface RoadChange {
+  /** Kind: "input" (its inputs were larger than the steps' before), "growth" (memory had been growing step after step), "none" (neither). */
+  kind: string;
+  text: string;
+  step: number;
+  /** the step ran out of memory (else it is the last measured) */
+  oom?: boolean;
+  /** The steps compared against (first and last step numbers). */
+  from_step: number;
+  to_step: number;
+  /** Input: the step's tokens (the product of its first input's shape) and the median of the steps before; its bytes per token above the level it started from, and theirs (a lower bound for a step that failed). */
+  tokens?: number;
+  base_tokens?: number;
+  per_token?: number;
+  base_per_token?: number;
+  /** what the step would have needed at the steps' rate per token, above its start */
+  needed?: number;
+  growth_steps?: number;
+  /** bytes per step, allocated at step end */
+  growth_per_step?: number;
+  growth_from?: number;
+  growth_to?: number;
+  base_max_peak?: number;
+  /** allocated at the end of the step before it */
+  start_allocated?: number;
+  requested?: number;
+  /** Holder is the growing holder the agent named at the failure, for a growth. */
+  holder?: string;
+}
+
+/** Road is the run a snapshot ends: its steps (downsampled to at most RoadPoints for the report, the last RoadTail kept whole), the memory the process could use, and what changed at the last step. */
+export interface Road {
+  steps: RoadStep[] | null;
+  /** Total counts the steps measured (Steps may hold fewer). */
+  total: number;
+  cap?: number;
+  /** Change is what changed at the failing (else the last) step; nil when there are too few steps to compare. */
+  change?: RoadChange;
+}
+
+/** AllocBlock is a block at its offset in the segment. State is "allocated", "pending_free", "inactive_split" (free, in a segment that also holds allocated blocks: only a request that fits it can use it), "free" (a segment with nothing allocated: empty_cache would release it) or "mixed" (merged blocks of several states; Allocated says how much is in use). */
+export interface AllocBlock {
+  offset: number;
+  size: number;
+  /** allocated blocks: the rest of Size is rounding */
+  requested?: number;
+  state: string;
+  /** 1 + index into AllocMap.Lines */
+  line?: number;
+  merged?: number;
+  /** mixed blocks */
+  allocated?: number;
+}
+
+/** AllocSegment is one segment (an expandable segment: one mapped range). */
+export interface AllocSegment {
+  address: number;
+  size: number;
+  stream: number;
+  /** nonzero: a private pool (CUDA graphs, MemPool) */
+  pool: number[];
+  expandable?: boolean;
+  blocks: AllocBlock[] | null;
+}
+
+/** AllocMap is the allocator at one moment. */
+export interface AllocMap {
+  /** "snapshot", "peak" or "oom" */
+  at: string;
+  time_us?: number;
+  reserved: number;
+  /** Allocated is in blocks handed out (pending frees included). */
+  allocated: number;
+  largest_free_block: number;
+  /** Request is the failing allocation at an OOM, with its stream and what the driver said was free on the device. */
+  request?: number;
+  stream?: number;
+  device_free?: number;
+  segments: AllocSegment[] | null;
+  /** Lines are the user lines blocks were allocated at (AllocBlock.Line). */
+  lines: string[] | null;
+  /** Merged counts blocks drawn together to keep the map under maxMapBlocks; OmittedSegments, the smallest segments left out past that many. */
+  merged_blocks?: number;
+  omitted_segments?: number;
+  /** Reconstructed: not read from the snapshot but replayed back to At; requested sizes are the trace's and blocks are not split finer than their requests. */
+  reconstructed?: boolean;
+}
+
+/** AllocatorMaps are one device's maps. */
+export interface AllocatorMaps {
+  device: number;
+  maps: AllocMap[] | null;
+}
+
+/** Result is a finished analysis. It keeps per-origin totals, so flame graphs, pprof profiles and diffs are made from it without decoding again. */
+export interface Result {
+  file: string;
+  file_bytes: number;
+  events: number;
+  peak: Peak;
+  devices: Device[] | null;
+  sites: Site[] | null;
+  leaf_sites: Site[] | null;
+  /** SitesMore and LeafSitesMore count the sites past MaxSummarySites that the JSON of a result leaves out (the result itself keeps them all). */
+  sites_more?: number;
+  leaf_sites_more?: number;
+  top_stacks: Stack[] | null;
+  attribution: Coverage;
+  ooms: OOM[] | null;
+  findings: Finding[] | null;
+  /** Steps and Categories are those of the device with the highest peak. */
+  steps: Step[] | null;
+  /** "annotations", "periodicity" or "" (none found) */
+  step_source: string;
+  /** StepsBeforeTrace counts the optimizer steps annotated before the trace's first event (the annotations' ring reaches further back than the trace's): their memory was not recorded, so they are not in Steps. */
+  steps_before_trace?: number;
+  /** memory live at the peak by category */
+  categories: Category[] | null;
+  device_memory?: number;
+  allocator_settings: Settings;
+  annotations: number;
+  legacy_layout?: boolean;
+  /** Tensors is what the agent named among the blocks alive at snapshot time; absent when the snapshot carries no names. */
+  named_tensors?: Tensors;
+  /** Road is the run up to the snapshot, step by step, when the agent measured it and the daemon kept it (SetRoad, road.go). */
+  road?: Road;
+  /** AllocatorMaps are each device's segments and blocks at the snapshot, the peak and the first OOM (allocmap.go). */
+  allocator_maps: AllocatorMaps[] | null;
+}
+
 /** SitesParams asks for the lines of one source file that hold memory. */
 export interface SitesParams {
   /** a stored snapshot's id */
@@ -377,7 +828,7 @@ export interface SitesResult {
   /** the snapshot's peak, for shares */
   peak_bytes: number;
   /** its lines that hold memory, as in analyze --json */
-  sites: (unknown /* analyze.Site */)[] | null;
+  sites: Site[] | null;
 }
 
 /** FlameParams asks for a flame tree. */
@@ -388,6 +839,97 @@ export interface FlameParams {
   weight?: string;
   /** keep frames of torch's own wrappers (hidden by default) */
   keep_wrappers?: boolean;
+}
+
+/** Node is one frame in the tree. V is the node's total (itself and everything below), S the part allocated directly at this frame. JSON field names are short because trees reach 100k nodes. */
+export interface Node {
+  n: string;
+  f?: string;
+  l?: number;
+  /** Kind is how the frame reads (profiler.KindOfFile), decided here once so that every renderer draws the same: "user", "synthetic", or empty for a library's frame, the commonest kind, left unsaid. The 100k-frame demo page (profiler/flame/internal/demo) grew 14.8% when every node said its kind, 6.0% this way (9,595,216 -> 10,170,756 bytes; 2026-12-02, the dev machine). */
+  t?: string;
+  v: number;
+  s?: number;
+  /** allocations through this node */
+  k?: number;
+  c?: Node[];
+  /** What people read (labels.go): the label drawn, where it is not Name ("GPT2Attention.forward (model.transformer.h.*.attn)", "train:31"); the recovered "Class.method"; the module path of the memory below. */
+  d?: string;
+  q?: string;
+  m?: string;
+}
+
+/** Tree is a flame graph with what the front ends need to label it. */
+export interface Tree {
+  title: string;
+  weight: string;
+  /** always "bytes" today */
+  unit: string;
+  root: Node | null;
+}
+
+/** ReportDevice is the peak device of a report, without its allocator state. */
+export interface ReportDevice {
+  device: number;
+  end_us: number;
+  peak: Peak;
+  pre_trace_bytes: number;
+  start_us: number;
+  timeline: Timeline;
+}
+
+/** MomentFrame is one frame: name, file, line and kind as a flame-graph node has them (the front end builds each moment's flame tree from these). */
+export interface MomentFrame {
+  n: string;
+  f?: string;
+  l?: number;
+  /** flame.NodeKind */
+  t?: string;
+}
+
+/** Moments is memory alive over time by origin, for one device (the one with the highest peak). */
+export interface Moments {
+  device: number;
+  /** the start of bucket 0 */
+  start_us: number;
+  /** every bucket's width */
+  width_us: number;
+  /** bytes per delta unit */
+  unit: number;
+  /** Frames are every frame of Origins, in the flame graph's node fields. */
+  frames: MomentFrame[] | null;
+  /** Origins are frame paths, root first, as indices into Frames. */
+  origins: number[][] | null;
+  /** Sites index Frames with the source line each origin counts for in the top lines; -1 where it names none. */
+  sites: number[] | null;
+  /** Base is what was live before the first bucket: origin, bytes pairs. */
+  base: number[] | null;
+  /** Buckets hold origin, delta (in Unit) pairs: the net change across each bucket. */
+  buckets: number[][] | null;
+}
+
+/** Report is the JSON object report.js draws beside a flame tree: the analysis fields the page shows, "sites" (the top ReportSites), "device" (the peak device without its allocator state) and "moments". Its fields are in the order of their JSON names, as the map it replaced wrote them. */
+export interface Report {
+  /** drawn by allocmap.js when the analysis has them */
+  allocator_maps: AllocatorMaps[] | null;
+  categories: Category[] | null;
+  /** the device with the highest peak */
+  device?: ReportDevice;
+  device_memory?: number;
+  events: number;
+  file: string;
+  file_bytes: number;
+  findings: Finding[] | null;
+  /** the live set over time (moments.go) */
+  moments?: Moments;
+  ooms: OOM[] | null;
+  peak: Peak;
+  /** every step of the run, when the agent measured them (road.go) */
+  road?: Road;
+  /** the top ReportSites lines */
+  sites: Site[] | null;
+  step_source: string;
+  steps: Step[] | null;
 }
 
 /** TimelineParams asks for one device's memory over time. */
@@ -404,6 +946,39 @@ export interface DiffParams {
   a: string;
   /** the id of the snapshot after */
   b: string;
+}
+
+/** SiteDelta is how one site changed between two snapshots. */
+export interface SiteDelta {
+  file: string;
+  line: number;
+  function: string;
+  kind: string;
+  /** "changed", "new", "gone" or "same" */
+  status: string;
+  /** Changed names the measures that differ, in this order: "peak", "current", "allocated" (bytes) and "allocs" (count); empty when same. */
+  changed?: string[];
+  peak_before: number;
+  peak_after: number;
+  peak_delta: number;
+  current_delta: number;
+  alloc_delta: number;
+  allocs_delta: number;
+}
+
+/** Diff compares two analyses site by site. */
+export interface Diff {
+  before: string;
+  after: string;
+  peak_delta: number;
+  peak_before: number;
+  peak_after: number;
+  sites: SiteDelta[] | null;
+  new_sites: number;
+  gone_sites: number;
+  /** OOMBefore and OOMAfter are each side's first out-of-memory event: a run that failed never allocated what it asked for, so its peak alone understates what it needed. */
+  oom_before?: OOM;
+  oom_after?: OOM;
 }
 
 /** WhatIfSnapshot is one stored snapshot and the size it was run at. */
@@ -428,16 +1003,159 @@ export interface WhatIfParams {
   predict?: number[];
 }
 
+/** WhatIfPoint is one analysed run. */
+export interface WhatIfPoint {
+  file: string;
+  size: number;
+  peak_allocated: number;
+  peak_reserved: number;
+  /** Categories live at the allocated peak, by name. */
+  categories?: Record<string, number>;
+}
+
+/** Fit is peak ≈ Coef[0] + Coef[1]·size (+ Coef[2]·size²). */
+export interface Fit {
+  coef: number[] | null;
+  /** LOOError is the largest leave-one-out relative error; -1 when there are too few points to leave one out (two points for a line). */
+  loo_error: number;
+  /** LOOMean is the mean leave-one-out relative error (-1 likewise). */
+  loo_mean: number;
+}
+
+/** CategoryFit is one memory category's bytes at the peak against the size. */
+export interface CategoryFit {
+  name: string;
+  /** intercept: what does not depend on the size */
+  fixed_bytes: number;
+  /** slope: what one more unit of size adds */
+  per_unit_bytes: number;
+}
+
+/** Prediction is the fit at one size. */
+export interface Prediction {
+  size: number;
+  peak_allocated: number;
+  peak_reserved: number;
+  /** nil: the device's memory is unknown */
+  fits?: boolean;
+}
+
+/** WhatIf is the answer. */
+export interface WhatIf {
+  points: WhatIfPoint[] | null;
+  /** "linear" or "quadratic" */
+  model: string;
+  allocated: Fit;
+  reserved: Fit;
+  categories?: CategoryFit[];
+  /** DeviceMemory and Overhead (CUDA context, libraries: memory the snapshot does not see) bound what the reserved peak may reach. */
+  device_memory?: number;
+  overhead: number;
+  /** MaxSize is the largest whole size whose predicted reserved peak, plus the fit's leave-one-out error and the overhead, fits DeviceMemory: the answer. MaxSizeFit is the same by the fitted curve alone, with no margin (on the H200 the size there ran out of memory, the answer ran: see examples/snapshots/whatif/whatif_check.json). 0: not even size 1 fits, or no device memory was given; -1: the peak does not grow with size. */
+  max_size: number;
+  max_size_fit: number;
+  predictions?: Prediction[];
+  notes?: string[];
+}
+
+/** DeviceInfo is what does not change while a GPU is up, read once. */
+export interface DeviceInfo {
+  /** NVML index */
+  index: number;
+  /** e.g. "NVIDIA H100 80GB HBM3" */
+  name: string;
+  /** "GPU-…" */
+  uuid: string;
+  /** device memory */
+  memory_total_bytes?: number;
+  /** "Hopper", "Ampere", … */
+  architecture?: string;
+  /** "9.0" */
+  compute_capability?: string;
+  /** "00000000:19:00.0" */
+  pci_bus_id?: string;
+  /** GPM metrics are sampled */
+  gpm: boolean;
+}
+
+/** GPMSample holds the GPM metrics over the interval since the previous tick, each a percentage 0-100; a metric without data is absent. */
+export interface GPMSample {
+  /** SMs busy */
+  sm_active_pct?: number;
+  /** warps resident / max */
+  sm_occupancy_pct?: number;
+  /** tensor cores busy */
+  tensor_active_pct?: number;
+  /** DRAM bandwidth used */
+  dram_bw_util_pct?: number;
+}
+
+/** DeviceSample is one reading of one GPU; a field without data is absent. */
+export interface DeviceSample {
+  /** unix milliseconds */
+  time_ms: number;
+  /** NVML index */
+  device: number;
+  /** "GPU-…" */
+  uuid?: string;
+  /** device memory in use */
+  mem_used_bytes?: number;
+  /** device memory */
+  mem_total_bytes?: number;
+  /** driver/firmware reservation (GetMemoryInfo_v2) */
+  mem_reserved_bytes?: number;
+  /** percent of time a kernel was running */
+  util_gpu_pct?: number;
+  /** percent of time device memory was read or written */
+  util_mem_pct?: number;
+  /** KiB/s, GPU to host */
+  pcie_tx_kbps?: number;
+  /** KiB/s, host to GPU */
+  pcie_rx_kbps?: number;
+  /** milliwatts */
+  power_mw?: number;
+  /** degrees Celsius */
+  temp_c?: number;
+  /** SM clock */
+  sm_clock_mhz?: number;
+  /** Hopper+ GPU performance metrics, when any had data */
+  gpm?: GPMSample;
+}
+
+/** Evidence is the phase's mean counters and the rule that named it. */
+export interface GpuphaseEvidence {
+  rule: string;
+  seconds: number;
+  util_gpu_pct?: number;
+  util_mem_pct?: number;
+  power_w?: number;
+  /** rx + tx */
+  pcie_mb_s?: number;
+  mem_used_gib?: number;
+  sm_active_pct?: number;
+  dram_bw_pct?: number;
+}
+
+/** Phase is a stretch of time of one device in one class. */
+export interface Phase {
+  device: number;
+  /** unix ms */
+  start: number;
+  end: number;
+  class: string;
+  evidence: GpuphaseEvidence;
+}
+
 /** DevicesResult lists the GPUs NVML sees and the sampler's state. */
 export interface DevicesResult {
   /** the NVML sampler's state */
   status: CountersStatus;
-  /** []counters.DeviceInfo */
-  devices: unknown;
-  /** []counters.DeviceSample */
-  latest: unknown;
-  /** []gpuphase.Phase: what each GPU does now (its last few seconds classified) */
-  phases: unknown;
+  /** the GPUs NVML sees */
+  devices: DeviceInfo[] | null;
+  /** the latest sample of each */
+  latest: DeviceSample[] | null;
+  /** what each GPU does now (its last few seconds classified) */
+  phases: Phase[] | null;
 }
 
 /** SeriesParams asks for counters of one device (Device ≥ 0) or one process (PID > 0) between two times (unix milliseconds; 0 = unbounded). */
@@ -454,14 +1172,38 @@ export interface SeriesParams {
   max_points?: number;
 }
 
-/** SeriesResult holds samples (counters.DeviceSample or counters.ProcessSample). */
+/** SeriesResult holds one device's samples (counters.series with a device). */
 export interface SeriesResult {
   /** as asked */
   device: number;
+  /** oldest first */
+  samples: DeviceSample[] | null;
+}
+
+/** ProcessSample is one reading of one process on one GPU; a field without data is absent (NVML may hide a process's memory in a container). */
+export interface ProcessSample {
+  /** unix milliseconds */
+  time_ms: number;
+  /** NVML index */
+  device: number;
+  /** the process */
+  pid: number;
+  /** device memory the process holds */
+  used_bytes?: number;
+  /** percent of SM time, over NVML's last sampling window */
+  sm_util_pct?: number;
+  /** percent of memory-controller time */
+  mem_util_pct?: number;
+}
+
+/** ProcessSeriesResult holds one process's samples (counters.series with a pid). */
+export interface ProcessSeriesResult {
   /** as asked */
-  pid?: number;
-  /** []counters.DeviceSample for a device, []counters.ProcessSample for a process, oldest first */
-  samples: unknown;
+  device: number;
+  /** as asked */
+  pid: number;
+  /** oldest first */
+  samples: ProcessSample[] | null;
 }
 
 /** SubscribeParams selects notifications for this connection (event.* names without the prefix, e.g. "snapshot_stored"; empty = all but counters_tick). */
@@ -536,10 +1278,176 @@ export interface GroupListResult {
   groups: GroupResult[] | null;
 }
 
+/** IdleParams asks why PID's GPU idled over the last WindowMS of its samples. */
+export interface IdleParams {
+  /** a process whose agent sent stack samples */
+  pid: number;
+  /** default 60000 */
+  window_ms?: number;
+  /** also return the join's input (utilisation and samples), for recordings */
+  raw?: boolean;
+}
+
+/** IdleSite is a source line with the GPU idle time spent on it. */
+export interface IdleSite {
+  file: string;
+  line: number;
+  func?: string;
+  idle_ms: number;
+  /** of the window's wall time */
+  share: number;
+}
+
+/** IdleCause is one reason the GPU idled. */
+export interface IdleCause {
+  /** data_loader, sync, copy, checkpoint, logging, collective, python, no_samples */
+  kind: string;
+  title: string;
+  idle_ms: number;
+  /** of the window's wall time */
+  share: number;
+  /** the line to change */
+  site: IdleSite;
+  /** where the training thread was, largest first */
+  lines: IdleSite[] | null;
+  fix?: string;
+}
+
+/** Util is one utilisation reading of the process's GPU. A field without data is -1 (an idle GPU reads 0). */
+export interface Util {
+  /** unix milliseconds */
+  time_ms: number;
+  /** utilization.gpu, percent of time a kernel ran */
+  gpu: number;
+  /** GPM SM activity, percent; -1 without GPM */
+  sm_active: number;
+  /** host<->device traffic, MB/s both ways; -1 none */
+  pcie_mbps: number;
+}
+
+/** Frame is one user frame of a stack sample: a source line. */
+export interface IdleFrame {
+  file: string;
+  line: number;
+  func?: string;
+}
+
+/** Sample is where one thread was at one instant. */
+export interface Sample {
+  /** unix milliseconds */
+  time_ms: number;
+  /** the thread's name */
+  thread: string;
+  /** the training (main) thread */
+  main: boolean;
+  /** user frames, innermost first; empty: only library frames */
+  stack: IdleFrame[] | null;
+  wait?: string;
+}
+
+/** Input is everything one join reads: a process's samples and its GPU's utilisation, both in time order. The CLI writes it with --raw; tests read recorded ones from testdata. */
+export interface Input {
+  pid: number;
+  /** NVML index of the GPU */
+  device: number;
+  /** the agent's sampling period */
+  period_ms: number;
+  /** samples the agent dropped (it never blocks the job) */
+  dropped: number;
+  /** other processes used the GPU in the window */
+  shared: boolean;
+  /** SamplerCPUMS is the CPU time the agent's stack sampler took since the process started (its batches' cost_ms), for what the samples cost. */
+  sampler_cpu_ms?: number;
+  util: Util[] | null;
+  samples: Sample[] | null;
+}
+
+/** IdleResult is the join of a process's stack samples with its GPU's utilisation over a window: how much of the wall time the GPU idled, and the lines the training thread was on while it did, grouped into causes. */
+export interface IdleResult {
+  pid: number;
+  /** NVML index of the GPU */
+  device: number;
+  /** the window's start, unix milliseconds */
+  from_ms: number;
+  /** its end */
+  to_ms: number;
+  /** time covered by utilisation readings */
+  wall_ms: number;
+  /** of which the GPU did not compute */
+  idle_ms: number;
+  /** IdleMS / WallMS */
+  idle_share: number;
+  /** utilization.gpu read busy while no SM was (a copy): counted idle */
+  copy_ms?: number;
+  /** samples of the training thread in the window */
+  samples: number;
+  /** the agent's sampling period */
+  period_ms: number;
+  /** samples the agent dropped */
+  dropped?: number;
+  /** other processes used the GPU: the utilisation is the device's */
+  shared?: boolean;
+  /** CPU time the agent's stack sampler took since the process started */
+  sampler_cpu_ms?: number;
+  /** Headline is the finding in one line ("GPU idle 31% of 60 s: waiting for the data loader at train.py:42 (24%)"); empty when the GPU was busy. */
+  headline?: string;
+  /** largest first */
+  causes: IdleCause[] | null;
+  /** why the report is empty (no samples, no NVML) */
+  note?: string;
+  /** Input is the join's input (utilisation and samples), with raw. */
+  input?: Input;
+}
+
 /** RanksParams asks for the rank view of a group. */
 export interface RanksParams {
   /** the group's ID */
   group: string;
+}
+
+/** RankRow is one rank in the table. */
+export interface RankRow {
+  rank: number;
+  source: string;
+  device: number;
+  /** Device is NVML's index (else CUDA's, in the process) */
+  device_by_nvml: boolean;
+  peak_bytes: number;
+  /** Reserved is what the allocator held from the driver when the snapshot was taken (its segments), on the peak's device. */
+  reserved_bytes: number;
+  /** GPUBytes is NVML's view of the process; NonPyTorch what NVML saw beyond the allocator's reserve (CUDA context, NCCL buffers, cuBLAS workspaces). Both are absent without NVML. */
+  gpu_bytes?: number;
+  non_pytorch_bytes?: number;
+  categories: Category[] | null;
+  top_lines: Site[] | null;
+  /** VsMedian is this rank's peak over the median rank's. */
+  peak_vs_median: number;
+  outlier: boolean;
+  /** OOMs counts the out-of-memory events in the rank's trace; OOM is the first of them (absent when the rank never ran out). */
+  ooms: number;
+  oom?: OOM;
+}
+
+/** RankOutlier is a rank whose peak strays from the median rank's, and the lines that make the difference (the diff from the median rank to it). */
+export interface RankOutlier {
+  rank: number;
+  peak_delta: number;
+  lines: SiteDelta[] | null;
+}
+
+/** Ranks is the rank view of one job. */
+export interface Ranks {
+  /** by rank */
+  ranks: RankRow[] | null;
+  median_rank: number;
+  median_peak_bytes: number;
+  max_rank: number;
+  /** Imbalance is the largest peak over the median peak (1: balanced). */
+  imbalance: number;
+  outlier_tolerance: number;
+  outliers: RankOutlier[] | null;
+  /** OOMRanks are the ranks that ran out of memory (often one, whose OOM made the others' snapshots). */
+  oom_ranks: number[] | null;
 }
 
 /** CancelParams names a request of this connection whose answer the client no longer waits for: the daemon stops its work (an analysis no other request waits for stops decoding) and answers it with an error. */
@@ -608,6 +1516,41 @@ export interface DumpTime {
   at_ms?: number;
 }
 
+/** StepLevel is one step of a process as the agent measured it at the step's end, from torch's caching allocator (host-side counters: no GPU sync). */
+export interface StepLevel {
+  /** the record's number in the run, 0-based (train, eval and forward steps all count) */
+  step: number;
+  /** wall time at the step's end */
+  unix_ms: number;
+  /** the step's duration: since the previous step's end (or the first forward call) */
+  dur_us: number;
+  /** Allocated, Reserved and Peak are torch.cuda.memory_allocated and memory_reserved at the step's end and max_memory_allocated since the previous measured step (reset at each read); -1 when the agent did not read the allocator at this step (it reads it less often than every step when a read would cost more than 0.1% of a step). */
+  allocated: number;
+  reserved: number;
+  peak: number;
+  /** Inputs are the shapes of the tensors passed to the root module in the step's first call (batch × sequence, …), at most 4. */
+  inputs?: number[][];
+  /** Phase: "train" (ended by an optimizer step), "eval" (a root-module call without gradients in a program that makes optimizer steps), "forward" (a root-module call in a program without optimizer steps). */
+  phase: string;
+  /** the allocator's history was recording (a sampled window) */
+  recorded?: boolean;
+  /** OOM marks the step that ran out of memory: measured at the error (allocated then, the peak up to it), not at its end. */
+  oom?: boolean;
+  /** NVMLBytes is the daemon's join: the process's device memory NVML saw nearest the step's end (0: no sample); the agent never sends it. */
+  nvml_bytes?: number;
+}
+
+/** LevelsParams carries steps measured by an agent, oldest first. */
+export interface LevelsParams {
+  /** the CUDA device measured */
+  device: number;
+  /** Cap is the memory the process may use: its memory-fraction cap (torch.cuda.set_per_process_memory_fraction) or the device's total; 0 unknown. */
+  cap: number;
+  levels: StepLevel[] | null;
+  /** steps measured but lost before sending (the queue was full), since the start */
+  dropped?: number;
+}
+
 /** DumpResult is what the agent wrote. */
 export interface DumpResult extends DumpTime {
   /** the file written (DumpParams.Path) */
@@ -624,6 +1567,8 @@ export interface DumpResult extends DumpTime {
   streamed?: boolean;
   /** Phases: where the agent's time went (Finish is the daemon's). */
   phases_ms?: Phases;
+  /** Levels are the steps the agent measured and has not sent with agent.levels yet (the daemon keeps the earlier ones). */
+  levels?: LevelsParams;
 }
 
 /** OOMRaw is what the out-of-memory observer saw. */
@@ -660,6 +1605,48 @@ export interface TorchParams {
   reserved: number;
   /** torch.cuda.max_memory_allocated */
   max_allocated: number;
+}
+
+/** StackThread is one thread of the process. */
+export interface StackThread {
+  name: string;
+  /** the main (training) thread */
+  main?: boolean;
+}
+
+/** StackFrame is one user frame: a source line. */
+export interface StackFrame {
+  file: string;
+  line: number;
+  func?: string;
+}
+
+/** StackSample is where one thread was at one instant. */
+export interface StackSample {
+  /** unix milliseconds */
+  t: number;
+  /** index into Threads */
+  th: number;
+  /** indexes into Frames, innermost first (at most MaxStackFrames) */
+  s?: number[];
+  /** Wait is what the thread waits on, from the library frames below the user's or the user line's text: dataloader, dataloader_workers, sync, copy, checkpoint, logging, collective; empty: none. */
+  w?: string;
+}
+
+/** StacksParams is one batch of stack samples, about a second of them. Frames and threads are interned per batch: a sample names them by index, so a batch stands alone (a lost batch loses nothing else). */
+export interface StacksParams {
+  /** the sampler's period */
+  period_ms: number;
+  /** samples dropped since the last batch (the sampler never blocks the job) */
+  dropped?: number;
+  /** CPU time the sampler took for this batch */
+  cost_ms?: number;
+  /** the threads sampled, by index */
+  threads: StackThread[] | null;
+  /** the user frames, by index */
+  frames: StackFrame[] | null;
+  /** oldest first */
+  samples: StackSample[] | null;
 }
 
 /** DumpParams asks an agent to write a snapshot to Path (in the incoming dir). */
@@ -749,4 +1736,114 @@ export interface MemoryWarning {
   snapshot_error?: string;
   /** Growing is the line the snapshot's analysis finds growing (a leak, an accumulation in a loop, a cache that grows); nil when none. */
   growing?: GrowingLine;
+}
+
+/** BeforeDevice is the peak device of the snapshot before. */
+export interface BeforeDevice {
+  device: number;
+  end_us: number;
+  peak: Peak;
+  start_us: number;
+  timeline: Timeline;
+}
+
+/** ReportBefore is the snapshot before, in a CompareReport (its fields in the order of their JSON names). */
+export interface ReportBefore {
+  categories: Category[] | null;
+  /** its device with the highest peak */
+  device?: BeforeDevice;
+  file: string;
+  ooms: OOM[] | null;
+  peak: Peak;
+  steps: Step[] | null;
+}
+
+/** CompareReport is what DiffReport writes: b's report with "before", a's peak device timeline, categories and file (the timeline draws it over b's), and "diff", the per-line Compare(a, b). */
+export interface CompareReport extends Report {
+  before: ReportBefore;
+  diff: Diff;
+}
+
+/** What each method takes (null: nothing), by method name. */
+export interface Params {
+  "daemon.hello": HelloParams;
+  "daemon.status": null;
+  "process.list": null;
+  "snapshot.take": TakeParams;
+  "snapshot.import": ImportParams;
+  "snapshot.list": ListParams;
+  "snapshot.get": IDParams;
+  "snapshot.delete": IDParams;
+  "analysis.summary": IDParams;
+  "analysis.sites": SitesParams;
+  "analysis.flame": FlameParams;
+  "analysis.report": IDParams;
+  "analysis.timeline": TimelineParams;
+  "analysis.findings": IDParams;
+  "analysis.diff": DiffParams;
+  "analysis.whatif": WhatIfParams;
+  "counters.devices": null;
+  "counters.series": SeriesParams;
+  "events.subscribe": SubscribeParams;
+  "group.take": GroupTakeParams;
+  "group.list": null;
+  "group.get": IDParams;
+  "idle.report": IdleParams;
+  "analysis.ranks": RanksParams;
+  "$/cancelRequest": CancelParams;
+  "agent.register": RegisterParams;
+  "agent.captured": CapturedParams;
+  "agent.torch": TorchParams;
+  "agent.stacks": StacksParams;
+  "agent.levels": LevelsParams;
+  "agent.dump": DumpParams;
+  "event.agent_connected": AgentEvent;
+  "event.agent_gone": AgentEvent;
+  "event.snapshot_stored": SnapshotResult;
+  "event.oom_captured": OOMEvent;
+  "event.counters_tick": DevicesResult;
+  "event.memory_warning": MemoryWarning;
+  "event.group_stored": GroupResult;
+}
+
+/** What each method answers (null: nothing, a notification), by method name. */
+export interface Results {
+  "daemon.hello": HelloResult;
+  "daemon.status": StatusResult;
+  "process.list": ProcessListResult;
+  "snapshot.take": SnapshotResult;
+  "snapshot.import": SnapshotResult;
+  "snapshot.list": ListResult;
+  "snapshot.get": SnapshotResult;
+  "snapshot.delete": Empty;
+  "analysis.summary": Result;
+  "analysis.sites": SitesResult;
+  "analysis.flame": Tree;
+  "analysis.report": Report;
+  "analysis.timeline": Timeline;
+  "analysis.findings": Finding[];
+  "analysis.diff": Diff;
+  "analysis.whatif": WhatIf;
+  "counters.devices": DevicesResult;
+  "counters.series": SeriesResult | ProcessSeriesResult;
+  "events.subscribe": Empty;
+  "group.take": GroupResult;
+  "group.list": GroupListResult;
+  "group.get": GroupResult;
+  "idle.report": IdleResult;
+  "analysis.ranks": Ranks;
+  "$/cancelRequest": null;
+  "agent.register": RegisterResult;
+  "agent.captured": SnapshotResult;
+  "agent.torch": null;
+  "agent.stacks": null;
+  "agent.levels": null;
+  "agent.dump": DumpResult;
+  "event.agent_connected": null;
+  "event.agent_gone": null;
+  "event.snapshot_stored": null;
+  "event.oom_captured": null;
+  "event.counters_tick": null;
+  "event.memory_warning": null;
+  "event.group_stored": null;
 }

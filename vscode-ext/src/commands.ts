@@ -3,23 +3,14 @@
 // run by name. Each asks the server (workspace/executeCommand); none talks to
 // the daemon itself.
 import * as vscode from "vscode";
-import type { ListResult, Process, ProcessListResult } from "./api";
-import { showDiff, type Diff } from "./compare";
+import type { Diff, Process } from "./api";
+import type { Summary, TakeArgs } from "./commands_gen";
+import { showDiff } from "./compare";
 import { type Ctx, errorMessage, Server } from "./ctx";
 import { type FlameArgs, FlameGraphPanel } from "./flamegraph";
 import { basename, formatBytes } from "./format";
 import { jobOf } from "./rankpick";
 import { rankPicker } from "./ranks";
-
-/** What opening or taking a snapshot answers (lsp.Summary). */
-export interface Summary {
-  path: string;
-  peak_bytes: number;
-  events: number;
-  sites: number;
-  findings: number;
-  id?: string;
-}
 
 /** The palette's command ids (package.json contributes.commands). */
 export const Commands = {
@@ -43,7 +34,7 @@ export function registerCommands(ctx: Ctx): void {
         }
       }),
     );
-  reg(Commands.takeSnapshot, (arg?: { pid?: number; label?: string }) => takeSnapshot(ctx, arg));
+  reg(Commands.takeSnapshot, (arg?: TakeArgs) => takeSnapshot(ctx, arg));
   reg(Commands.openSnapshot, (arg?: { path?: string }) => openSnapshot(ctx, arg));
   reg(Commands.compare, (arg?: { a?: string; b?: string }) => compareSnapshots(ctx, arg));
   reg(Commands.flameGraph, (arg?: FlameArgs) => FlameGraphPanel.show(ctx, objectArg(arg)));
@@ -68,10 +59,10 @@ function objectArg<T extends object>(a: unknown): T {
 }
 
 /** Take Snapshot: pick an attached process (pid, rank, script, GPU memory), then snapshot it. */
-export async function takeSnapshot(ctx: Ctx, arg: { pid?: number; label?: string } = {}): Promise<Summary | undefined> {
+export async function takeSnapshot(ctx: Ctx, arg: TakeArgs = {}): Promise<Summary | undefined> {
   let pid = arg.pid || 0;
   if (!pid) {
-    const list = await ctx.exec<ProcessListResult>(Server.listProcesses);
+    const list = await ctx.exec(Server.listProcesses, {});
     const procs = list.processes || [];
     if (!procs.length) {
       void vscode.window.showInformationMessage(
@@ -114,7 +105,7 @@ export async function takeSnapshot(ctx: Ctx, arg: { pid?: number; label?: string
   ctx.selectedPid = pid;
   const s = await vscode.window.withProgress(
     { location: vscode.ProgressLocation.Notification, title: `vramscope: taking a snapshot of pid ${pid}…` },
-    () => ctx.exec<Summary>(Server.takeSnapshot, { pid, label: arg.label }),
+    () => ctx.exec(Server.takeSnapshot, { pid, label: arg.label }),
   );
   announce(ctx, s, "took");
   return s;
@@ -165,7 +156,7 @@ export async function openSnapshot(ctx: Ctx, arg: { path?: string } = {}): Promi
   }
   const s = await vscode.window.withProgress(
     { location: vscode.ProgressLocation.Window, title: `vramscope: analysing ${basename(file)}` },
-    () => ctx.exec<Summary>(Server.openSnapshot, { path: file }),
+    () => ctx.exec(Server.openSnapshot, { path: file }),
   );
   announce(ctx, s, "opened");
   void FlameGraphPanel.refresh(ctx);
@@ -180,7 +171,7 @@ export async function compareSnapshots(ctx: Ctx, arg: { a?: string; b?: string }
   if (!b) return undefined;
   const d = await vscode.window.withProgress(
     { location: vscode.ProgressLocation.Notification, title: `vramscope: comparing ${basename(a)} and ${basename(b)}…` },
-    () => ctx.exec<Diff>(Server.compareSnapshots, { a, b }),
+    () => ctx.exec(Server.compareSnapshots, { a, b }),
   );
   await showDiff(ctx, d, { a, b });
   return d;
@@ -190,7 +181,7 @@ async function pickSnapshot(ctx: Ctx, title: string): Promise<string | undefined
   type Item = vscode.QuickPickItem & { file?: string };
   const items: Item[] = [{ label: "$(folder-opened) Choose a file…", description: "*.pickle" }];
   try {
-    const stored = await ctx.exec<ListResult>(Server.listSnapshots);
+    const stored = await ctx.exec(Server.listSnapshots, {});
     for (const s of stored.snapshots || []) {
       items.push({
         label: `$(database) ${s.label || s.id}`,
@@ -228,7 +219,7 @@ export async function attach(ctx: Ctx, arg: { pid?: number } = {}): Promise<void
   }
   const out = await vscode.window.withProgress(
     { location: vscode.ProgressLocation.Notification, title: `vramscope: attaching to pid ${pid}…` },
-    () => ctx.exec<{ output?: string }>(Server.attach, { pid }),
+    () => ctx.exec(Server.attach, { pid }),
   );
   ctx.selectedPid = pid;
   const text = (out && out.output ? out.output : "").trim();

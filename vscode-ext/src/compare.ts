@@ -4,50 +4,14 @@
 // Above the table, both timelines overlaid (timeline.js, the CLI page's, with
 // the server's vramscope/diffReport) and the change by category.
 import * as vscode from "vscode";
+import type { CompareReport, Diff, SiteDelta } from "./api";
 import { type Ctx, errorMessage, ServerRequest } from "./ctx";
 import { openFrame } from "./flamegraph";
 import { basename, escapeHtml, formatBytes, formatDelta, nonce } from "./format";
 import { scriptTags, styleTags, type WebFile, type WebFiles, webFiles } from "./webfiles";
 
-/** analyze.Diff as JSON. */
-export interface Diff {
-  before: string;
-  after: string;
-  peak_delta: number;
-  peak_before: number;
-  peak_after: number;
-  sites: SiteDelta[] | null;
-  new_sites: number;
-  gone_sites: number;
-}
-
-export interface SiteDelta {
-  file: string;
-  line: number;
-  function: string;
-  kind: string;
-  status: string;
-  /** The measures that changed ("peak", "current", "allocated", "allocs"). */
-  changed?: string[];
-  peak_before: number;
-  peak_after: number;
-  peak_delta: number;
-  current_delta: number;
-  alloc_delta: number;
-  allocs_delta: number;
-}
-
-/** The parts of analyze.DiffReport the compare view draws. */
-interface DiffReport {
-  device?: unknown;
-  categories?: Category[];
-  before?: { device?: unknown; categories?: Category[]; file?: string };
-}
-
-interface Category {
-  name: string;
-  bytes: number;
-}
+/** analyze.DiffReport (lsp/command's CompareReport): what the compare view draws above the table. */
+type DiffReport = CompareReport;
 
 const MAX_ROWS = 200;
 
@@ -56,7 +20,7 @@ export async function showDiff(ctx: Ctx, d: Diff, files?: { a: string; b: string
   let report: DiffReport | null = null;
   if (files) {
     try {
-      report = await ctx.request<DiffReport>(ServerRequest.diffReport, files);
+      report = await ctx.request(ServerRequest.diffReport, files);
     } catch (err) {
       ctx.output.appendLine(`diff report: ${errorMessage(err)}`);
     }

@@ -10,25 +10,11 @@ import {
   type ServerOptions,
   State,
 } from "vscode-languageclient/node";
+import type { Commands, Requests } from "./commands_gen";
 import { Config, SECTION, workspaceRoot } from "./config";
 
-/** Server command names (lsp/execute_command.go). */
-export const Server = {
-  openSnapshot: "vramscope.openSnapshot",
-  compareSnapshots: "vramscope.compareSnapshots",
-  takeSnapshot: "vramscope.takeSnapshot",
-  attach: "vramscope.attach",
-  listProcesses: "vramscope.listProcesses",
-  listSnapshots: "vramscope.listSnapshots",
-  flameGraph: "vramscope.flameGraph",
-  status: "vramscope.status",
-} as const;
-
-/** Custom requests of the server, beside LSP's own methods (lsp/report.go). */
-export const ServerRequest = {
-  report: "vramscope/report",
-  diffReport: "vramscope/diffReport",
-} as const;
+// The server's command and request names, generated from lsp/command.
+export { Server, ServerRequest } from "./commands_gen";
 
 /** A handler for a server command run from the editor (a code lens click). */
 export type Interceptor = (args: unknown[]) => Promise<unknown>;
@@ -163,20 +149,21 @@ export class Ctx implements vscode.Disposable {
   }
 
   /**
-   * exec runs a server command with one argument object and returns its
-   * result; errors carry the server's message.
+   * exec runs a server command with its one argument and returns its result,
+   * both typed by lsp/command's table (commands_gen.ts); errors carry the
+   * server's message.
    */
-  async exec<T>(command: string, arg: object = {}): Promise<T> {
+  async exec<K extends keyof Commands>(command: K, arg: Commands[K]["args"]): Promise<Commands[K]["result"]> {
     const client = this.client;
     if (!client || !this.running) throw new Error("the vramscope language server is not running");
-    return (await client.sendRequest(ExecuteCommandRequest.type, { command, arguments: [arg] })) as T;
+    return (await client.sendRequest(ExecuteCommandRequest.type, { command, arguments: [arg] })) as Commands[K]["result"];
   }
 
   /** request sends a custom request (ServerRequest) and returns its result. */
-  async request<T>(method: string, params: object = {}): Promise<T> {
+  async request<K extends keyof Requests>(method: K, params: Requests[K]["params"]): Promise<Requests[K]["result"]> {
     const client = this.client;
     if (!client || !this.running) throw new Error("the vramscope language server is not running");
-    return (await client.sendRequest(method, params)) as T;
+    return (await client.sendRequest(method, params)) as Requests[K]["result"];
   }
 
   dispose(): void {

@@ -10,16 +10,18 @@
 // on click, top lines and findings.
 import * as fs from "node:fs";
 import * as vscode from "vscode";
+import type { Report, Tree } from "./api";
+import type { FlameArgs, FlamePage } from "./commands_gen";
 import { type Ctx, errorMessage, Server, ServerRequest } from "./ctx";
 import { basename, escapeHtml, nonce } from "./format";
 import { sameTree } from "./treeid";
 import { scriptTags, styleTags, webFiles } from "./webfiles";
 
-/** The arguments of vramscope.flameGraph (a code lens passes file and function). */
-export interface FlameArgs {
-  file?: string;
-  function?: string;
-  weight?: string;
+export type { FlameArgs };
+
+/** isTree tells the tree (format "tree") from a page (the server's other answer). */
+function isTree(t: Tree | FlamePage): t is Tree {
+  return "root" in t;
 }
 
 /** Messages from the webview (media/flamegraph.js). */
@@ -32,12 +34,13 @@ export class FlameGraphPanel implements vscode.Disposable {
   private readonly disposables: vscode.Disposable[] = [];
   private args: FlameArgs = {};
   private ready = false;
-  private tree: unknown;
-  private report: unknown;
+  private tree: Tree | undefined;
+  private report: Report | null = null;
 
   /** show opens the flame graph (or brings it forward) rooted where args say. */
   static async show(ctx: Ctx, args: FlameArgs = {}): Promise<void> {
-    const tree = await ctx.exec<unknown>(Server.flameGraph, { ...args, weight: args.weight || ctx.config.weight, format: "tree" });
+    const tree = await ctx.exec(Server.flameGraph, { ...args, weight: args.weight || ctx.config.weight, format: "tree" });
+    if (!isTree(tree)) throw new Error("the server answered a page, not a flame tree");
     const report = await reportFor(ctx, args);
     let p = FlameGraphPanel.current;
     if (!p) {
@@ -57,8 +60,8 @@ export class FlameGraphPanel implements vscode.Disposable {
     const p = FlameGraphPanel.current;
     if (!p) return;
     try {
-      const tree = await ctx.exec<unknown>(Server.flameGraph, { ...p.args, weight: p.args.weight || ctx.config.weight, format: "tree" });
-      if (sameTree(p.tree, tree)) return; // the snapshot it draws already: keep the user's zoom and moment
+      const tree = await ctx.exec(Server.flameGraph, { ...p.args, weight: p.args.weight || ctx.config.weight, format: "tree" });
+      if (!isTree(tree) || sameTree(p.tree, tree)) return; // the snapshot it draws already: keep the user's zoom and moment
       p.setTree(tree, await reportFor(ctx, p.args));
     } catch (err) {
       ctx.output.appendLine(`flame graph refresh: ${errorMessage(err)}`);
@@ -80,11 +83,10 @@ export class FlameGraphPanel implements vscode.Disposable {
     this.panel.webview.onDidReceiveMessage((m: FromWebview) => void this.onMessage(m), null, this.disposables);
   }
 
-  private setTree(tree: unknown, report: unknown): void {
+  private setTree(tree: Tree, report: Report | null): void {
     this.tree = tree;
     this.report = report;
-    const t = tree as { title?: string };
-    this.panel.title = t && t.title ? `flame graph: ${basename(t.title)}` : "vramscope: flame graph";
+    this.panel.title = tree.title ? `flame graph: ${basename(tree.title)}` : "vramscope: flame graph";
     if (this.ready) void this.panel.webview.postMessage({ type: "tree", tree, report, args: this.args });
   }
 
@@ -145,10 +147,10 @@ ${scriptTags(core.scripts, n, uri)}<script nonce="${n}" src="${escapeHtml(uri("f
  * top lines, findings) of the whole graph; null for a subtree (a code lens's
  * "flame graph from here") or a server without vramscope/report.
  */
-async function reportFor(ctx: Ctx, args: FlameArgs): Promise<unknown> {
+async function reportFor(ctx: Ctx, args: FlameArgs): Promise<Report | null> {
   if (args.function) return null;
   try {
-    return await ctx.request<unknown>(ServerRequest.report, {});
+    return await ctx.request(ServerRequest.report, {});
   } catch (err) {
     ctx.output.appendLine(`report: ${errorMessage(err)}`);
     return null;

@@ -2,32 +2,10 @@
 // (lsp.RankPick) and the daemon's process list; no vscode here, so the
 // test runs it in node as it is.
 import type { Process } from "./api";
+import type { RankItem, RankPick } from "./commands_gen";
 import { basename, formatBytes } from "./format";
 
-/** One rank of a group (lsp.RankItem). */
-export interface RankItem {
-  rank: number;
-  path: string;
-  id: string;
-  peak_bytes: number;
-  peak_vs_median: number;
-  outlier: boolean;
-  device: number;
-  top_line?: string;
-}
-
-/** A group's ranks and the one shown (lsp.RankPick). */
-export interface RankPick {
-  group: string;
-  job: string;
-  skew_ms: number;
-  imbalance: number;
-  median_rank: number;
-  max_rank: number;
-  ranks: RankItem[];
-  shown: number;
-  failed?: number;
-}
+export type { RankItem, RankPick };
 
 /** The attached processes of p's launch (p included), by rank; [p] when it has no job. */
 export function jobOf(procs: Process[], p: Process): Process[] {
@@ -37,7 +15,7 @@ export function jobOf(procs: Process[], p: Process): Process[] {
 
 /** The quick pick's items: one per rank, the shown one marked, outliers flagged. */
 export function rankItems(pick: RankPick): { label: string; description: string; detail: string; rank: RankItem }[] {
-  return pick.ranks.map((r) => ({
+  return (pick.ranks || []).map((r) => ({
     label: `${r.rank === pick.shown ? "$(eye) " : ""}rank ${r.rank}${r.rank === pick.max_rank ? " (heaviest)" : ""}`,
     description: `${formatBytes(r.peak_bytes)} · ×${r.peak_vs_median.toFixed(2)} of the median${r.outlier ? " · outlier" : ""}`,
     detail: [r.top_line ? `top line ${r.top_line}` : "", `GPU ${r.device}`, basename(r.path)].filter(Boolean).join(" · "),
@@ -47,8 +25,9 @@ export function rankItems(pick: RankPick): { label: string; description: string;
 
 /** The status bar's text for the rank shown. */
 export function rankStatus(pick: RankPick): string {
-  const n = pick.ranks.length;
-  const r = pick.ranks.find((x) => x.rank === pick.shown);
+  const ranks = pick.ranks || [];
+  const n = ranks.length;
+  const r = ranks.find((x) => x.rank === pick.shown);
   if (!r) return `$(layers) ${n} ranks`;
   return `$(layers) rank ${r.rank} of ${n} · ×${r.peak_vs_median.toFixed(2)}${r.outlier ? " $(warning)" : ""}`;
 }

@@ -7,10 +7,8 @@ import { type Ctx, Server } from "./ctx";
 import { formatBytes } from "./format";
 import { type RankPick, rankItems, rankStatus } from "./rankpick";
 
-/** Server commands (lsp/ranks.go) and the picker's own command. */
+/** The picker's own command (the server's are Server.takeJobSnapshot and Server.ranks). */
 export const RankCommands = {
-  takeJob: "vramscope.takeJobSnapshot",
-  ranks: "vramscope.ranks",
   pick: "vramscope.pickRank",
 } as const;
 
@@ -38,11 +36,12 @@ export class RankPicker implements vscode.Disposable {
   async takeJob(pid: number, label?: string): Promise<RankPick> {
     const pick = await vscode.window.withProgress(
       { location: vscode.ProgressLocation.Notification, title: `vramscope: taking a snapshot of every rank of pid ${pid}'s job…` },
-      () => this.ctx.exec<RankPick>(RankCommands.takeJob, { pid, label }),
+      () => this.ctx.exec(Server.takeJobSnapshot, { pid, label }),
     );
     this.show(pick);
-    const r = pick.ranks.find((x) => x.rank === pick.max_rank);
-    const msg = `vramscope: ${pick.ranks.length} ranks of ${pick.job}, ${pick.skew_ms.toFixed(1)} ms apart; imbalance ×${pick.imbalance.toFixed(2)}` +
+    const ranks = pick.ranks || [];
+    const r = ranks.find((x) => x.rank === pick.max_rank);
+    const msg = `vramscope: ${ranks.length} ranks of ${pick.job}, ${pick.skew_ms.toFixed(1)} ms apart; imbalance ×${pick.imbalance.toFixed(2)}` +
       (r ? `, showing rank ${r.rank} (${formatBytes(r.peak_bytes)})` : "") + (pick.failed ? `; ${pick.failed} failed` : "");
     this.ctx.output.appendLine(msg);
     void vscode.window.showInformationMessage(msg, "Pick Rank").then((go) => {
@@ -57,14 +56,14 @@ export class RankPicker implements vscode.Disposable {
       void vscode.window.showInformationMessage("vramscope: no group of ranks yet (Take Snapshot → whole job).");
       return undefined;
     }
-    const fresh = await this.ctx.exec<RankPick>(RankCommands.ranks, { group: this.pick.group });
+    const fresh = await this.ctx.exec(Server.ranks, { group: this.pick.group });
     const chosen = await vscode.window.showQuickPick(rankItems(fresh), {
       title: `vramscope: ranks of ${fresh.job} (imbalance ×${fresh.imbalance.toFixed(2)})`,
       placeHolder: "the rank whose snapshot the hints and the flame graph show",
       matchOnDescription: true,
     });
     if (!chosen) return undefined;
-    await this.ctx.exec(Server.openSnapshot, { path: chosen.rank.path, id: chosen.rank.id });
+    await this.ctx.exec(Server.openSnapshot, { path: chosen.rank.path });
     this.show({ ...fresh, shown: chosen.rank.rank });
     return chosen.rank.rank;
   }

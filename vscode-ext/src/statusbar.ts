@@ -2,20 +2,9 @@
 // asked of the server (vramscope.status) about once a second, and says so when
 // the daemon or the server is not running. A click opens the flame graph.
 import * as vscode from "vscode";
+import type { StatusBar as Status } from "./commands_gen";
 import { type Ctx, errorMessage, Server } from "./ctx";
 import { basename, formatBytes } from "./format";
-
-/** What vramscope.status answers (lsp.StatusBar). */
-export interface Status {
-  daemon: boolean;
-  reason?: string;
-  pid?: number;
-  gpu_bytes?: number;
-  torch_allocated?: number;
-  torch_reserved?: number;
-  util_gpu?: number;
-  snapshot?: string;
-}
 
 export const POLL_MS = 1000;
 
@@ -47,7 +36,7 @@ export class StatusBar implements vscode.Disposable {
         return;
       }
       const pid = this.ctx.selectedPid;
-      const st = await this.ctx.exec<Status>(Server.status, pid ? { pid } : {});
+      const st = await this.ctx.exec(Server.status, pid ? { pid } : {});
       this.render(st);
     } catch (err) {
       this.render(undefined, errorMessage(err));

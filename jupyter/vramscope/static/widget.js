@@ -205,6 +205,7 @@ function render({ model, el }) {
         flame: VramscopeFlame,
         timeline: VramscopeTimeline,
         moments: VramscopeMoments,
+        road: VramscopeRoad,
         allocmap: typeof VramAllocMap !== "undefined" ? VramAllocMap : undefined,
       });
     } else {

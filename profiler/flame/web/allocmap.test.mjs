@@ -1,7 +1,7 @@
 // Unit tests of allocmap.js's pure parts on real snapshots' allocator maps
-// (testdata/allocmaps.json: analyze --json of frag_oom, expandable and
-// cuda_graph; regenerate with the command in the allocator-map section of
-// docs/architecture.md). Run with: node --test profiler/flame/web/
+// (testdata/allocmaps.json: the allocator maps, OOMs and allocator state of
+// analyze --json of frag_oom, expandable and cuda_graph; the view is described
+// in docs/frontend-notes.md). Run with: node --test profiler/flame/web/
 import test from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";

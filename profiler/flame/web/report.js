@@ -54,12 +54,23 @@
     return out;
   }
 
+  /**
+   * instant says whether a device's timeline is one instant: points all at
+   * one time (drawn, it was a grey bar from "0 µs" to "1 µs").
+   */
+  function instant(dev) {
+    const pts = dev && dev.timeline && dev.timeline.points;
+    if (!pts || !pts.length) return false;
+    return +pts[pts.length - 1].time_us - +pts[0].time_us <= 0;
+  }
+
   class ReportView {
     constructor(container, tree, report, options) {
       this.options = options || {};
       this.Flame = this.options.flame || root.VramscopeFlame;
       this.Timeline = this.options.timeline || root.VramscopeTimeline;
       this.Moments = this.options.moments || root.VramscopeMoments;
+      this.Road = this.options.road || root.VramscopeRoad; // optional: a host without road.js draws no road
       if (!this.Flame || !this.Timeline || !this.Moments) throw new Error("vramscope report: flame.js, timeline.js and moments.js must be loaded first");
       this.peakTree = tree;
       this.report = report || {};
@@ -71,6 +82,9 @@
     build(container) {
       const r = el("div", "vr-root vc-view");
       this.el = r;
+      this.roadBox = el("section", "vr-road", r);
+      this.roadBox.setAttribute("aria-label", "Memory per step over the run");
+      this.roadBox.hidden = true;
       this.tlBox = el("section", "vr-timeline", r);
       this.tlBox.setAttribute("aria-label", "Memory over time");
       const body = el("div", "vr-body", r);
@@ -105,7 +119,17 @@
       const flameOpts = Object.assign({}, o.flameOptions || {});
       this.flame = this.Flame.render(this.flameBox, this.peakTree, flameOpts);
       const dev = this.report.device;
-      if (dev && dev.timeline && dev.timeline.points && dev.timeline.points.length) {
+      if (this.Road && this.Road.usable(this.report.road)) {
+        this.roadBox.hidden = false;
+        this.road = this.Road.render(this.roadBox, this.report.road);
+      }
+      if (instant(dev)) {
+        // One instant (an OOM between recorded windows: the allocator's state
+        // and the failing request) has no time axis to draw: say so in a line.
+        this.tlBox.classList.add("vr-timeline-note");
+        el("div", "vr-note", this.tlBox, "No recorded trace before this snapshot: the allocator's state at one instant" +
+          (this.road ? " (the road above is every step of the run)." : "."));
+      } else if (dev && dev.timeline && dev.timeline.points && dev.timeline.points.length) {
         const before = this.report.before && this.report.before.device;
         this.timeline = this.Timeline.render(this.tlBox, dev, this.report, {
           onMoment: (t) => this.showMoment(t),
@@ -327,14 +351,17 @@
           flame: flame.state(),
           lines: Array.from(this.linesBox.querySelectorAll(".vr-where")).map((e) => e.textContent),
         }),
+        road: this.road || null,
         destroy: () => {
           if (this.timeline) this.timeline.destroy();
+          if (this.road) this.road.destroy();
           flame.destroy();
           if (this.el.parentNode) this.el.parentNode.removeChild(this.el);
         },
         refreshTheme: () => {
           flame.refreshTheme();
           if (this.timeline) this.timeline.refreshTheme();
+          if (this.road) this.road.refreshTheme();
         },
       });
     }
@@ -362,5 +389,5 @@
     return view.controller();
   }
 
-  return { render: render, findingRange: findingRange, findingFrames: findingFrames };
+  return { render: render, findingRange: findingRange, findingFrames: findingFrames, instant: instant };
 });

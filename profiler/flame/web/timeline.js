@@ -234,7 +234,8 @@
       ctx.textAlign = "center";
       ctx.textBaseline = "top";
       const span = this.range[1] - this.range[0];
-      const ts = niceStep(span, Math.max(2, Math.floor(this.plotWidth() / 110)));
+      // Times are whole microseconds: a tick under 1 µs would repeat labels over each other.
+      const ts = Math.max(1, niceStep(span, Math.max(2, Math.floor(this.plotWidth() / 110))));
       const origin = this.full[0];
       for (let t = Math.ceil((this.range[0] - origin) / ts) * ts; t <= this.range[1] - origin; t += ts) {
         ctx.fillText(formatTime(t), this.xOf(origin + t), this.cssH - AXIS_H + 3);

@@ -1,6 +1,7 @@
 // Command wiregen writes the files generated from the daemon's API contract
-// (daemon/api/api.go): jupyter/vramscope/_api.py, vscode-ext/src/api.ts and
-// docs/api.md. `make generate` runs it through go generate.
+// (daemon/api) and the language server's commands (lsp/command):
+// jupyter/vramscope/_api.py, vscode-ext/src/api.ts, vscode-ext/src/commands_gen.ts
+// and docs/api.md. `make generate` runs it through go generate.
 package main
 
 import (

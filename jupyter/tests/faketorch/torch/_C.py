@@ -23,3 +23,18 @@ def _cuda_isHistoryEnabled():
     import torch
 
     return torch.cuda.memory._history_enabled()
+
+
+def _cuda_memoryStats(device):
+    """The allocator's counters, nested as torch's (the agent's per-step levels read them)."""
+    from .cuda import memory as m
+
+    cur, res, peak = m.memory_allocated(device), m.memory_reserved(device), m.max_memory_allocated(device)
+    return {"allocated_bytes": {"all": {"current": cur, "peak": peak}},
+            "reserved_bytes": {"all": {"current": res, "peak": res}}}
+
+
+def _cuda_resetPeakMemoryStats(device):
+    from .cuda import memory as m
+
+    m.reset_peak_memory_stats(device)

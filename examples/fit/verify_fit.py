@@ -1,0 +1,342 @@
+"""Check `vramscope fit` on a GPU: record one step at a small batch, let fit
+predict and plan from that one snapshot, then run every prediction and every
+plan and measure it. One command does it all (the device has no Go: give it
+a built vramscope):
+
+    python3 examples/fit/verify_fit.py --bin ./vramscope --out OUT
+
+Workloads (random weights, built from configs; bf16 autocast, AdamW):
+  gpt2s   GPT-2 small-shaped: 12 layers, width 768, seq 512, recorded at batch 2
+  gpt2m   GPT-2 medium-shaped: 24 layers, width 1024, seq 256, recorded at batch 2
+  llama   Llama-shaped: 8 layers, width 1024, GQA 16/4 heads, MLP 2816, vocab 32000, seq 512, batch 2
+  oom     GPT-2 small-shaped at batch 16 x seq 512 under a 7 GiB per-process cap: runs out of
+          memory in its first step; the snapshot is taken in the allocator's OOM observer with
+          the tensor walk's names (as the agent does), once with its trace, once without (the
+          agent's default)
+
+Each recording is one training step under torch.cuda.memory._record_memory_history
+(Python stacks); the agent's tensor walk (jupyter/vramscope/_tensors.py) names what
+each module saved for backward, in a second forward after recording (a walk inside the
+recorded step would stretch its forward's time). Its activations' addresses are replaced
+by ones no block has (they were freed), its weights' kept.
+
+Every measured run is its own process (a fresh caching allocator): 3 optimizer steps,
+torch.cuda.max_memory_allocated / max_memory_reserved over all of them; a plan runs under
+a per-process cap of the budget it was planned for, so "fits" means it did not run out.
+Runs go 4 at a time (per-process peaks are unaffected; step times are not comparable).
+"""
+import argparse
+import concurrent.futures
+import json
+import os
+import pickle
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+STEPS = 3
+
+WORKLOADS = {
+    "gpt2s": {"kind": "gpt2", "layers": 12, "embd": 768, "heads": 12, "seq": 512, "batch": 2},
+    "gpt2m": {"kind": "gpt2", "layers": 24, "embd": 1024, "heads": 16, "seq": 256, "batch": 2},
+    "llama": {"kind": "llama", "layers": 8, "embd": 1024, "heads": 16, "seq": 512, "batch": 2},
+}
+OOM = {"kind": "gpt2", "layers": 12, "embd": 768, "heads": 12, "seq": 512, "batch": 16, "cap_gib": 7}
+
+
+# --- child side ---------------------------------------------------------------------------
+
+def build(w):
+    import torch
+    torch.manual_seed(0)
+    if w["kind"] == "gpt2":
+        from transformers import GPT2Config, GPT2LMHeadModel
+        cfg = GPT2Config(n_layer=w["layers"], n_embd=w["embd"], n_head=w["heads"], n_positions=2048)
+        model = GPT2LMHeadModel(cfg)
+    else:
+        from transformers import LlamaConfig, LlamaForCausalLM
+        cfg = LlamaConfig(hidden_size=w["embd"], intermediate_size=2816, num_hidden_layers=w["layers"],
+                          num_attention_heads=w["heads"], num_key_value_heads=4, vocab_size=32000,
+                          max_position_embeddings=4096)
+        model = LlamaForCausalLM(cfg)
+    model.config.use_cache = False  # no KV cache in training (a checkpointed block's recompute would grow it)
+    model = model.cuda()
+    return model, torch.optim.AdamW(model.parameters(), lr=1e-4)
+
+
+def forward(model, ids, scale=1.0):
+    import torch
+    with torch.autocast("cuda", dtype=torch.bfloat16):
+        return model(input_ids=ids, labels=ids).loss * scale
+
+
+def walk_names(torch):
+    sys.path.insert(0, os.path.join(ROOT, "jupyter"))
+    from vramscope import _tensors
+    names = _tensors.name_tensors(torch)
+    fake = 1 << 62
+    kept = []
+    for e in names["entries"]:
+        if e[3] == "activation":
+            e = list(e)
+            e[1], fake = fake, fake + 4096  # freed since: an address no block has
+        elif e[3] != "parameter":
+            continue
+        kept.append(e)
+    names["entries"] = kept
+    return names
+
+
+def child_record(w, out):
+    import torch
+    torch.cuda.memory._record_memory_history(enabled="all", context="alloc", stacks="python", max_entries=200000)
+    model, opt = build(w)
+    ids = torch.randint(0, model.config.vocab_size, (w["batch"], w["seq"]), device="cuda")
+    forward(model, ids).backward()
+    opt.step()
+    opt.zero_grad(set_to_none=True)
+    torch.cuda.synchronize()
+    snap = torch.cuda.memory._snapshot()
+    torch.cuda.memory._record_memory_history(enabled=None)
+    peaks = {"max_allocated": torch.cuda.max_memory_allocated(), "max_reserved": torch.cuda.max_memory_reserved()}
+    loss = forward(model, ids)  # the walk follows this graph: what each module saves
+    snap["vramscope_tensors"] = walk_names(torch)
+    del loss
+    with open(out, "wb") as f:
+        pickle.dump(snap, f, protocol=4)
+    return peaks
+
+
+def child_oom(w, out):
+    import torch
+    total = torch.cuda.get_device_properties(0).total_memory
+    torch.cuda.set_per_process_memory_fraction(w["cap_gib"] * 2**30 / total)
+    torch.cuda.memory._record_memory_history(enabled="all", context="alloc", stacks="python", max_entries=200000)
+    sys.path.insert(0, os.path.join(ROOT, "jupyter"))
+    from vramscope import _capture
+    taken = {}
+
+    def observer(device, alloc, device_total, device_free):
+        if taken:
+            return
+        snap = torch.cuda.memory._snapshot()
+        _capture._name_into(snap)  # what the agent's observer does: names, and the cap
+        taken.update(snap=snap, device=device, alloc=alloc, free=device_free)
+
+    torch._C._cuda_attach_out_of_memory_observer(observer)
+    model, opt = build(w)
+    ids = torch.randint(0, model.config.vocab_size, (w["batch"], w["seq"]), device="cuda")
+    res = {"cap": w["cap_gib"] * 2**30}
+    try:
+        forward(model, ids).backward()
+        opt.step()
+        res["oom"] = False
+    except torch.OutOfMemoryError as e:
+        res["oom"], res["message"] = True, str(e).splitlines()[0][:200]
+    if taken:
+        snap = taken["snap"]
+        with open(out, "wb") as f:
+            pickle.dump(snap, f, protocol=4)
+        _capture._oom_between_windows(snap, taken["device"], taken["alloc"], taken["free"])  # the agent's default: no trace
+        with open(out.replace(".pickle", "_notrace.pickle"), "wb") as f:
+            pickle.dump(snap, f, protocol=4)
+        res["requested"] = taken["alloc"]
+    return res
+
+
+def resolve(model, name):
+    parts = name.split(".")
+    for i in range(len(parts)):
+        try:
+            return model.get_submodule(".".join(parts[i:]))
+        except AttributeError:
+            continue
+    raise AttributeError("no module %s" % name)
+
+
+def checkpointed(model, names):
+    import torch.utils.checkpoint as ckpt
+    for n in names:
+        mod = resolve(model, n)
+        orig = mod.forward
+
+        def fwd(*a, _orig=orig, **k):
+            return ckpt.checkpoint(_orig, *a, use_reentrant=False, **k)
+        mod.forward = fwd
+
+
+def child_measure(w, run):
+    import torch
+    if run.get("cap"):
+        total = torch.cuda.get_device_properties(0).total_memory
+        torch.cuda.set_per_process_memory_fraction(run["cap"] / total)
+    model, opt = build(w)
+    checkpointed(model, run.get("checkpoint") or [])
+    batch, seq = run["batch"], run["seq"]
+    micro, acc = run.get("micro_batch") or batch, run.get("accumulation") or 1
+    times = []
+    try:
+        for _ in range(STEPS):
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            for _ in range(acc):
+                ids = torch.randint(0, model.config.vocab_size, (micro, seq), device="cuda")
+                forward(model, ids, 1.0 / acc).backward()
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+            torch.cuda.synchronize()
+            times.append(time.perf_counter() - t0)
+    except torch.OutOfMemoryError as e:
+        return {"oom": True, "message": str(e).splitlines()[0][:200], "max_allocated": torch.cuda.max_memory_allocated(),
+                "max_reserved": torch.cuda.max_memory_reserved()}
+    return {"oom": False, "max_allocated": torch.cuda.max_memory_allocated(), "max_reserved": torch.cuda.max_memory_reserved(),
+            "step_s": sorted(times)[len(times) // 2]}
+
+
+def child_main(spec):
+    job = json.loads(spec)
+    w = job["workload"]
+    if job["what"] == "record":
+        r = child_record(w, job["out"])
+    elif job["what"] == "oom":
+        r = child_oom(w, job["out"])
+    else:
+        r = child_measure(w, job["run"])
+    print("RESULT " + json.dumps(r), flush=True)
+
+
+# --- parent side --------------------------------------------------------------------------
+
+def spawn(job, env=None, timeout=120):
+    e = dict(os.environ)
+    e.update(env or {})
+    try:
+        p = subprocess.run([sys.executable, __file__, "--child", json.dumps(job)], capture_output=True, text=True,
+                           timeout=timeout, env=e)
+    except subprocess.TimeoutExpired:
+        return {"error": "timed out"}
+    for line in p.stdout.splitlines():
+        if line.startswith("RESULT "):
+            return json.loads(line[7:])
+    return {"error": (p.stderr or p.stdout)[-1500:]}
+
+
+def fit(binary, snap, budget, batch=None, seq=None, recorded=None):
+    cmd = [binary, "fit", "--json", "--budget", str(int(budget)), snap]
+    if batch:
+        cmd += ["--batch", str(batch)]
+    if seq:
+        cmd += ["--seq", str(seq)]
+    if recorded:
+        cmd += ["--recorded", recorded]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    if p.returncode != 0:
+        return {"error": p.stderr[-1000:]}
+    return json.loads(p.stdout)
+
+
+def plan_runs(name, w, answer, budget):
+    """Every plan the answer gives, as a measured run under the budget."""
+    runs = []
+    mods = answer["model"].get("modules") or []
+    for pl in answer.get("plans") or []:
+        v = pl["variant"]
+        run = {"name": name, "label": pl["title"], "kind": pl["kind"], "batch": answer["target"]["batch"],
+               "seq": answer["target"]["seq"], "cap": budget, "predicted": pl["predicted"],
+               "micro_batch": v.get("micro_batch"), "accumulation": v.get("accumulation"),
+               "checkpoint": [mods[i]["name"] for i in v.get("checkpoint") or []],
+               "expandable": bool(v.get("expandable_segments")), "extra_time": pl.get("extra_time", 0)}
+        if v.get("optimizer_8bit"):
+            run["skip"] = "8-bit optimizer state needs bitsandbytes: not on the device, not applied"
+        runs.append(run)
+    return runs
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--bin", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--child")
+    ap.add_argument("--snapshots", help="DIR: plan from the recordings (and fit_verify.json) of an earlier run "
+                    "instead of recording again; the earlier run's measurements of the sizes stay, only plans run")
+    args = ap.parse_args()
+    os.makedirs(args.out, exist_ok=True)
+    t0 = time.time()
+    started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    pool = concurrent.futures.ThreadPoolExecutor(4)
+    # 1. record
+    jobs = {n: {"what": "record", "workload": w, "out": os.path.join(args.out, "fit_%s_bs%d.pickle" % (n, w["batch"]))}
+            for n, w in WORKLOADS.items()}
+    jobs["oom"] = {"what": "oom", "workload": OOM, "out": os.path.join(args.out, "fit_oom_bs16.pickle")}
+    if args.snapshots:
+        for j in jobs.values():
+            j["out"] = os.path.join(args.snapshots, os.path.basename(j["out"]))
+        with open(os.path.join(args.snapshots, "fit_verify.json")) as f:
+            recorded = json.load(f)["recorded"]
+    else:
+        recorded = dict(zip(jobs, pool.map(spawn, jobs.values())))
+    print("recorded", json.dumps(recorded), flush=True)
+    # 2. predict and plan
+    runs, answers = [], {}
+    for n, w in WORKLOADS.items():
+        snap, rec = jobs[n]["out"], "%dx%d" % (w["batch"], w["seq"])
+        for b, s in [(w["batch"], w["seq"]), (2 * w["batch"], w["seq"]), (4 * w["batch"], w["seq"]), (8 * w["batch"], w["seq"]),
+                     (w["batch"], 2 * w["seq"]), (2 * w["batch"], 4 * w["seq"])]:
+            a = fit(args.bin, snap, 1 << 40, b, s, rec)
+            answers["%s %dx%d" % (n, b, s)] = a
+            if "error" not in a and not args.snapshots:
+                runs.append({"name": n, "label": "as it is", "kind": "predict", "batch": b, "seq": s, "predicted": a["as_is"]})
+        target = 8 * w["batch"]
+        asis = answers["%s %dx%d" % (n, target, w["seq"])]
+        if "error" in asis:
+            continue
+        for share in (0.6, 0.4):
+            budget = int(share * asis["as_is"]["peak_reserved"])
+            a = fit(args.bin, snap, budget, target, w["seq"], rec)
+            answers["%s plan %dx%d in %d" % (n, target, w["seq"], budget)] = a
+            if "error" not in a:
+                runs += plan_runs(n, w, a, budget)
+    if not recorded["oom"].get("error") and recorded["oom"].get("oom"):
+        print("planning for the OOM", flush=True)
+        cap = recorded["oom"]["cap"]
+        for snap, label in [(jobs["oom"]["out"], "oom"), (jobs["oom"]["out"].replace(".pickle", "_notrace.pickle"), "oom_notrace")]:
+            a = fit(args.bin, snap, cap, recorded="%dx%d" % (OOM["batch"], OOM["seq"]))
+            answers[label] = a
+            if "error" not in a:
+                runs += plan_runs(label, OOM, a, cap)
+    # 3. measure
+    def measure(run):
+        if run.get("skip"):
+            return {"skipped": run["skip"]}
+        w = OOM if run["name"].startswith("oom") else WORKLOADS[run["name"]]
+        env = {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"} if run.get("expandable") else {}
+        return spawn({"what": "measure", "workload": w, "run": run}, env)
+    doc = {"started_utc": started, "steps": STEPS, "recorded": recorded, "runs": runs, "answers": answers}
+
+    def save():
+        doc["seconds"] = round(time.time() - t0, 1)
+        with open(os.path.join(args.out, "fit_verify.json"), "w") as f:
+            json.dump(doc, f, indent=1)
+    save()  # a run cut short by the time limit still leaves what it measured
+    futures = {pool.submit(measure, run): run for run in runs}
+    for fut in concurrent.futures.as_completed(futures):
+        futures[fut]["measured"] = fut.result()
+        save()
+    for r in runs:
+        m, p = r.get("measured", {}), r["predicted"]
+        if "max_allocated" in m and not m.get("oom"):
+            print("%-12s %-8s %-60s pred %6.2f GiB meas %6.2f GiB (%+.1f%%)" % (r["name"], "%dx%d" % (r["batch"], r["seq"]),
+                  r["label"][:60], p["peak_allocated"] / 2**30, m["max_allocated"] / 2**30,
+                  100 * (p["peak_allocated"] / m["max_allocated"] - 1)))
+        else:
+            print(r["name"], r["label"], json.dumps(m)[:300])
+    print("done in %.0f s" % (time.time() - t0))
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 2 and sys.argv[1] == "--child":
+        child_main(sys.argv[2])
+    else:
+        main()

@@ -1,0 +1,98 @@
+"""What the agent's per-step levels cost a training step (docs/road-to-oom.md),
+side by side in one process under `vramscope run` (VRAMSCOPE_RECORD=0: no
+recording windows in either mode): GPT-2 steps in blocks of BLOCK, the
+agent's levels on and off in turn (ABBA), the first SETTLE steps of each
+block not counted (an "on" block starts with the root discovery). Each step
+ends with torch.cuda.synchronize() (the benchmark's, in both modes). Prints
+a JSON line per config: per config, the median step of each mode, the paired block
+differences' median, the agent's own measure of its time per step
+(Levels.cost_s), and the cost of one allocator read (Reader.read) alone."""
+import json
+import statistics
+import sys
+import time
+
+import torch
+
+import common
+from vramscope import _agent, _levels
+
+BLOCK, SETTLE, BLOCKS, WARMUP = 40, 5, 16, 30
+
+
+def levels_off(a):
+    handle, roots = a.levels_hooks
+    handle.remove()
+    roots.remove()
+    _levels.unwrap_peaks()
+    a.levels_hooks, a.levels = None, None
+
+
+def run(layers, embd, heads, batch, seq):
+    a = _agent._agent
+    model = common.gpt2(layers=layers, embd=embd, heads=heads)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    ids = torch.randint(0, model.config.vocab_size, (batch, seq), device="cuda")
+
+    def step():
+        t = time.perf_counter()
+        common.train_step(model, opt, ids)
+        torch.cuda.synchronize()
+        return time.perf_counter() - t
+
+    for _ in range(WARMUP):
+        step()
+    on_first = [True, False, False, True]
+    blocks = []
+    for b in range(BLOCKS):
+        on = on_first[b % 4]
+        if on and a.levels is None:
+            a._start_levels(torch)
+        if not on and a.levels is not None:
+            levels_off(a)
+        lv = a.levels
+        c0, n0 = (lv.cost_s, lv.step) if lv else (0.0, 0)
+        times = [step() for _ in range(BLOCK)][SETTLE:]
+        own = (lv.cost_s - c0) / max(1, lv.step - n0) if lv else None
+        read = sum(1 for e in list(lv.ring)[-BLOCK:] if e[3] >= 0) / BLOCK if lv else None
+        blocks.append({"on": on, "median_s": statistics.median(times), "own_s_per_step": own,
+                       "stride": lv.stride if lv else None, "read_share": read})
+    lv = a.levels or (a._start_levels(torch) or a.levels)
+    step()
+    step()
+    reads, cold = [], []
+    for _ in range(5):
+        t = time.perf_counter()
+        for _ in range(1000):
+            lv.reader.read()
+        reads.append((time.perf_counter() - t) / 1000)
+    for _ in range(30):  # one read right after a step, as the hook reads
+        step()
+        t = time.perf_counter()
+        lv.reader.read()
+        cold.append(time.perf_counter() - t)
+    on = [b["median_s"] for b in blocks if b["on"]]
+    off = [b["median_s"] for b in blocks if not b["on"]]
+    pairs = [blocks[i]["median_s"] - blocks[i + 1]["median_s"] if blocks[i]["on"] else
+             blocks[i + 1]["median_s"] - blocks[i]["median_s"] for i in range(0, BLOCKS, 2)]
+    own = [b["own_s_per_step"] for b in blocks if b["on"] and b["own_s_per_step"] is not None]
+    med_off = statistics.median(off)
+    return {"config": dict(layers=layers, embd=embd, batch=batch, seq=seq), "blocks": blocks,
+            "median_on_s": statistics.median(on), "median_off_s": med_off,
+            "paired_diff_median_s": statistics.median(pairs), "paired_diffs_s": pairs,
+            "paired_diff_share": statistics.median(pairs) / med_off,
+            "own_s_per_step_median": statistics.median(own), "own_share": statistics.median(own) / med_off,
+            "read_s_median": statistics.median(reads), "read_after_step_s_median": statistics.median(cold),
+            "stride_end": lv.stride, "ema": dict(lv.ema), "levels_sent_dropped": a.levels.dropped if a.levels else None}
+
+
+def main():
+    print(json.dumps({"torch": torch.__version__, "gpu": torch.cuda.get_device_name(0),
+                      "agent": _agent.status().get("registered"),
+                      "torch_C_memory": sorted(n for n in dir(torch._C) if "emory" in n or "Stats" in n)}), flush=True)
+    for name, cfg in (("gpt2_124m_b8_s512", (12, 768, 12, 8, 512)), ("gpt2_2l_b4_s128", (2, 256, 4, 4, 128))):
+        print(json.dumps({name: run(*cfg)}), flush=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,318 @@
+"""The agent's per-step levels (vramscope._levels) with fakes: what a step is
+(train, eval, forward), the shapes it keeps, the ring's bound, what goes to
+the daemon, and the peak wrappers. The same code runs against real torch on
+the GPU machine (examples/oom/road.py, docs/road-to-oom.md)."""
+import types
+
+import pytest
+
+from vramscope import _levels
+
+
+class T:
+    """A tensor as _levels sees one: a shape and a dtype."""
+
+    def __init__(self, *shape):
+        self.shape, self.dtype = shape, "int64"
+
+
+class FakeReader:
+    def __init__(self, index=0):
+        self.index = index
+        self.alloc, self.res, self.peak, self.rpeak = 100, 200, 150, 250
+        self.reads = 0
+        self.fail = False
+
+    def read(self):
+        if self.fail:
+            raise RuntimeError("no stats")
+        self.reads += 1
+        out = (self.alloc, self.res, self.peak, self.rpeak)
+        self.peak, self.rpeak = self.alloc, self.res  # reset
+        return out
+
+
+class Clock:
+    def __init__(self):
+        self.t = 0.0
+
+    def __call__(self):
+        return self.t
+
+
+def make(grad=True):
+    clock = Clock()
+    state = {"grad": grad, "rec": False}
+    lv = _levels.Levels(reader=FakeReader(), recording=lambda: state["rec"], grad_enabled=lambda: state["grad"],
+                        clock=clock, wall=lambda: 1700000000.5)
+    return lv, clock, state
+
+
+def train_step(lv, clock, batch, seq, dt=0.05):
+    lv.root_pre(None, (T(batch, seq),), {"labels": T(batch, seq)})
+    clock.t += dt
+    lv.root_post(None, (), None)
+    lv.on_optimizer_step()
+
+
+def test_train_steps_keep_levels_shapes_and_durations():
+    lv, clock, state = make()
+    train_step(lv, clock, 8, 256)
+    lv.reader.alloc, lv.reader.peak = 120, 900
+    state["rec"] = True
+    train_step(lv, clock, 16, 1024, dt=0.2)
+    got = lv.drain()
+    assert [e["step"] for e in got] == [0, 1]
+    assert got[0]["inputs"] == [[8, 256], [8, 256]] and got[1]["inputs"] == [[16, 1024], [16, 1024]]
+    assert got[0]["dur_us"] == 50000 and got[1]["dur_us"] == 200000  # the first from its first root call
+    assert (got[1]["allocated"], got[1]["reserved"], got[1]["peak"]) == (120, 200, 900)
+    assert got[0]["phase"] == got[1]["phase"] == "train"
+    assert "recorded" not in got[0] and got[1]["recorded"] is True
+    assert got[0]["unix_ms"] == 1700000000500
+    assert lv.drain() == []  # sent once
+    assert len(lv.ring) == 2  # kept for snapshots
+
+
+def test_gradient_accumulation_is_one_step_with_the_first_calls_shapes():
+    lv, clock, _ = make()
+    for seq in (256, 512, 128):
+        lv.root_pre(None, (T(4, seq),), None)
+        lv.root_post(None, (), None)
+    lv.on_optimizer_step()
+    got = lv.drain()
+    assert len(got) == 1 and got[0]["inputs"] == [[4, 256]]
+
+
+def test_eval_between_training_steps_is_its_own_step():
+    lv, clock, state = make()
+    train_step(lv, clock, 8, 256)
+    state["grad"] = False
+    lv.root_pre(None, (T(32, 256),), None)
+    lv.root_post(None, (), None)
+    state["grad"] = True
+    train_step(lv, clock, 8, 256)
+    assert [(e["phase"], e["inputs"][0]) for e in lv.drain()] == [
+        ("train", [8, 256]), ("eval", [32, 256]), ("train", [8, 256])]
+
+
+def test_program_without_optimizer_steps_counts_root_calls():
+    lv, clock, state = make(grad=False)
+    for n in range(3):
+        lv.root_pre(None, (T(1, 10 + n),), None)
+        lv.root_post(None, (), None)
+    got = lv.drain()
+    assert [e["phase"] for e in got] == ["forward"] * 3 and got[2]["inputs"] == [[1, 12]]
+    # with gradients on and no optimizer step: steps only after PROBE_CALLS calls
+    state["grad"] = True
+    for _ in range(_levels.PROBE_CALLS + 2):
+        lv.root_pre(None, (T(1, 5),), None)
+        lv.root_post(None, (), None)
+    assert len(lv.drain()) == 2
+
+
+def test_a_root_called_inside_a_root_counts_once():
+    lv, clock, state = make(grad=False)
+    lv.root_pre(None, (T(2, 3),), None)
+    lv.root_pre(None, (T(9, 9),), None)  # the same module reached from inside
+    lv.root_post(None, (), None)
+    assert lv.drain() == []
+    lv.root_post(None, (), None)
+    got = lv.drain()
+    assert len(got) == 1 and got[0]["inputs"] == [[2, 3]]
+
+
+def test_oom_marks_the_failing_step_and_a_raised_forward_resets_nesting():
+    lv, clock, state = make()
+    train_step(lv, clock, 8, 256)
+    lv.root_pre(None, (T(16, 1024),), None)  # the forward raises: no post-hook
+    lv.reader.alloc = 9 << 30
+    lv.on_oom()
+    got = lv.drain()
+    assert got[-1]["oom"] is True and got[-1]["inputs"] == [[16, 1024]] and got[-1]["allocated"] == 9 << 30
+    assert got[-1]["phase"] == "train" and lv.in_root == 0
+
+
+def test_a_failing_read_drops_the_levels_not_the_step():
+    lv, clock, _ = make()
+    lv.reader.fail = True
+    train_step(lv, clock, 1, 1)
+    got = lv.drain()
+    assert (got[0]["allocated"], got[0]["peak"]) == (-1, -1) and lv.failed == 1
+
+
+def test_the_ring_is_bounded_and_unsent_steps_are_counted(monkeypatch):
+    monkeypatch.setattr(_levels, "RING", 5)
+    lv, clock, _ = make()
+    for _ in range(8):
+        lv.on_optimizer_step()
+    assert [e[0] for e in lv.ring] == [3, 4, 5, 6, 7]
+    assert lv.dropped == 3
+    assert [e["step"] for e in lv.drain(2)] == [3, 4]
+    lv.resend()
+    assert [e["step"] for e in lv.drain()] == [3, 4, 5, 6, 7]
+
+
+def test_params_carry_the_cap():
+    lv, clock, _ = make()
+    lv.total = 1000
+    assert lv.params([])["cap"] == 1000
+    lv.fraction = lambda: 0.25
+    assert lv.params([])["cap"] == 250 and lv.params([])["device"] == 0
+
+
+def test_shapes_are_bounded_and_look_into_lists_and_dicts():
+    assert _levels._shapes((T(1, 2), "x", 3), None) == ((1, 2),)
+    assert _levels._shapes(([T(1), T(2)],), {"batch": {"ids": T(3, 4)}}) == ((1,), (2,), (3, 4))
+    assert len(_levels._shapes(tuple(T(i) for i in range(9)), None)) == _levels.MAX_INPUTS
+    assert _levels._shapes((), {}) is None
+
+
+def fake_torch():
+    peaks = {"alloc": 0, "res": 0}
+    mem = types.SimpleNamespace(
+        max_memory_allocated=lambda device=None: peaks["alloc"],
+        max_memory_reserved=lambda device=None: peaks["res"],
+        reset_peak_memory_stats=lambda device=None: peaks.update(alloc=0, res=0))
+    for f in ("max_memory_allocated", "max_memory_reserved", "reset_peak_memory_stats"):
+        getattr(mem, f).__name__ = f
+    cuda = types.SimpleNamespace(memory=mem, _get_device_index=lambda d, optional=False: 0 if d is None else int(d))
+    for f in ("max_memory_allocated", "max_memory_reserved", "reset_peak_memory_stats"):
+        setattr(cuda, f, getattr(mem, f))
+    return types.SimpleNamespace(cuda=cuda), peaks
+
+
+def test_peak_wrappers_keep_the_programs_own_peak():
+    torch, peaks = fake_torch()
+    lv, clock, _ = make()
+    _levels.wrap_peaks(torch, lv)
+    try:
+        lv.reader.peak, lv.reader.rpeak = 5000, 6000
+        lv.on_optimizer_step()  # the agent's read resets the allocator's peak
+        peaks["alloc"] = 300  # the next step's peak so far
+        assert torch.cuda.max_memory_allocated() == 5000
+        assert torch.cuda.memory.max_memory_reserved(0) == 6000
+        assert torch.cuda.max_memory_allocated(1) == 300  # another device: torch's own
+        torch.cuda.reset_peak_memory_stats()
+        assert torch.cuda.max_memory_allocated() == 0
+    finally:
+        _levels.unwrap_peaks()
+    assert torch.cuda.max_memory_allocated.__name__ == "max_memory_allocated"
+    assert not getattr(torch.cuda.max_memory_allocated, "__vramscope__", False)
+
+
+class Module:
+    """nn.Module's hook calls, as far as Roots uses them."""
+    glob_pre, glob_post = {}, {}
+
+    def __init__(self, children=()):
+        self.children, self.pre, self.post = list(children), {}, {}
+
+    def register_forward_pre_hook(self, fn, with_kwargs=False):
+        return _Handle(self.pre, fn)
+
+    def register_forward_hook(self, fn, always_call=False):
+        return _Handle(self.post, fn)
+
+    def __call__(self, *args):
+        for h in (*Module.glob_pre.values(),):
+            h(self, args)
+        for h in (*self.pre.values(),):
+            h(self, args, {})
+        for c in self.children:
+            c(*args)
+        for h in (*Module.glob_post.values(), *self.post.values()):
+            h(self, args, None)
+
+
+class _Handle:
+    n = [0]
+
+    def __init__(self, d, fn):
+        _Handle.n[0] += 1
+        self.d, self.k = d, _Handle.n[0]
+        d[self.k] = fn
+
+    def remove(self):
+        self.d.pop(self.k, None)
+
+
+def test_roots_are_found_then_only_they_keep_hooks():
+    mm = types.SimpleNamespace(register_module_forward_pre_hook=lambda fn: _Handle(Module.glob_pre, fn),
+                               register_module_forward_hook=lambda fn: _Handle(Module.glob_post, fn))
+    torch = types.SimpleNamespace(nn=types.SimpleNamespace(modules=types.SimpleNamespace(module=mm)))
+    lv, clock, _ = make()
+    roots = _levels.Roots(torch, lv)
+    roots.start()
+    leaf = Module()
+    model, loss = Module([Module([leaf]), Module()]), Module()
+    model(T(8, 256))
+    loss(T(8, 256, 50))
+    roots.on_optimizer_step()
+    lv.on_optimizer_step()
+    assert not Module.glob_pre and not Module.glob_post  # discovery over
+    assert set(roots.seen) == {id(model), id(loss)}
+    assert leaf.pre == {} and len(model.pre) == 1 and len(loss.post) == 1
+    model(T(4, 128))
+    lv.on_optimizer_step()
+    got = lv.drain()
+    assert got[1]["inputs"] == [[4, 128]]
+    roots.remove()
+    assert model.pre == {} and loss.post == {}
+
+
+if __name__ == "__main__":
+    raise SystemExit(pytest.main([__file__, "-q"]))
+
+
+def test_reads_get_rarer_when_they_would_cost_more_than_the_budget():
+    lv, clock, _ = make()
+    reader = lv.reader
+    slow_read = reader.read
+
+    def read():
+        clock.t += 100e-6  # a read costs 100 µs: 1% of a 10 ms step
+        return slow_read()
+
+    reader.read = read
+    for _ in range(300):
+        clock.t += 0.010
+        lv.on_optimizer_step()
+    assert lv.stride == 10  # 100 µs / (0.1% of 10 ms)
+    got = lv.drain()
+    late = got[200:]
+    measured = [e for e in late if e["allocated"] >= 0]
+    assert 9 <= len(measured) <= 11, len(measured)
+    assert all(e["dur_us"] > 0 for e in late)  # every step keeps its duration
+    lv.on_oom()  # the failing step is always read
+    assert lv.drain()[-1]["allocated"] >= 0
+    # cheap reads: every step again
+    reader.read = slow_read
+    for _ in range(300):
+        clock.t += 0.010
+        lv.on_optimizer_step()
+    assert lv.stride == 1
+
+
+def test_short_eval_steps_leave_the_training_steps_stride_alone():
+    lv, clock, state = make()
+    reader = lv.reader
+    slow_read = reader.read
+
+    def read():
+        clock.t += 20e-6  # 20 µs: within 0.1% of a 40 ms training step, not of a 2 ms eval step
+        return slow_read()
+
+    reader.read = read
+    for n in range(200):
+        clock.t += 0.040
+        lv.on_optimizer_step()
+        if n % 50 == 49:  # an evaluation pass of 20 short steps
+            state["grad"] = False
+            for _ in range(20):
+                clock.t += 0.002
+                lv.root_pre(None, (T(8, 8),), None)
+                lv.root_post(None, (), None)
+            state["grad"] = True
+    assert lv.strides["train"] == 1 and lv.strides["eval"] > 1
+    got = lv.drain()
+    assert all(e["allocated"] >= 0 for e in got if e["phase"] == "train")

@@ -1,0 +1,78 @@
+package analyze_test
+
+import (
+	"compress/gzip"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/vramscope/vramscope/internal/golden"
+	"github.com/vramscope/vramscope/profiler/analyze"
+)
+
+// TestRoadOfARecordedLateLongBatch: examples/oom/road_oom.py on the H200
+// (docs/road-to-oom.md, 2026-12-02): GPT-2 (6 layers) under an 8 GiB cap, 60
+// training steps of 8 x 256 tokens with an evaluation pass of 4 batches
+// after step 30, then a batch of 16 x 1024 that ran out of memory. testdata/road
+// holds the OOM snapshot the agent handed over and the 65 steps the daemon
+// stored beside it (levels.json.gz: the agent read the allocator at every step
+// first, then every few steps within its budget). The finding must say the
+// failing step had 8x the tokens, counted as the reader counts training
+// steps, and what they would have needed. The report with the road is the
+// web core's test input (profiler/flame/web/testdata/road_report.json).
+func TestRoadOfARecordedLateLongBatch(t *testing.T) {
+	dir := filepath.Join("testdata", "road")
+	r, err := analyze.Run(filepath.Join(dir, "late_long_batch.pickle"), analyze.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(filepath.Join(dir, "late_long_batch.levels.json.gz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stored struct {
+		Cap    int64              `json:"cap"`
+		Levels []analyze.RoadStep `json:"levels"`
+	}
+	if err := json.NewDecoder(zr).Decode(&stored); err != nil {
+		t.Fatalf("%s: %v", f.Name(), err)
+	}
+	if len(stored.Levels) != 65 || stored.Cap != 8<<30 {
+		t.Fatalf("%d steps, cap %d; want the 65 recorded, 8 GiB", len(stored.Levels), stored.Cap)
+	}
+	r.SetRoad(stored.Levels, stored.Cap)
+	c := r.Road.Change
+	if c == nil || c.Kind != "input" || !c.OOM || c.Step != 64 || c.Tokens != 16384 || c.BaseTokens != 2048 {
+		t.Fatalf("change = %+v", c)
+	}
+	// The steps the agent measured took 0.8-1 MiB per token above what was
+	// held between steps: 16,384 tokens need far more than the cap.
+	if c.BasePerToken < 800<<10 || c.BasePerToken > 1<<20 || c.Needed+c.StartAllocated <= stored.Cap {
+		t.Errorf("per token %d, needed %d + %d held; want 0.8-1 MiB a token, past the cap", c.BasePerToken, c.Needed, c.StartAllocated)
+	}
+	want := "training step 60: inputs 16 × 1024 (16,384 tokens), 8.0× the tokens of training steps 0–59 (8 × 256)"
+	if !strings.HasPrefix(c.Text, want) {
+		t.Errorf("change text %q\nwant it to start %q", c.Text, want)
+	}
+	var oom string
+	for _, f := range r.Findings {
+		if f.Kind == analyze.KindOOM {
+			oom = f.Title
+		}
+	}
+	if !strings.Contains(oom, "; "+want) {
+		t.Errorf("OOM finding %q lacks the change", oom)
+	}
+	rep, err := r.Report()
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden.Check(t, "../../flame/web/testdata/road_report.json", rep)
+}
