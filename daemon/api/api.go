@@ -20,7 +20,7 @@ import (
 
 // Version is the API version. A client whose major version differs is refused
 // by daemon.hello; minor additions keep the major.
-const Version = "1.3"
+const Version = "1.4"
 
 // Direction says who sends a method.
 type Direction string

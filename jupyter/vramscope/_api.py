@@ -5,7 +5,7 @@ codes, message size limits and the shapes of params and results, the
 engine's (analyze --json, flame --format json) included."""
 from typing import Any, Dict, List, Optional, TypedDict, Union
 
-API_VERSION = "1.3"
+API_VERSION = "1.4"
 
 # Methods.
 HELLO = "daemon.hello"

@@ -3,7 +3,7 @@
 // api.ts: the daemon's JSON-RPC contract (method names, error codes, limits,
 // and the shapes of params and results) for the extension.
 
-export const API_VERSION = "1.3";
+export const API_VERSION = "1.4";
 
 /** The daemon's methods, as the wire spells them. */
 export const Method = {
