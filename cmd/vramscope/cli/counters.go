@@ -44,6 +44,10 @@ func runCounters(args []string, stdout, stderr io.Writer) int {
 	if !ok {
 		return exitInput
 	}
+	if len(pos) == 1 && c.pid > 0 {
+		fmt.Fprintln(stderr, "vramscope counters: --pid goes with a live run; a FILE carries its samples (or give them with --idle)")
+		return exitInput
+	}
 	if len(pos) == 1 {
 		return classifyCounters(pos[0], *totalGiB, c.json, *idlePath, stdout, stderr)
 	}

@@ -116,4 +116,7 @@ func TestCountersFileWithoutSamples(t *testing.T) {
 	if code := Main([]string{"counters", rec, "--idle", rec}, &out, &errb); code != exitInput || !strings.Contains(errb.String(), "nvml.jsonl: not an idle recording") {
 		t.Errorf("--idle with a counters file: exit %d, %s", code, errb.String())
 	}
+	if code := Main([]string{"counters", rec, "--pid", "7"}, &out, &errb); code != exitInput {
+		t.Errorf("--pid with a FILE: exit %d", code)
+	}
 }
