@@ -124,3 +124,37 @@ func copyFile(src, dst string) (int64, error) {
 	}
 	return n, err
 }
+
+// StackAgent registers over socket as reg says, sends first as one
+// agent.stacks notification and waits until the daemon has it (it keeps the
+// samples after the agent has gone); send sends more batches, as an agent
+// does every second.
+func StackAgent(t testing.TB, socket string, reg api.RegisterParams, first api.StacksParams) (send func(api.StacksParams) error) {
+	t.Helper()
+	c, err := net.Dial("unix", socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn := jsonrpc2.NewConn(context.Background(), jsonrpc2.NewPlainObjectStream(c), jsonrpc2.HandlerWithError(
+		func(context.Context, *jsonrpc2.Conn, *jsonrpc2.Request) (any, error) { return nil, nil }))
+	t.Cleanup(func() { conn.Close() })
+	if reg.APIVersion == "" {
+		reg.APIVersion = api.Version
+	}
+	ctx := context.Background()
+	if err := conn.Call(ctx, api.AgentRegister, reg, &api.RegisterResult{}); err != nil {
+		t.Fatal(err)
+	}
+	send = func(b api.StacksParams) error { return conn.Notify(ctx, api.AgentStacks, b) }
+	if err := send(first); err != nil {
+		t.Fatal(err)
+	}
+	// A notification has no answer (and the daemon handles messages
+	// concurrently): ask idle.report until the samples are in.
+	for deadline := time.Now().Add(10 * time.Second); conn.Call(ctx, api.IdleReport, api.IdleParams{PID: reg.PID}, &api.IdleResult{}) != nil; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the daemon has no stack samples of process %d 10 s after agent.stacks", reg.PID)
+		}
+	}
+	return send
+}
