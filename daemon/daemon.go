@@ -1,8 +1,9 @@
 // Package daemon is vramscope's per-user process (vramscope serve) and the
 // composition root of its parts: it keeps the Daemon, its sessions (one per
 // connection) and the handler table, the registry of the agents inside
-// training processes, the events subscribers read, and the NVML and pod glue
-// (counters_rpc.go, pods.go, phase.go, nonpytorch.go). The work below the
+// training processes and what they report live (levels.go, stacks.go, the
+// OOM warning of warning*.go), the events subscribers read, and the NVML and
+// pod glue (counters_rpc.go, pods.go, phase.go, nonpytorch.go). The work below the
 // sessions lives in packages whose names say their jobs, none of which
 // imports this one:
 //
@@ -54,6 +55,7 @@ type Daemon struct {
 	stacks    *stackStore    // the agents' stack samples, for idle.report
 	pods      *kube.Resolver // pod names for processes in Kubernetes pods
 	counts    *exportCounts  // events since start, for Prometheus
+	warner    *memoryWarner  // per-step levels -> the warning before the card fills (warning.go)
 	tcp       *transport.Slots
 	refusals  transport.RefusalLog
 	requests  atomic.Int64  // requests handled, all connections; tests count what a peer got through
@@ -113,6 +115,7 @@ func New(cfg Config) (*Daemon, error) {
 		stopped:   make(chan struct{}),
 	}
 	d.events.listen(d.count)
+	d.warner = newMemoryWarner(d.memoryWarning)
 	d.analyses = capture.NewAnalyses(st, 8, capture.MaxCacheBytes, cfg.Logf)
 	d.analyses.Augment = func(id string, r *analyze.Result) {
 		if m, ok := st.Get(id); ok {
