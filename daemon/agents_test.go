@@ -1,11 +1,9 @@
 package daemon
 
 import (
-	"compress/gzip"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -17,6 +15,7 @@ import (
 	"github.com/sourcegraph/jsonrpc2"
 	"github.com/vramscope/vramscope/daemon/api"
 	"github.com/vramscope/vramscope/daemon/client"
+	"github.com/vramscope/vramscope/internal/golden"
 	"github.com/vramscope/vramscope/internal/reftool"
 	"github.com/vramscope/vramscope/profiler/analyze"
 )
@@ -214,21 +213,7 @@ func TestCapturedOOMInGeneration(t *testing.T) {
 // hands it: the event says what the cache held and a batch below the one that failed.
 func TestCapturedRealOOMInGeneration(t *testing.T) {
 	ev := capturedOOMEvent(t, func(part string) {
-		in, err := os.Open("../examples/snapshots/inference/gen_oom.pickle.gz")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer in.Close()
-		zr, err := gzip.NewReader(in)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out, err := os.Create(part)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer out.Close()
-		if _, err := io.Copy(out, zr); err != nil {
+		if err := os.Rename(golden.Gunzip(t, "../examples/snapshots/inference/gen_oom.pickle.gz"), part); err != nil {
 			t.Fatal(err)
 		}
 	})

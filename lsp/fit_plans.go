@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/vramscope/vramscope/lsp/command"
 	"github.com/vramscope/vramscope/profiler"
@@ -62,21 +61,4 @@ func fitPlansMarkdown(snapshot string, f *analyze.Finding) string {
 			profiler.FormatBytes(p.Reserved), strings.ReplaceAll(p.Cost, "|", "/"))
 	}
 	return b.String()
-}
-
-// openInEditor asks the client to open u in the editor (window/showDocument).
-func (s *Server) openInEditor(u string) bool {
-	c := s.client()
-	if c == nil || !s.caps().showDocument {
-		return false
-	}
-	ctx, cancel := context.WithTimeout(s.lifeContext(), 30*time.Second)
-	defer cancel()
-	var res struct {
-		Success bool `json:"success"`
-	}
-	if err := c.Call(ctx, "window/showDocument", map[string]any{"uri": u, "takeFocus": true}, &res); err != nil {
-		return false
-	}
-	return res.Success
 }

@@ -80,6 +80,17 @@ func reportDir() (string, error) {
 // openExternal asks the client to open u in the system's browser
 // (window/showDocument, external); false when it cannot or did not.
 func (s *Server) openExternal(u string) bool {
+	return s.showDocument(map[string]any{"uri": u, "external": true})
+}
+
+// openInEditor asks the client to open u in the editor (window/showDocument).
+func (s *Server) openInEditor(u string) bool {
+	return s.showDocument(map[string]any{"uri": u, "takeFocus": true})
+}
+
+// showDocument sends window/showDocument when the client takes it; false
+// when it cannot or did not open the document.
+func (s *Server) showDocument(params map[string]any) bool {
 	c := s.client()
 	if c == nil || !s.caps().showDocument {
 		return false
@@ -89,7 +100,7 @@ func (s *Server) openExternal(u string) bool {
 	var res struct {
 		Success bool `json:"success"`
 	}
-	if err := c.Call(ctx, "window/showDocument", map[string]any{"uri": u, "external": true}, &res); err != nil {
+	if err := c.Call(ctx, "window/showDocument", params, &res); err != nil {
 		return false
 	}
 	return res.Success

@@ -1,11 +1,9 @@
 package lsp
 
 import (
-	"compress/gzip"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -394,7 +392,7 @@ func TestDiagnosticForAnOOMInGeneration(t *testing.T) {
 // examples/snapshots/inference/gen_oom.pickle.gz) puts the OOM diagnostic on
 // the generate() line with the KV cache's size per token and what fits.
 func TestDiagnosticForARealOOMInGeneration(t *testing.T) {
-	snap := gunzipTo(t, "../examples/snapshots/inference/gen_oom.pickle.gz")
+	snap := golden.Gunzip(t, "../examples/snapshots/inference/gen_oom.pickle.gz")
 	c := start(t, Config{}, nil)
 	var sum command.Summary
 	c.call("workspace/executeCommand", map[string]any{"command": command.OpenSnapshot,
@@ -424,28 +422,4 @@ func TestDiagnosticForARealOOMInGeneration(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-}
-
-// gunzipTo unpacks a gzipped snapshot into a temporary directory.
-func gunzipTo(t *testing.T, gz string) string {
-	t.Helper()
-	in, err := os.Open(gz)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer in.Close()
-	zr, err := gzip.NewReader(in)
-	if err != nil {
-		t.Fatalf("%s: %v", gz, err)
-	}
-	path := filepath.Join(t.TempDir(), strings.TrimSuffix(filepath.Base(gz), ".gz"))
-	out, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer out.Close()
-	if _, err := io.Copy(out, zr); err != nil {
-		t.Fatalf("%s: %v", gz, err)
-	}
-	return path
 }

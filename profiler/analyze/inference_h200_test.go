@@ -1,15 +1,14 @@
 package analyze_test
 
 import (
-	"compress/gzip"
 	"encoding/json"
-	"io"
 	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/vramscope/vramscope/internal/golden"
 	"github.com/vramscope/vramscope/profiler/analyze"
 )
 
@@ -24,24 +23,7 @@ func inferenceRun(t *testing.T, file string) (*analyze.Result, map[string]any) {
 	t.Helper()
 	gz := filepath.Join(inferenceDir, file+".gz")
 	need(t, gz)
-	in, err := os.Open(gz)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer in.Close()
-	zr, err := gzip.NewReader(in)
-	if err != nil {
-		t.Fatalf("%s: %v", gz, err)
-	}
-	path := filepath.Join(t.TempDir(), file)
-	out, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := io.Copy(out, zr); err != nil {
-		t.Fatalf("%s: %v", gz, err)
-	}
-	out.Close()
+	path := golden.Gunzip(t, gz)
 	r, err := analyze.Run(path, analyze.Options{})
 	if err != nil {
 		t.Fatal(err)
