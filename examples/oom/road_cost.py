@@ -15,7 +15,7 @@ import time
 import torch
 
 import common
-from vramscope import _agent, _levels
+from vramscope.agent import _agent, _levels
 
 BLOCK, SETTLE, BLOCKS, WARMUP = 40, 5, 16, 30
 

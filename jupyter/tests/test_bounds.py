@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from vramscope import _capture, _common, _link
+from vramscope.agent import _capture, _common, _link
 
 
 def reader(sock):

@@ -19,9 +19,10 @@ import typing
 import pytest
 
 from conftest import ROOT
-from vramscope import _api, _deepjson, _flamesvg, _names, _ranks, _report
+from vramscope import _api
+from vramscope.notebook import _deepjson, _flamesvg, _names, _ranks, _report
 
-PKG = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "vramscope")
+PKG = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "vramscope", "notebook")
 
 # module: (the generated types whose JSON it reads, keys it reads that are not the wire's)
 READERS = {

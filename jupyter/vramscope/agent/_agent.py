@@ -29,7 +29,8 @@ import sys
 import threading
 import time
 
-from . import _api, _levels, _paths, _schedule, _stacks, _torch
+from . import _levels, _schedule, _stacks, _torch
+from .. import _api, _paths
 from ._common import (
     QUEUE_MAX,
     _env_int,

@@ -16,7 +16,7 @@ import tempfile
 
 from . import _deepjson
 
-PKG_DIR = os.path.dirname(os.path.abspath(__file__))
+PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # vramscope/, where bin/ is
 BUNDLED = os.path.join(PKG_DIR, "bin", "vramscope")
 CHECKOUT = os.path.join(os.path.dirname(os.path.dirname(PKG_DIR)), "bin", "vramscope")
 TIMEOUT = float(os.environ.get("VRAMSCOPE_ENGINE_TIMEOUT", "600"))

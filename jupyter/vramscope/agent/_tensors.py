@@ -75,7 +75,7 @@ KINDS = ("parameter", "buffer", "gradient", "optimizer_state", "kv_cache", "attr
          "activation")
 _RANK = {k: i for i, k in enumerate(KINDS)}
 
-_PKG = os.path.dirname(os.path.abspath(__file__)) + os.sep
+_PKG = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep  # all of vramscope
 
 
 def _is(v, cls):

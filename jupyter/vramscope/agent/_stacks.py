@@ -26,7 +26,7 @@ import sysconfig
 import threading
 import time
 
-from . import _api
+from .. import _api
 from ._common import log
 
 DEFAULT_HZ = 25.0
@@ -69,7 +69,7 @@ def _library_dirs():
         if p:
             dirs.add(os.path.realpath(p) + os.sep)
             dirs.add(os.path.abspath(p) + os.sep)
-    dirs.add(os.path.dirname(os.path.abspath(__file__)) + os.sep)  # the agent itself
+    dirs.add(os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep)  # vramscope itself
     return tuple(sorted(dirs))
 
 

@@ -12,7 +12,8 @@ import os
 import socket as _socket
 import time
 
-from . import _api, _paths, _torch
+from .. import _api, _paths
+from ..agent import _torch
 
 
 class RPCError(Exception):

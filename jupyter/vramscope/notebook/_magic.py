@@ -33,7 +33,8 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class
 from IPython.display import display
 
-from . import _engine, _torch, _widget
+from . import _engine, _widget
+from ..agent import _torch
 from ._cell import CellRecording, cell_number, peak_line, run_body, trace_events, trim  # noqa: F401 (trim: tests)
 from ._views import diff_report, file_report, note, snapshot_view, tempdir  # noqa: F401 (vramscope.notebook)
 

@@ -6,7 +6,7 @@ import sys
 
 # The wire's error codes, generated from daemon/api/api.go; the agent's modules
 # import them from here.
-from ._api import (  # noqa: F401
+from .._api import (  # noqa: F401
     CODE_AGENT_FAILED,
     CODE_INVALID_PARAMS,
     CODE_METHOD_NOT_FOUND,

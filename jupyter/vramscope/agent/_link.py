@@ -8,7 +8,8 @@ import socket as _socket
 import threading
 import time
 
-from . import _api, _torch
+from . import _torch
+from .. import _api
 from ._levels import LEVELS_EVERY, SEND_MAX
 from ._common import (
     BACKOFF_MAX,

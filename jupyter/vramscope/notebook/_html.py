@@ -11,7 +11,7 @@ import os
 from . import _flamesvg
 from ._report import fmt_bytes, fmt_count, fmt_delta, fmt_share
 
-STATIC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "static")
+STATIC = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "static")
 _cache = {}
 
 

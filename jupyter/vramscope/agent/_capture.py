@@ -9,7 +9,8 @@ import sys
 import threading
 import time
 
-from . import _api, _paths, _schedule, _tensors, _torch
+from . import _schedule, _tensors, _torch
+from .. import _api, _paths
 from ._common import (
     AgentError,
     CAPTURED_TIMEOUT,
@@ -48,7 +49,7 @@ def _oom_between_windows(snap, device, requested, device_free):
     it goes; the failing request becomes the trace's one event, with the Python
     stack that made it (or, on autograd's thread, the backward() call running)."""
     frames = []
-    pkg = os.path.dirname(os.path.abspath(__file__)) + os.sep
+    pkg = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep  # all of vramscope
     f = sys._getframe(1)
     while f is not None:
         fn = f.f_code.co_filename

@@ -22,7 +22,7 @@ import types
 
 from . import _holders
 
-_PKG = __name__.rsplit(".", 1)[0]
+_PKG = __name__.split(".", 1)[0]  # vramscope: its own globals are not the program's
 _MODULE_OWN = frozenset(("_parameters", "_buffers", "_modules", "training"))  # named by the module route
 _MODULE_DICT = types.ModuleType.__dict__["__dict__"]
 

@@ -9,7 +9,8 @@ import ast
 import sys
 import time
 
-from . import _report, _torch
+from . import _report
+from ..agent import _torch
 from ._views import note
 
 class CellRecording:
@@ -30,7 +31,7 @@ class CellRecording:
         f = getattr(getattr(self.torch, "_C", None), "_cuda_isHistoryEnabled", None)
         if f is None:
             try:
-                from . import _agent
+                from ..agent import _agent
 
                 st = _agent.status()
                 return bool(st.get("recording"))
