@@ -20,76 +20,63 @@ Test hooks (not for production use):
   that file (entries reported as -1), so dumps and OOM captures can be tested
   without torch or a GPU;
 - _simulate_oom(...): runs the out-of-memory observer as torch would.
+
+The Agent is made of parts, each with its own state: the link to the daemon
+(_link.Link, the vramscope-agent thread), the recording and its schedule
+(_recording.Recording), the per-step levels (_levels.StepLevels) and the
+captures (_capture.Captures, the vramscope-worker thread); the stack sampler
+(_stacks) runs beside them.
 """
 import atexit
 import os
-import queue
 import socket as _socket
 import sys
 import threading
 import time
 
-from . import _levels, _schedule, _stacks, _torch
+from . import _levels, _recording, _schedule, _stacks, _torch
 from .. import _api, _paths
 from ._common import (
-    QUEUE_MAX,
     _env_int,
     _env_off,
     _env_rank,
     _say,
     log,
 )
-from ._capture import Jobs, _Captures
-from ._link import _Link
+from ._capture import Captures
+from ._link import Link
 
 _lock = threading.RLock()  # attach / detach
 _agent = None
 _process_hooks = []
 
 
-class Agent(_Link, _Captures):
+class Agent:
+    """One attached agent: what it asked for (opts), where torch and CUDA are,
+    and the parts it is made of, each with its own state: the link to the
+    daemon (a thread), the recording and its schedule, the per-step levels
+    and the captures (the worker thread). The parts talk through the
+    callables and methods handed to them here, never through the agent's
+    attributes."""
+
     def __init__(self, opts, auto):
         self.opts = opts
         self.auto = auto
-        self.socket_path = opts.get("socket") or _paths.socket_path()
         self.pid = os.getpid()
         self.stop = threading.Event()
-        self.lock = threading.Lock()  # state below
-        self.wlock = threading.Lock()  # writes to the socket
-        self.thread = None
-        self.worker = None
-        self.jobs = Jobs()
-        self.notes = queue.Queue(maxsize=QUEUE_MAX)
-        self.dropped = 0
-        self.sock = None
-        self.poller = None
-        self.gen = 0
-        self.connected = False
-        self.registered = False
-        self.registrations = 0
-        self.incoming_dir = None
-        self.next_id = 0
-        self.pending = {}
-        self.buf = b""
-        self.last_error = None
-        self.facts_sent = None
+        self.recording = _recording.Recording()
+        self.levels = _levels.StepLevels()
+        self.link = Link(opts.get("socket") or _paths.socket_path(), self.stop, facts=self.facts,
+                         counters=self.counters, levels=self.levels.params, on_registered=self._registered,
+                         on_dump=self._dump)
+        self.captures = Captures(self.link, self.pid, self.stop, lambda: self.recording.schedule, self.levels,
+                                 self.device)
         self.import_hook = None
         self.torch_installed = None
-        self.recording = "off"  # off | pending | on | failed
-        self.recording_error = None
-        self.schedule = None  # _schedule.Schedule once recording started
-        self.levels = None  # _levels.Levels once CUDA is up (VRAMSCOPE_LEVELS=0: never)
-        self.levels_hooks = None
-        self.annotations = False
-        self.started_recording = False
         self.cuda_hook = None  # "now" | "queued" | None
         self.init_device = None
         self.no_cuda = False
         self.oom_hooked = False
-        self.captures_pending = 0
-        self.handing = None  # (name, path, params) of the capture waiting for agent.captured's answer
-        self.captures = 0
-        self.last_oom = None
 
     # --- lifecycle ----------------------------------------------------------------
 
@@ -110,17 +97,13 @@ class Agent(_Link, _Captures):
             self.start_thread()
 
     def start_thread(self):
-        with self.lock:
-            if self.thread is not None or self.stop.is_set():
-                return
-            self.thread = threading.Thread(target=self._run, name="vramscope-agent", daemon=True)
-        self.thread.start()
-        self.start_stacks()
+        if self.link.start():
+            self.start_stacks()
 
     def start_stacks(self):
         """Where each thread is (agent.stacks): the stack sampler, beside the agent thread."""
         try:
-            _stacks.start(self.notify)
+            _stacks.start(self.link.notify)
         except Exception:
             log.warning("vramscope: could not start the stack sampler", exc_info=True)
 
@@ -131,26 +114,28 @@ class Agent(_Link, _Captures):
             from . import _importhook
 
             _importhook.uninstall(self.import_hook)
-        self._close_socket()
-        t = self.thread
+        self.link.close()
+        t = self.link.thread
         if t is not None and t is not threading.current_thread():
             t.join(wait)
-        self.jobs.put(None)
+        self.captures.close()
         torch = _torch.imported()
         _torch.unwrap_backward()
-        if self.schedule is not None:
-            self.schedule.end()
-        if self.levels_hooks is not None:
-            handle, roots = self.levels_hooks
-            self.levels_hooks = None
-            for undo in (handle.remove, roots.remove, _levels.unwrap_peaks):
-                try:
-                    undo()
-                except Exception:
-                    pass
-        if torch is not None and self.started_recording and _torch.cuda_initialized(torch):
-            _torch.stop_recording(torch)
-            self.started_recording = False
+        self.recording.end_schedule()
+        self.levels.stop()
+        self.recording.stop(torch)
+
+    def notify(self, method, params):
+        """Queue a notification for the daemon; never blocks (drops when the queue is full)."""
+        self.link.notify(method, params)
+
+    def _registered(self):
+        """After each registration (the link's thread)."""
+        self.levels.resend()  # a new daemon knows none of this run's steps
+        self.captures.handover()
+
+    def _dump(self, gen, rid, params):
+        self.captures.dump(gen, rid, params)
 
     # --- torch --------------------------------------------------------------------
 
@@ -168,7 +153,7 @@ class Agent(_Link, _Captures):
             except Exception:
                 log.warning("vramscope: could not wrap backward", exc_info=True)
         if opts["record"]:
-            self.recording = "pending"
+            self.recording.want()
         # (auto mode registers only once CUDA is up: no need to ask, nor to load NVML in
         # every process that imports torch)
         if not self.auto and _torch.cuda_unavailable(torch):
@@ -178,10 +163,8 @@ class Agent(_Link, _Captures):
                 _say("no-cuda", "CUDA is not available: registering for counters only (no allocator recording)")
         self.cuda_hook = _torch.on_cuda_init(torch, self._cuda_init)
         if self.cuda_hook is None:
-            if self.recording == "pending":
-                self.recording = "failed"
-                self.recording_error = "cannot hook CUDA initialisation (torch.cuda._lazy_call failed)"
-            log.warning("vramscope: %s", self.recording_error or "cannot hook CUDA initialisation")
+            self.recording.cannot_start("cannot hook CUDA initialisation (torch.cuda._lazy_call failed)")
+            log.warning("vramscope: %s", self.recording.error or "cannot hook CUDA initialisation")
 
     def _cuda_init(self):
         """Runs inside torch's CUDA initialisation (or at once when CUDA is up): must not raise."""
@@ -198,31 +181,11 @@ class Agent(_Link, _Captures):
                 self.init_device = None
             self._start_levels(torch)  # before the schedule's step hook: a step's "recorded" is its own
             if self.opts["record"]:
-                try:
-                    def start(clear):
-                        self.annotations = _torch.start_recording(torch, self.opts["max_entries"],
-                                                                  self.opts["stacks"], clear=clear)
+                def allocations():
+                    idx = self._torch_index(torch)
+                    return _torch.allocations(torch, idx) if idx is not None else -1
 
-                    def allocations():
-                        idx = _torch.torch_index(torch, _env_rank("LOCAL_RANK"), self.init_device)
-                        return _torch.allocations(torch, idx) if idx is not None else -1
-
-                    sched = _schedule.Schedule(torch, start, lambda: _torch.stop_recording(torch), self.opts["sample"],
-                                               allocations)
-                    sched.begin()
-                    self.schedule = sched
-                    self.recording = "on"
-                    self.started_recording = True
-                    log.info("vramscope: recording the allocator's history (max_entries=%d, stacks=%s, %s)",
-                             self.opts["max_entries"], self.opts["stacks"],
-                             "every step" if not self.opts["sample"] else
-                             "steps sampled: %(warmup)d first, then %(window)d of every %(every)d; without steps "
-                             "%(window_s)g s of every %(period_s)g s" % self.opts["sample"])
-                except Exception as e:
-                    self.recording = "failed"
-                    self.recording_error = "recording could not start: %s" % (e,)
-                    log.warning("vramscope: %s", self.recording_error, exc_info=True)
-                    _say("record-failed", self.recording_error)
+                self.recording.start(torch, self.opts, allocations)
             if self.opts["oom"]:
                 try:
                     self.oom_hooked = _torch.attach_oom_observer(torch, _oom_observer)
@@ -234,23 +197,27 @@ class Agent(_Link, _Captures):
             log.warning("vramscope: CUDA-init hook failed", exc_info=True)
 
     def _start_levels(self, torch):
-        if _env_off("VRAMSCOPE_LEVELS") or self.levels is not None:
-            return
-        try:
-            self.levels, self.levels_hooks = _levels.start(
-                torch, lambda: _torch.recording[0],
-                lambda: _torch.torch_index(torch, _env_rank("LOCAL_RANK"), self.init_device),
-                _torch.register_step_hook)
-        except Exception:
-            log.warning("vramscope: per-step levels could not start", exc_info=True)
+        self.levels.start(torch, lambda: _torch.recording[0], lambda: self._torch_index(torch),
+                          _torch.register_step_hook)
 
-    def levels_params(self, n=_levels.SEND_MAX):
-        """LevelsParams with up to n steps not sent yet, or None."""
-        lv = self.levels
-        if lv is None:
+    def _torch_index(self, torch):
+        return _torch.torch_index(torch, _env_rank("LOCAL_RANK"), self.init_device)
+
+    def counters(self):
+        """agent.torch's params (the allocator's counters now), or None before CUDA is up."""
+        torch = _torch.imported()
+        if torch is None or not _torch.cuda_initialized(torch):
             return None
-        steps = lv.drain(n)
-        return lv.params(steps) if steps else None
+        try:
+            idx = self._torch_index(torch)
+            if idx is None:
+                return None
+            a, r, m = _torch.counters(torch, idx)
+        except Exception:
+            log.debug("torch counters failed", exc_info=True)
+            return None
+        return {"time_ms": int(time.time() * 1000), "device": self.device(), "allocated": a, "reserved": r,
+                "max_allocated": m}
 
     def device(self):
         """The CUDA device this process uses, by its CUDA numbering: the one it
@@ -275,8 +242,8 @@ class Agent(_Link, _Captures):
             return "CUDA is not available"
         if not self.opts["record"]:
             return "recording disabled"
-        if self.recording == "failed":
-            return self.recording_error or "recording could not start"
+        if self.recording.state == "failed":
+            return self.recording.error or "recording could not start"
         return ""
 
     def facts(self):
@@ -293,7 +260,7 @@ class Agent(_Link, _Captures):
             "argv": [str(a) for a in argv],
             "python": "%d.%d.%d" % tuple(sys.version_info[:3]),
             "device": self.device(),
-            "recording": self.recording == "on" or (self.recording == "pending" and not self.no_cuda),
+            "recording": self.recording.registers_as_recording(self.no_cuda),
             "max_entries": self.opts["max_entries"],
             "api_version": _api.API_VERSION,
         }
@@ -318,37 +285,36 @@ class Agent(_Link, _Captures):
         training thread), and the CPU seconds of its own threads (which take the
         GIL from the training thread at worst). docs/oom-naming.md uses them to
         bound the default mode's cost per step."""
-        hook = self.schedule.hook_s if self.schedule is not None else 0.0
-        levels = self.levels.cost_s if self.levels is not None else 0.0
         threads = 0.0
-        for t in (self.thread, self.worker, self.schedule.clock if self.schedule is not None else None):
+        for t in (self.link.thread, self.captures.worker, self.recording.clock()):
             threads += _thread_cpu_s(t)
-        return {"hook_s": round(hook, 6), "levels_s": round(levels, 6),
+        return {"hook_s": round(self.recording.hook_s(), 6), "levels_s": round(self.levels.cost_s(), 6),
                 "backward_wrapper_s": round(_torch.wrapper_s[0], 6),
                 "agent_threads_cpu_s": round(threads, 6)}
 
     def status(self):
-        return {
+        link = self.link
+        st = {
             "attached": not self.stop.is_set(),
             "mode": "auto" if self.auto else "attach",
             "pid": self.pid,
-            "socket": self.socket_path,
-            "connected": self.connected,
-            "registered": self.registered,
-            "registrations": self.registrations,
-            "incoming_dir": self.incoming_dir,
-            "recording": self.recording == "on",
-            "recording_state": self.recording,
-            "annotations": self.annotations,
-            "sampling": self.schedule.state() if self.schedule is not None else None,
+            "socket": link.socket_path,
+            "connected": link.connected,
+            "registered": link.registered,
+            "registrations": link.registrations,
+            "incoming_dir": link.incoming_dir,
+        }
+        st.update(self.recording.status())
+        st.update({
             "cost": self.cost(),
             "oom_observer": self.oom_hooked,
             "note": self.note(),
-            "dropped": self.dropped,
-            "queued": self.notes.qsize(),
-            "oom_captures": self.captures,
-            "last_error": self.last_error,
-        }
+            "dropped": link.dropped,
+            "queued": link.queued(),
+            "oom_captures": self.captures.count,
+            "last_error": link.last_error,
+        })
+        return st
 
 
 def _thread_cpu_s(t):
@@ -372,7 +338,7 @@ def _oom_observer(device, alloc, device_total, device_free):
     if a is None or a.stop.is_set() or not a.opts.get("oom"):
         return
     try:
-        a.on_oom(device, alloc, device_total, device_free)
+        a.captures.on_oom(device, alloc, device_total, device_free)
     except Exception:
         log.warning("vramscope: out-of-memory capture failed", exc_info=True)
 
@@ -415,7 +381,7 @@ def attach(max_entries=100_000, stacks="python", record=True, socket=None, oom=T
         try:
             a.start()
         except Exception as e:
-            a.last_error = "%s: %s" % (type(e).__name__, e)
+            a.link.last_error = "%s: %s" % (type(e).__name__, e)
             log.warning("vramscope: attach failed", exc_info=True)
         return a.status()
 
@@ -464,16 +430,16 @@ def _at_exit():
         return
     wait = float(_env_int("VRAMSCOPE_EXIT_WAIT", 30))
     deadline = time.monotonic() + wait
-    while a.captures_pending > 0 and time.monotonic() < deadline:
+    while a.captures.pending > 0 and time.monotonic() < deadline:
         time.sleep(0.05)
-    if a.captures_pending > 0:
-        spooled = a.spool_unanswered()
+    if a.captures.pending > 0:
+        spooled = a.captures.spool_unanswered()
         if spooled:
             _say("oom-exit", "the daemon did not take the out-of-memory snapshot within %.0f s; saved to %s "
                  "(handed over when a daemon is back)" % (wait, spooled))
     try:
         a.stop.set()
-        a._close_socket()
+        a.link.close()
     except Exception:
         pass
 
@@ -485,14 +451,7 @@ def _after_fork_child():
     a, _agent = _agent, None
     _stacks._sampler = None  # its thread is the parent's
     if a is not None:
-        a.stop.set()
-        s = a.sock
-        a.sock = None
-        if s is not None:
-            try:
-                s.close()  # the child's copy of the descriptor only
-            except OSError:
-                pass
+        a.link.forget_after_fork()  # closes the child's copy of the descriptor only
 
 
 def _install_process_hooks():

@@ -1,5 +1,5 @@
-"""The agent's worker thread (a mixin of Agent): agent.dump answers, out-of-memory
-captures, and the spool of captures made while no daemon was connected."""
+"""The agent's worker thread: agent.dump answers, out-of-memory captures, and
+the spool of captures made while no daemon was connected."""
 import collections
 import json
 import os
@@ -138,8 +138,38 @@ class Jobs:
             return len(self.urgent) + len(self.rest)
 
 
-class _Captures:
-    """Dump and capture methods of Agent (which holds the state)."""
+class Captures:
+    """The worker thread (vramscope-worker, started by the first job) and its
+    state, under its own lock. It talks to the daemon through link (request,
+    respond, registered, incoming_dir); schedule() is the recording's Schedule
+    or None, levels the process's StepLevels, device() the CUDA device it uses."""
+
+    def __init__(self, link, pid, stop, schedule, levels, device):
+        self.link = link
+        self.pid = pid
+        self.stop = stop  # the agent's
+        self.schedule = schedule
+        self.levels = levels
+        self.device = device
+        self.lock = threading.Lock()  # worker, pending, last_oom
+        self.jobs = Jobs()
+        self.worker = None
+        self.pending = 0  # out-of-memory captures taken and not yet handed over (or spooled)
+        self.handing = None  # (name, path, params) of the capture waiting for agent.captured's answer
+        self.count = 0  # out-of-memory captures this process made
+        self.last_oom = None
+
+    def dump(self, gen, rid, params):
+        """The daemon's agent.dump (from the link's thread): queued for the worker."""
+        self.submit(("dump", gen, rid, params))
+
+    def handover(self):
+        """Hand the spooled captures to the daemon (after a registration)."""
+        self.submit(("handover",))
+
+    def close(self):
+        """Let the worker end once the jobs queued before are done."""
+        self.jobs.put(None)
 
     def submit(self, job):
         with self.lock:
@@ -148,7 +178,7 @@ class _Captures:
                 self.worker.start()
         if not self.jobs.put(job):
             log.warning("vramscope: refused agent.dump: %d dumps already queued", MAX_DUMPS_QUEUED)
-            self.respond(job[1], job[2], error=(CODE_AGENT_FAILED, "agent.dump refused: %d dumps already queued"
+            self.link.respond(job[1], job[2], error=(CODE_AGENT_FAILED, "agent.dump refused: %d dumps already queued"
                                                 % MAX_DUMPS_QUEUED))
 
     def _work(self):
@@ -168,10 +198,10 @@ class _Captures:
             finally:
                 if job[0] == "capture":
                     with self.lock:
-                        self.captures_pending -= 1
+                        self.pending -= 1
 
     def _check_dump_path(self, path):
-        incoming = self.incoming_dir
+        incoming = self.link.incoming_dir
         if not incoming:
             return "not registered: no incoming dir"
         if not isinstance(path, str) or not path:
@@ -195,14 +225,14 @@ class _Captures:
         bad = self._check_dump_path(path)
         if bad:
             log.warning("vramscope: refused agent.dump: %s", bad)
-            self.respond(gen, rid, error=(CODE_INVALID_PARAMS, "agent.dump refused: " + bad))
+            self.link.respond(gen, rid, error=(CODE_INVALID_PARAMS, "agent.dump refused: " + bad))
             return
         t0 = time.perf_counter()
-        sched = self.schedule
+        sched = self.schedule()
         why = sched.wait_recorded(DUMP_WAIT) if sched is not None else None
         phases = {"wait": _ms(t0)}
         if why and why != _schedule.STALLED:
-            self.respond(gen, rid, error=(CODE_AGENT_FAILED, "agent.dump failed: " + why))
+            self.link.respond(gen, rid, error=(CODE_AGENT_FAILED, "agent.dump failed: " + why))
             return
         # The cyclic GC stays off until the snapshot is written and freed:
         # switched back on right after _snapshot(), it would first traverse
@@ -214,7 +244,7 @@ class _Captures:
         # looks right after the answer finds the process as it was).
         with _gc_paused():
             answer = self._dump_paused(path, params, t0, sched, why, phases)
-        self.respond(gen, rid, **answer)
+        self.link.respond(gen, rid, **answer)
 
     def _dump_paused(self, path, params, t0, sched, why, phases):
         """Take and write the snapshot; returns respond()'s keywords."""
@@ -253,7 +283,7 @@ class _Captures:
         result = {"path": path, "bytes": size, "entries": entries, "took_ms": round(took, 3),
                   "device": self.device(), "streamed": streamed is not None, "phases_ms": phases,
                   "at_ms": round(at_ms, 3)}
-        levels = self.levels_params()
+        levels = self.levels.params()
         if levels is not None:
             result["levels"] = levels  # the steps agent.levels has not sent yet
         return {"result": result}
@@ -273,20 +303,19 @@ class _Captures:
         before the OutOfMemoryError unwinds; the worker writes and hands it over."""
         now = time.monotonic()
         with self.lock:
-            if self.captures_pending or (self.last_oom is not None and now - self.last_oom < OOM_MIN_INTERVAL):
+            if self.pending or (self.last_oom is not None and now - self.last_oom < OOM_MIN_INTERVAL):
                 log.debug("vramscope: repeated out-of-memory callback ignored")
                 return
             self.last_oom = now
-            self.captures_pending += 1
+            self.pending += 1
         queued = False
         try:
             t0 = time.perf_counter()
-            sched = self.schedule
+            sched = self.schedule()
             between = sched is not None and not sched.recording()
             at_ms = time.time() * 1000.0  # when this rank's state was read, for its group's skew
             snap = _take_snapshot()
-            if self.levels is not None:
-                self.levels.on_oom()  # the failing step, as far as it went (after the snapshot: it comes first)
+            self.levels.on_oom()  # the failing step, as far as it went (after the snapshot: it comes first)
             if isinstance(snap, _FileSnapshot):  # test hook: read it now, like torch's snapshot
                 with open(snap.path, "rb") as f:
                     snap = f.read()
@@ -302,7 +331,7 @@ class _Captures:
         finally:
             if not queued:
                 with self.lock:
-                    self.captures_pending -= 1
+                    self.pending -= 1
 
     def _capture(self, snap, oom, took_ms):
         try:
@@ -325,11 +354,11 @@ class _Captures:
             return None
 
     def _capture_one(self, snap, oom, took_ms):
-        self.captures += 1
+        self.count += 1
         at_ms = oom.pop("_at_ms", None)
-        name = "oom-%d-%d-%d" % (self.pid, int(time.time() * 1000), self.captures)
+        name = "oom-%d-%d-%d" % (self.pid, int(time.time() * 1000), self.count)
         device = oom["device"]
-        incoming = self.incoming_dir if self.registered else None
+        incoming = self.link.incoming_dir if self.link.registered else None
         if incoming:
             path = os.path.join(incoming, name + ".part")
             t0 = time.perf_counter()
@@ -344,24 +373,24 @@ class _Captures:
                       "device": device, "reason": "oom", "oom": oom}
             if at_ms:
                 params["at_ms"] = round(at_ms, 3)
-            levels = self.levels_params()
+            levels = self.levels.params()
             if levels is not None:
                 params["levels"] = levels  # the steps up to the failing one not sent yet
             self.handing = (name, path, params)  # for _at_exit, if the daemon never answers
             try:
-                res = self.request(_api.AGENT_CAPTURED, params, CAPTURED_TIMEOUT) or {}
-                _say("oom-%d" % self.captures, "out of memory on cuda:%d: snapshot handed to the daemon%s"
+                res = self.link.request(_api.AGENT_CAPTURED, params, CAPTURED_TIMEOUT) or {}
+                _say("oom-%d" % self.count, "out of memory on cuda:%d: snapshot handed to the daemon%s"
                      % (device, (" (%s)" % res["id"]) if isinstance(res, dict) and res.get("id") else ""))
                 return
             except RPCError as e:
-                _say("oom-%d" % self.captures, "out of memory on cuda:%d: the daemon refused the snapshot (%s)%s"
+                _say("oom-%d" % self.count, "out of memory on cuda:%d: the daemon refused the snapshot (%s)%s"
                      % (device, e, ("; it stays at %s" % path) if os.path.exists(path) else ""))
                 return
             except _Disconnected:
                 # the daemon went away: keep the file in the spool for the next connection
                 try:
                     spooled = self._spool_file(name, path, params)
-                    _say("oom-%d" % self.captures, "out of memory on cuda:%d: the daemon went away; snapshot "
+                    _say("oom-%d" % self.count, "out of memory on cuda:%d: the daemon went away; snapshot "
                          "saved to %s" % (device, spooled))
                 except Exception:
                     log.warning("vramscope: could not spool %s", path, exc_info=True)
@@ -380,10 +409,10 @@ class _Captures:
                   "took_ms": round(took_ms + (time.perf_counter() - t0) * 1000.0, 3),
                   "device": oom["device"], "reason": "oom", "oom": oom}
         self._write_sidecar(final, params)
-        _say("oom-%d" % self.captures, "out of memory on cuda:%d; no daemon connected: snapshot saved to %s "
+        _say("oom-%d" % self.count, "out of memory on cuda:%d; no daemon connected: snapshot saved to %s "
              "(handed to the daemon when it is back)" % (oom["device"], final))
         # a daemon may have come back while we wrote
-        if self.registered:
+        if self.link.registered:
             self.submit(("handover",))
 
     def _spool_file(self, name, path, params):
@@ -415,7 +444,7 @@ class _Captures:
         for n in names:
             if not n.endswith(".json") or not n.startswith("oom-%d-" % self.pid):
                 continue
-            if not self.registered or self.stop.is_set():
+            if not self.link.registered or self.stop.is_set():
                 return
             side_path = os.path.join(d, n)
             pick = side_path[:-len(".json")] + ".pickle"
@@ -424,7 +453,7 @@ class _Captures:
                     side = json.load(f)
                 if side.get("pid") != self.pid or not os.path.exists(pick):
                     continue
-                incoming = self.incoming_dir
+                incoming = self.link.incoming_dir
                 dst = os.path.join(incoming, os.path.basename(pick)[:-len(".pickle")] + ".part")
                 _move(pick, dst)
             except Exception:
@@ -432,7 +461,7 @@ class _Captures:
                 continue
             params = dict(side.get("captured") or {}, path=dst)
             try:
-                self.request(_api.AGENT_CAPTURED, params, CAPTURED_TIMEOUT)
+                self.link.request(_api.AGENT_CAPTURED, params, CAPTURED_TIMEOUT)
             except RPCError as e:
                 log.warning("vramscope: the daemon refused spooled snapshot %s: %s", dst, e)
                 os.unlink(side_path)

@@ -37,7 +37,7 @@ import collections
 import threading
 import time
 
-from ._common import log
+from ._common import _env_off, log
 
 RING = 100_000  # steps kept, oldest dropped
 SEND_MAX = 3000  # steps in one agent.levels message (daemon/api MaxLevelsSent)
@@ -483,3 +483,55 @@ def start(torch, recording, index_fn, register_step_hook):
     except Exception:
         log.debug("vramscope: could not wrap max_memory_allocated", exc_info=True)
     return lv, (handle, roots)
+
+
+class StepLevels:
+    """This process's levels, from when CUDA is up until the agent detaches:
+    the Levels ring and the hooks that feed it (none with VRAMSCOPE_LEVELS=0,
+    or where torch lacks the step hook). Started on the training thread (CUDA
+    initialisation); read by the agent's link and worker threads, as Levels
+    allows."""
+
+    def __init__(self):
+        self.levels = None
+        self.hooks = None  # (step hook handle, Roots)
+
+    def start(self, torch, recording, index_fn, register_step_hook):
+        if _env_off("VRAMSCOPE_LEVELS") or self.levels is not None:
+            return
+        try:
+            self.levels, self.hooks = start(torch, recording, index_fn, register_step_hook)
+        except Exception:
+            log.warning("vramscope: per-step levels could not start", exc_info=True)
+
+    def params(self, n=SEND_MAX):
+        """LevelsParams with up to n steps not sent yet, or None."""
+        lv = self.levels
+        if lv is None:
+            return None
+        steps = lv.drain(n)
+        return lv.params(steps) if steps else None
+
+    def resend(self):
+        """A new daemon knows none of this run's steps."""
+        if self.levels is not None:
+            self.levels.resend()
+
+    def on_oom(self):
+        if self.levels is not None:
+            self.levels.on_oom()
+
+    def cost_s(self):
+        return self.levels.cost_s if self.levels is not None else 0.0
+
+    def stop(self):
+        """Remove the hooks and the wrappers of torch's peak functions (the ring stays)."""
+        if self.hooks is None:
+            return
+        handle, roots = self.hooks
+        self.hooks = None
+        for undo in (handle.remove, roots.remove, unwrap_peaks):
+            try:
+                undo()
+            except Exception:
+                pass

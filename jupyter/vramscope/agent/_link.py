@@ -1,6 +1,6 @@
-"""The agent's connection to the daemon (a mixin of Agent): connect with backoff,
-register, read and dispatch line-delimited JSON-RPC, answer requests, send
-notifications through the bounded queue."""
+"""The agent's connection to the daemon: connect with backoff, register, read
+and dispatch line-delimited JSON-RPC, answer requests, send notifications
+through the bounded queue. It runs on its own thread (vramscope-agent)."""
 import json
 import queue
 import select
@@ -8,7 +8,6 @@ import socket as _socket
 import threading
 import time
 
-from . import _torch
 from .. import _api
 from ._levels import LEVELS_EVERY, SEND_MAX
 from ._common import (
@@ -29,14 +28,52 @@ from ._common import (
     _CLOSED,
     _Disconnected,
     _REFRESH_KEYS,
-    _env_rank,
     _say,
     log,
 )
 
 
-class _Link:
-    """Connection methods of Agent (which holds the state)."""
+class Link:
+    """The connection and its state, under its own lock. What it needs of the
+    agent comes as callables: facts() (RegisterParams), counters() (the
+    agent.torch params or None), levels(n) (LevelsParams of steps not sent yet,
+    or None), on_registered() after each registration and on_dump(gen, rid,
+    params) for the daemon's agent.dump; each runs on this link's thread."""
+
+    def __init__(self, socket_path, stop, facts, counters, levels, on_registered, on_dump):
+        self.socket_path = socket_path
+        self.stop = stop  # the agent's: set once, when it detaches
+        self._facts = facts
+        self._counters = counters
+        self._levels = levels
+        self._on_registered = on_registered
+        self._on_dump = on_dump
+        self.lock = threading.Lock()  # the connection state below
+        self.wlock = threading.Lock()  # writes to the socket
+        self.thread = None
+        self.notes = queue.Queue(maxsize=QUEUE_MAX)
+        self.dropped = 0
+        self.sock = None
+        self.poller = None
+        self.gen = 0
+        self.connected = False
+        self.registered = False
+        self.registrations = 0
+        self.incoming_dir = None
+        self.next_id = 0
+        self.pending = {}
+        self.buf = b""
+        self.last_error = None
+        self.facts_sent = None
+
+    def start(self):
+        """Starts the link's thread; False when it runs already or the agent has stopped."""
+        with self.lock:
+            if self.thread is not None or self.stop.is_set():
+                return False
+            self.thread = threading.Thread(target=self._run, name="vramscope-agent", daemon=True)
+        self.thread.start()
+        return True
 
     def _run(self):
         backoff = BACKOFF_MIN
@@ -48,27 +85,28 @@ class _Link:
                 backoff = BACKOFF_MIN
                 self._serve()
             except _Disconnected as e:
-                self._error(str(e), quiet=True)
+                self.error(str(e), quiet=True)
             except (OSError, ValueError) as e:
-                self._error("%s: %s" % (type(e).__name__, e), quiet=True)
+                self.error("%s: %s" % (type(e).__name__, e), quiet=True)
                 if not self.registrations and not self.stop.is_set():
                     _say("no-daemon", "no vramscope daemon at %s (start it with `vramscope serve`); "
                                       "the program runs on and the agent keeps retrying" % self.socket_path)
             except RPCError as e:
-                self._error("daemon refused: %s" % e)
+                self.error("daemon refused: %s" % e)
                 if e.code == CODE_VERSION:
                     _say("version", "the daemon refused this agent's API version %s: %s" % (_api.API_VERSION, e))
                     wait = 60.0
             except Exception as e:  # a bug: never let it out, keep going
-                self._error("%s: %s" % (type(e).__name__, e))
+                self.error("%s: %s" % (type(e).__name__, e))
                 log.warning("vramscope: agent error", exc_info=True)
             finally:
-                self._close_socket()
+                self.close()
             if self.stop.wait(wait or backoff):
                 break
             backoff = min(backoff * 2, BACKOFF_MAX)
 
-    def _error(self, message, quiet=False):
+    def error(self, message, quiet=False):
+        """Keep message as the last error (status' last_error) and log it."""
         self.last_error = message
         (log.debug if quiet else log.warning)("vramscope: %s", message)
 
@@ -106,7 +144,7 @@ class _Link:
             if e.code == CODE_VERSION:
                 raise
             # daemon.hello is optional on the Unix socket
-        facts = self.facts()
+        facts = self._facts()
         res = self.request(_api.AGENT_REGISTER, facts, REQUEST_TIMEOUT) or {}
         incoming = res.get("incoming_dir")
         if not isinstance(incoming, str) or not incoming:
@@ -117,11 +155,9 @@ class _Link:
             self.registrations += 1
             self.facts_sent = facts
         self.last_error = None
-        if self.levels is not None:
-            self.levels.resend()  # a new daemon knows none of this run's steps
         log.info("vramscope: registered with the daemon at %s (pid %d, registration %d)",
-                 self.socket_path, self.pid, self.registrations)
-        self.submit(("handover",))
+                 self.socket_path, facts.get("pid", 0), self.registrations)
+        self._on_registered()
 
     def _serve(self):
         last_counters = last_levels = 0.0
@@ -131,17 +167,17 @@ class _Link:
             now = time.monotonic()
             if now - last_counters >= COUNTERS_EVERY:
                 last_counters = now
-                self._counters()
+                self._send_counters()
                 self._refresh()
             if now - last_levels >= LEVELS_EVERY:
                 last_levels = now
-                self._levels()
+                self._send_levels()
 
-    def _levels(self):
+    def _send_levels(self):
         """agent.levels: the steps measured since the last one (a queue that is
         full drops them for the daemon; the ring keeps them for snapshots)."""
         for _ in range(8):
-            p = self.levels_params()
+            p = self._levels(SEND_MAX)
             if p is None:
                 return
             self.notify(_api.AGENT_LEVELS, p)
@@ -150,7 +186,7 @@ class _Link:
 
     def _refresh(self):
         """Re-register when what the daemon knows changed (torch imported, CUDA up, recording)."""
-        facts = self.facts()
+        facts = self._facts()
         if all(facts.get(k) == (self.facts_sent or {}).get(k) for k in _REFRESH_KEYS):
             return
         try:
@@ -160,20 +196,10 @@ class _Link:
             # a daemon that takes one registration per connection: start a new one
             raise _Disconnected("re-registering") from None
 
-    def _counters(self):
-        torch = _torch.imported()
-        if torch is None or not _torch.cuda_initialized(torch):
-            return
-        try:
-            idx = _torch.torch_index(torch, _env_rank("LOCAL_RANK"), self.init_device)
-            if idx is None:
-                return
-            a, r, m = _torch.counters(torch, idx)
-        except Exception:
-            log.debug("torch counters failed", exc_info=True)
-            return
-        self.notify(_api.AGENT_TORCH, {"time_ms": int(time.time() * 1000), "device": self.device(),
-                                       "allocated": a, "reserved": r, "max_allocated": m})
+    def _send_counters(self):
+        p = self._counters()
+        if p is not None:
+            self.notify(_api.AGENT_TORCH, p)
 
     def notify(self, method, params):
         """Queue a notification; never blocks: drops (and counts) when the queue is full."""
@@ -210,7 +236,9 @@ class _Link:
         except OSError:
             pass
 
-    def _close_socket(self):
+    def close(self):
+        """Close the connection (the thread reconnects unless the agent stopped);
+        requests waiting for an answer get none."""
         with self.lock:
             s, self.sock = self.sock, None
             self.connected = False
@@ -295,7 +323,7 @@ class _Link:
     def _on_request(self, msg):
         rid, method = msg.get("id"), msg.get("method")
         if method == _api.AGENT_DUMP:
-            self.submit(("dump", self.gen, rid, msg.get("params")))
+            self._on_dump(self.gen, rid, msg.get("params"))
             return
         self.respond(self.gen, rid, error=(CODE_METHOD_NOT_FOUND, "method not found: %s" % (method,)))
 
@@ -343,4 +371,16 @@ class _Link:
             raise RPCError(msg["error"])
         return msg.get("result")
 
-    # --- the worker thread (dumps, captures, spool handover) ------------------------
+    def queued(self):
+        """Notifications waiting for the socket."""
+        return self.notes.qsize()
+
+    def forget_after_fork(self):
+        """In a forked child: close the child's copy of the socket only, and stop."""
+        self.stop.set()
+        s, self.sock = self.sock, None
+        if s is not None:
+            try:
+                s.close()
+            except OSError:
+                pass
