@@ -43,7 +43,7 @@ type origins struct {
 	synO      []origin
 	gapIdx    map[[3]profiler.StackID]int32
 	preIdx    map[profiler.StackID]int32
-	inFlight  int32 // the synthetic origin of memory in flight in backward (inflight.go); 0 until made
+	inFlight  int32             // the synthetic origin of memory in flight in backward (inflight.go); 0 until made
 	userIdx   []int8            // by StackID: 0 unknown, 1 reaches user code, 2 does not
 	fileNames map[string]string // Options.FileNames
 }
