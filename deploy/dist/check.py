@@ -106,7 +106,7 @@ def check_wheel(path):
         if not (zi.external_attr >> 16) & 0o100:
             fail("%s: the engine is not executable" % name)
         engine = z.read(zi)
-        check_shared(name, z, "vramscope/static/", core_files(widget=True))
+        check_shared(name, z, "vramscope/notebook/static/", core_files(widget=True))
     kind, arch = header(engine)
     plat = want[0].split("-")[2]
     expect = ("ELF", plat.split("_", 3)[-1]) if plat.startswith("manylinux") else ("Mach-O", plat.split("_", 3)[-1])

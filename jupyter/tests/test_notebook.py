@@ -27,7 +27,7 @@ GPT2 = os.path.join(SHARED, "gpt2_train.pickle")
 LLAMA = os.path.join(SHARED, "llama_lora_gc.pickle")
 WIDGET = "application/vnd.jupyter.widget-view+json"
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
-STATIC = os.path.join(ROOT, "jupyter", "vramscope", "static")
+STATIC = os.path.join(ROOT, "jupyter", "vramscope", "notebook", "static")
 
 
 @pytest.fixture(scope="session")

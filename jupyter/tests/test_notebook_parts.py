@@ -16,7 +16,7 @@ require_module("IPython")  # the notebook extra: pip install -e './jupyter[test,
 from vramscope.notebook import _engine, _live, _magic, _names  # noqa: E402
 
 WEB = os.path.join(ROOT, "profiler", "flame", "web")
-STATIC = os.path.join(PKG_PARENT, "vramscope", "static")
+STATIC = os.path.join(PKG_PARENT, "vramscope", "notebook", "static")
 
 
 def _core_files():
@@ -31,9 +31,9 @@ def test_bundled_renderer_is_the_shared_one(name):
     """The widget ships profiler/flame/web's core itself (no second renderer):
     static/ holds each file of files.json it loads (and the list) as a symlink into it,
     which the wheel resolves."""
-    assert os.path.exists(os.path.join(STATIC, name)), "jupyter/vramscope/static/%s is missing: ln -s ../../../profiler/flame/web/%s" % (name, name)
+    assert os.path.exists(os.path.join(STATIC, name)), "jupyter/vramscope/notebook/static/%s is missing: ln -s ../../../../profiler/flame/web/%s" % (name, name)
     with open(os.path.join(WEB, name), "rb") as a, open(os.path.join(STATIC, name), "rb") as b:
-        assert a.read() == b.read(), "jupyter/vramscope/static/%s is not profiler/flame/web/%s" % (name, name)
+        assert a.read() == b.read(), "jupyter/vramscope/notebook/static/%s is not profiler/flame/web/%s" % (name, name)
 
 
 def test_widget_module_is_flame_js_then_widget_js():

@@ -11,12 +11,12 @@ import os
 from . import _flamesvg
 from ._report import fmt_bytes, fmt_count, fmt_delta, fmt_share
 
-STATIC = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "static")
+STATIC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "static")
 _cache = {}
 
 
 def asset(name):
-    """A file of vramscope/static (the core's, named in static/files.json, are symlinks to profiler/flame/web)."""
+    """A file of static/ (the core's, named in static/files.json, are symlinks to profiler/flame/web)."""
     s = _cache.get(name)
     if s is None:
         with open(os.path.join(STATIC, name), encoding="utf-8") as f:
