@@ -132,8 +132,9 @@ func (d *Daemon) agentGone(a *agent, reason string) {
 		delete(d.agents.byPID, pid)
 	}
 	d.agents.mu.Unlock()
-	if gone {
+	if gone { // a reconnect of the same process keeps its levels and warning state
 		d.levels.forget(pid) // its snapshots keep theirs
+		d.warner.forget(pid)
 	}
 	d.cfg.Logf("agent %d gone: %s", pid, reason)
 	d.events.publish(api.EventAgentGone, api.AgentEvent{Process: a.process(), Reason: reason})
@@ -167,6 +168,9 @@ func (s *session) processList(_ context.Context, _ noParams) (api.ProcessListRes
 	util := d.counters.utilNow()
 	for _, a := range d.agents.list() {
 		p := a.process()
+		if p.Forecast = d.warner.forecast(p.PID); p.Forecast != nil {
+			p.Forecast.ETASeconds, _ = etaOf(p.Forecast, time.Now())
+		}
 		seen[p.PID] = len(res.Processes)
 		res.Processes = append(res.Processes, d.withIdle(p, util))
 	}

@@ -40,6 +40,7 @@ type Daemon struct {
 	stacks    *stackStore    // the agents' stack samples, for idle.report
 	pods      *kube.Resolver // pod names for processes in Kubernetes pods
 	counts    *exportCounts  // events since start, for Prometheus
+	warner    *memoryWarner  // per-step levels -> the warning before the card fills (warning.go)
 	tcp       *tcpSlots
 	refusals  refusalLog
 	requests  atomic.Int64  // requests handled, all connections; tests count what a peer got through
@@ -99,6 +100,7 @@ func New(cfg Config) (*Daemon, error) {
 		stopped:   make(chan struct{}),
 	}
 	d.events.listen(d.count)
+	d.warner = newMemoryWarner(d.memoryWarning)
 	d.analyses = newAnalyses(st, 8, maxCacheBytes, cfg.Logf)
 	d.analyses.augment = func(id string, r *analyze.Result) {
 		if m, ok := st.Get(id); ok {

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"sync"
+	"time"
 
 	"github.com/vramscope/vramscope/daemon/api"
 	"github.com/vramscope/vramscope/daemon/metrics"
@@ -90,6 +91,7 @@ func (d *Daemon) metricsState() metrics.State {
 	for _, p := range d.counters.Processes() {
 		nvml[p.PID] += p.UsedBytes
 	}
+	now := time.Now()
 	for _, a := range d.agents.list() {
 		p := a.process()
 		a.mu.Lock()
@@ -97,9 +99,11 @@ func (d *Daemon) metricsState() metrics.State {
 		a.mu.Unlock()
 		pod := d.pod(a)
 		used, seen := nvml[p.PID]
-		st.Processes = append(st.Processes, metrics.Process{PID: p.PID, Rank: p.Rank, WorldSize: p.WorldSize, Device: p.Device,
+		mp := metrics.Process{PID: p.PID, Rank: p.Rank, WorldSize: p.WorldSize, Device: p.Device,
 			Recording: p.Recording, Allocated: p.Allocated, Reserved: p.Reserved, Peak: peak, GPUBytes: used, HasGPU: seen,
-			Pod: pod.Pod, Namespace: pod.Namespace, Container: pod.Container, PodUID: pod.PodUID, Idle: d.idleMetric(p.PID)})
+			Pod: pod.Pod, Namespace: pod.Namespace, Container: pod.Container, PodUID: pod.PodUID, Idle: d.idleMetric(p.PID)}
+		mp.OOMETA, mp.HasOOMETA = d.oomETA(p.PID, now)
+		st.Processes = append(st.Processes, mp)
 	}
 	c := d.counts
 	c.mu.Lock()
@@ -130,4 +134,20 @@ func (d *Daemon) idleMetric(pid int) *metrics.Idle {
 		m.ByCause[c.Kind] = c.Share
 	}
 	return m
+}
+
+// oomETA is the seconds from now to pid's projected full device (at least
+// 0), and whether there is one: its step peaks grow and their levels carry
+// times.
+func (d *Daemon) oomETA(pid int, now time.Time) (float64, bool) {
+	return etaOf(d.warner.forecast(pid), now)
+}
+
+// etaOf is the seconds from now to f's projected time (at least 0), and
+// whether f has one.
+func etaOf(f *api.MemoryForecast, now time.Time) (float64, bool) {
+	if f == nil || f.ProjectedTime.IsZero() {
+		return 0, false
+	}
+	return max(f.ProjectedTime.Sub(now).Seconds(), 0), true
 }

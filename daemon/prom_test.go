@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -186,6 +187,7 @@ func TestPrometheusScrapesDaemon(t *testing.T) {
 	torch(t, r1, 1<<30, 2<<30, 2<<30)
 	call(t, dial(t, cfg.Socket), "snapshot.take", map[string]any{"pid": 4101, "analyze": true}, nil)
 	prom := startPrometheus(t, d.ExportAddr())
+	d.ObserveLevels(4102, leakLevels(1100), 3<<30) // rank 1 leaks: its OOM ETA, a warning and its snapshot
 
 	gpus := waitQuery(t, prom, "vramscope_gpu_memory_used_bytes", func(s []promSeries) bool { return len(s) == 8 })
 	if m := gpus[0].Metric; m["gpu"] != "0" || !strings.HasPrefix(m["uuid"], "GPU-") || m["job"] != "vramscope" || gpus[0].value() != "1073741824" {
@@ -206,6 +208,12 @@ func TestPrometheusScrapesDaemon(t *testing.T) {
 			t.Errorf("%s = %s, want %s", q, s[0].value(), want)
 		}
 	}
+	// Only the leaking rank has an OOM ETA, under the daemon's 10-minute warning.
+	eta := waitQuery(t, prom, "vramscope_process_oom_eta_seconds", func(s []promSeries) bool { return len(s) == 1 })
+	if v, err := strconv.ParseFloat(eta[0].value(), 64); eta[0].Metric["pid"] != "4102" || err != nil || v > nearSeconds {
+		t.Errorf("OOM ETA: %v = %s", eta[0].Metric, eta[0].value())
+	}
+	waitQuery(t, prom, `vramscope_snapshots_stored_total{reason="warning"} == 1`, func(s []promSeries) bool { return len(s) == 1 })
 	// What the GPUs did over the last seconds: GPU 7 (70% busy) computes,
 	// GPU 0 (1 GiB, idle) idles.
 	waitQuery(t, prom, `vramscope_gpu_phase{gpu=~"0|7"} == 1`, func(s []promSeries) bool {

@@ -92,7 +92,7 @@ func (s *Server) connectDaemon() {
 		wait = time.Second
 		c.Notify = s.onDaemonEvent
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		c.Call(ctx, api.Subscribe, api.SubscribeParams{Topics: []string{"snapshot_stored", "oom_captured"}}, nil)
+		c.Call(ctx, api.Subscribe, api.SubscribeParams{Topics: []string{"snapshot_stored", "oom_captured", "memory_warning"}}, nil)
 		cancel()
 		d.mu.Lock()
 		d.c, d.reason = c, ""
@@ -129,6 +129,11 @@ func (s *Server) onDaemonEvent(method string, params json.RawMessage) {
 		json.Unmarshal(params, &ev)
 		snap = ev.Snapshot
 		s.showMessage(msgWarning, oomMessage(ev))
+	case api.EventMemoryWarning:
+		var ev api.MemoryWarning
+		json.Unmarshal(params, &ev)
+		s.onMemoryWarning(ev)
+		return
 	default:
 		return
 	}

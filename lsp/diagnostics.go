@@ -61,6 +61,9 @@ func (s *Server) publishDiagnostics() {
 		}
 	}
 	s.idleDiagnostics(byURI)
+	for u, diags := range s.warningDiagnostics() {
+		byURI[u] = append(byURI[u], diags...)
+	}
 	s.mu.Lock()
 	old := s.published
 	s.published = map[string]bool{}

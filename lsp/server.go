@@ -44,12 +44,13 @@ type Server struct {
 	paths      paths
 	docs       map[string]*document
 	snaps      *snapshots
-	current    *loaded          // the snapshot the editor shows
-	showAsks   int64            // show requests numbered so far (nextShow)
-	shownAsk   int64            // the number of the request whose snapshot is current
-	pending    string           // the snapshot of the newest show request, shown or not
-	published  map[string]bool  // URIs with diagnostics from us
-	idle       []api.IdleResult // the daemon's processes whose GPU idles, by line (idle.go)
+	current    *loaded             // the snapshot the editor shows
+	showAsks   int64               // show requests numbered so far (nextShow)
+	shownAsk   int64               // the number of the request whose snapshot is current
+	pending    string              // the snapshot of the newest show request, shown or not
+	published  map[string]bool     // URIs with diagnostics from us
+	idle       []api.IdleResult    // the daemon's processes whose GPU idles, by line (idle.go)
+	warnings   map[int]warningDiag // the daemon's memory warnings that name a line, by pid (memory_warning.go)
 	daemon     *daemonLink
 	shutdown   bool
 	inited     bool // initialize was answered

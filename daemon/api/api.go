@@ -20,7 +20,7 @@ import (
 
 // Version is the API version. A client whose major version differs is refused
 // by daemon.hello; minor additions keep the major.
-const Version = "1.3"
+const Version = "1.4"
 
 // Direction says who sends a method.
 type Direction string
@@ -183,6 +183,9 @@ type Process struct {
 	UtilGPU    *uint32  `json:"util_gpu_pct,omitempty"`    // utilization.gpu of its GPU now (NVML); absent without a reading
 	IdleShare  float64  `json:"idle_share,omitempty"`      // share of the last minute its GPU idled (idle.report), with stack samples
 	IdleTop    string   `json:"idle_top,omitempty"`        // the top idle cause and its line, e.g. "waiting for the data loader at data.py:12"
+	// Forecast is when its memory is projected to fill its device, while
+	// its step peaks grow (nil otherwise): vramscope ps's OOM ETA.
+	Forecast *MemoryForecast `json:"forecast,omitempty"`
 }
 
 // ProcessListResult lists processes.
@@ -513,5 +516,6 @@ var Methods = []Method{
 	{EventSnapshotStored, Notification, SnapshotResult{}, nil, "A snapshot was committed to the store (topic snapshot_stored)."},
 	{EventOOMCaptured, Notification, OOMEvent{}, nil, "An agent captured a snapshot at an out-of-memory error (topic oom_captured)."},
 	{EventCountersTick, Notification, DevicesResult{}, nil, "The latest counters, about once a second (topic counters_tick)."},
+	{EventMemoryWarning, Notification, MemoryWarning{}, nil, "A process's memory is projected to fill its device soon (within max(10 min, 50 steps)); sent once per growth, after the snapshot the daemon took at the warning is stored (topic memory_warning)."},
 	{EventGroupStored, Notification, GroupResult{}, nil, "A group was stored: by group.take, or after one rank's out-of-memory error captured the others (reason oom) (topic group_stored)."},
 }

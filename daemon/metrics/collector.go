@@ -40,19 +40,20 @@ var (
 	procWorld     = desc("process_world_size", "torch.distributed world size of the process (1 when not distributed).", procLabels...)
 	procIdle      = desc("process_gpu_idle_ratio", "Share of the last minute the process's GPU did not compute, from its agent's stack samples joined with NVML utilisation (vramscope idle).", procLabels...)
 	procIdleCause = desc("process_gpu_idle_cause_ratio", "That idle share split by cause: the line the training thread was on while the GPU idled (data_loader, sync, copy, checkpoint, logging, collective, python, no_samples).", append(procLabels, "cause")...)
+	procOOMETA    = desc("process_oom_eta_seconds", "Seconds until the process's step peaks are projected to reach the memory it may use (its device, or its memory-fraction cap); present only while they grow in a sustained way.", procLabels...)
 
 	agents       = desc("agents", "Processes with an agent attached to this daemon.")
 	stored       = desc("store_snapshots", "Snapshots in the daemon's store now.")
 	countersUp   = desc("counters_available", "1 when NVML sampling runs, 0 when not (no driver, disabled).")
 	oomsTotal    = desc("ooms_captured_total", "Snapshots agents captured at a CUDA out-of-memory error since the daemon started.")
-	snapsTotal   = desc("snapshots_stored_total", "Snapshots stored since the daemon started, by reason (request, oom, import, agent, other).", "reason")
+	snapsTotal   = desc("snapshots_stored_total", "Snapshots stored since the daemon started, by reason (request, oom, import, agent, warning, other).", "reason")
 	findingTotal = desc("findings_total", "Findings in the analyses of the snapshots stored since the daemon started, by kind.", "kind")
 )
 
 // Descs lists every metric (for Describe and the documentation test).
 func Descs() []*prometheus.Desc {
 	return []*prometheus.Desc{gpuMemUsed, gpuMemTotal, gpuUtil, gpuMemUtil, gpuPCIeRx, gpuPCIeTx, gpuPower, gpuPhase,
-		procAlloc, procReserved, procPeak, procGPU, procRecording, procWorld, procIdle, procIdleCause,
+		procAlloc, procReserved, procPeak, procGPU, procRecording, procWorld, procIdle, procIdleCause, procOOMETA,
 		agents, stored, countersUp, oomsTotal, snapsTotal, findingTotal}
 }
 
@@ -131,6 +132,9 @@ func collectProcess(ch chan<- prometheus.Metric, p Process) {
 		for _, c := range IdleCauses {
 			gauge(ch, procIdleCause, p.Idle.ByCause[c], append(l, c)...)
 		}
+	}
+	if p.HasOOMETA {
+		gauge(ch, procOOMETA, p.OOMETA, l...)
 	}
 }
 

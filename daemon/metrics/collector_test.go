@@ -39,7 +39,7 @@ vramscope_gpu_utilization_ratio{gpu="0",uuid="GPU-0"} 0.5
 # HELP vramscope_process_world_size torch.distributed world size of the process (1 when not distributed).
 # TYPE vramscope_process_world_size gauge
 vramscope_process_world_size{container="c",device="0",namespace="ns",pid="7",pod="p",pod_uid="u",rank="1"} 1
-# HELP vramscope_snapshots_stored_total Snapshots stored since the daemon started, by reason (request, oom, import, agent, other).
+# HELP vramscope_snapshots_stored_total Snapshots stored since the daemon started, by reason (request, oom, import, agent, warning, other).
 # TYPE vramscope_snapshots_stored_total counter
 vramscope_snapshots_stored_total{reason="oom"} 2
 vramscope_snapshots_stored_total{reason="request"} 1
@@ -113,5 +113,24 @@ func TestDocListsEveryMetric(t *testing.T) {
 	}
 	for name := range rows {
 		t.Errorf("docs/metrics.md lists %s, which the daemon does not export", name)
+	}
+}
+
+// TestOOMETA: the gauge is there for a process whose memory grows and
+// absent for one whose memory does not (no data is not 0 seconds).
+func TestOOMETA(t *testing.T) {
+	c := NewCollector(func() State {
+		return State{Processes: []Process{
+			{PID: 7, Rank: 0, WorldSize: 1, OOMETA: 312.5, HasOOMETA: true},
+			{PID: 8, Rank: 1, WorldSize: 1},
+		}}
+	})
+	want := `
+# HELP vramscope_process_oom_eta_seconds Seconds until the process's step peaks are projected to reach the memory it may use (its device, or its memory-fraction cap); present only while they grow in a sustained way.
+# TYPE vramscope_process_oom_eta_seconds gauge
+vramscope_process_oom_eta_seconds{container="",device="0",namespace="",pid="7",pod="",pod_uid="",rank="0"} 312.5
+`
+	if err := testutil.CollectAndCompare(c, strings.NewReader(want), "vramscope_process_oom_eta_seconds"); err != nil {
+		t.Error(err)
 	}
 }

@@ -49,6 +49,11 @@ type Process struct {
 	// Idle is why its GPU idled over the last minute (idle.report), nil
 	// without stack samples or utilisation readings.
 	Idle *Idle
+	// OOMETA is the seconds until its step peaks are projected to reach the
+	// memory it may use; HasOOMETA is false while they do not grow (or
+	// the levels carry no times): the gauge is then absent, never 0.
+	OOMETA    float64
+	HasOOMETA bool
 }
 
 // Idle is a process's GPU idle share over the last minute and its split by
@@ -64,7 +69,7 @@ var IdleCauses = []string{"data_loader", "sync", "copy", "checkpoint", "logging"
 
 // Reasons are the values of the snapshots counter's reason label; the
 // daemon maps anything else to "other" so an agent cannot grow the label.
-var Reasons = []string{"request", "oom", "import", "agent", "other"}
+var Reasons = []string{"request", "oom", "import", "agent", "warning", "other"}
 
 // Reason is r if it is one of Reasons, else "other".
 func Reason(r string) string {

@@ -328,7 +328,7 @@ def _recorded_idle_report():
 
 
 class FakeDaemon:
-    """Answers daemon.hello, counters.devices, counters.series and idle.report on a Unix socket."""
+    """Answers daemon.hello, counters.devices, counters.series, idle.report and process.list on a Unix socket."""
 
     def __init__(self, path):
         self.path = path
@@ -336,6 +336,7 @@ class FakeDaemon:
         self.srv.bind(path)
         self.srv.listen(4)
         self.calls = []
+        self.processes = []  # process.list's answer
         threading.Thread(target=self._accept, daemon=True).start()
 
     def _accept(self):
@@ -367,7 +368,8 @@ class FakeDaemon:
                            "counters.devices": {"status": {"available": True, "devices": 1}, "devices": [],
                                                 "latest": [sample]},
                            "counters.series": {"device": 0, "samples": [dict(sample, time_ms=now - 2000)]},
-                           "idle.report": _recorded_idle_report()}
+                           "idle.report": _recorded_idle_report(),
+                           "process.list": {"processes": self.processes}}
                     out = {"jsonrpc": "2.0", "id": req["id"]}
                     if req["method"] in res:
                         out["result"] = res[req["method"]]

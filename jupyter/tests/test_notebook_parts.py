@@ -240,6 +240,38 @@ def test_sampler_daemon_counters(tmp):
         d.close()
 
 
+# A leaking process's forecast as process.list carries it (the daemon's
+# TestMemoryWarningEvent run: 1 MiB/step, a step every 70 ms, a 3 GiB cap).
+LEAK_FORECAST = {"step": 1299, "projected_step": 1411, "projected_time": "2026-12-02T17:40:07.84Z", "steps_left": 112,
+                 "seconds_left": 7.84, "bytes_per_step": 1048576.0, "bytes_per_second": 14979657.1,
+                 "capacity": 3 << 30, "level": 2961178624, "warned": True, "eta_seconds": 95.2,
+                 "evidence": {"from_step": 99, "to_step": 1299, "windows": 15, "window_steps": 80,
+                              "consistency": 1.0, "third_slopes": [1048576, 1048576, 1048576],
+                              "rise": 1174405120, "noise": 0}}
+
+
+def test_sampler_warning_is_this_process_forecast(tmp):
+    from test_notebook import FakeDaemon
+
+    sock = os.path.join(tmp, "d.sock")
+    d = FakeDaemon(sock)
+    try:
+        s = _live.Sampler(interval=0.1, device=0, socket=sock)
+        s.probe()
+        d.processes[:] = [{"pid": os.getpid() + 1, "agent": True, "forecast": dict(LEAK_FORECAST, warned=False)},
+                          {"pid": os.getpid(), "agent": True}]
+        assert s.warning() == ""  # another process grows, this one does not
+        d.processes[1]["forecast"] = LEAK_FORECAST
+        assert s.warning() == ("out of memory in 1m35s (step 1411): memory grows 1.00 MiB/step, 14.29 MiB/s "
+                               "toward 3.00 GiB; the daemon warned and took a snapshot (vramscope snapshots)")
+        s.close()
+    finally:
+        d.close()
+    no_times = dict(LEAK_FORECAST, seconds_left=0, bytes_per_second=0, projected_time="0001-01-01T00:00:00Z", warned=False)
+    assert _live.warning_text(no_times) == "out of memory in 112 steps (step 1411): memory grows 1.00 MiB/step toward 3.00 GiB"
+    assert _live.warning_text(None) == ""
+
+
 def test_sampler_without_daemon_says_why(tmp):
     s = _live.Sampler(socket=os.path.join(tmp, "none.sock"))
     source, note = s.probe()

@@ -218,3 +218,7 @@ def test_live_copy():
     empty = dict(state, samples=[], running=True)
     assert "running \u00b7 no samples yet" in _livestatic.page(empty) and "<img" not in _livestatic.page(empty)
     assert _livestatic.plain(state).splitlines()[1] == "  " + _livestatic.status(state)
+    warned = dict(state, warning="out of memory in 1m35s (step 1411): memory grows 1.00 MiB/step toward 3.00 GiB")
+    assert '<div class="vs-live-warning"><b>\u26a0 out of memory in 1m35s (step 1411)' in _livestatic.page(warned)
+    assert "  warning: " + warned["warning"] in _livestatic.plain(warned).splitlines()
+    assert "vs-live-warning" not in page

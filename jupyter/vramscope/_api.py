@@ -5,7 +5,7 @@ codes, message size limits and the shapes of params and results, the
 engine's (analyze --json, flame --format json) included."""
 from typing import Any, Dict, List, Optional, TypedDict, Union
 
-API_VERSION = "1.3"
+API_VERSION = "1.4"
 
 # Methods.
 HELLO = "daemon.hello"
@@ -44,6 +44,7 @@ EVENT_AGENT_GONE = "event.agent_gone"
 EVENT_SNAPSHOT_STORED = "event.snapshot_stored"
 EVENT_OOM_CAPTURED = "event.oom_captured"
 EVENT_COUNTERS_TICK = "event.counters_tick"
+EVENT_MEMORY_WARNING = "event.memory_warning"
 EVENT_GROUP_STORED = "event.group_stored"
 
 # Error codes.
@@ -119,6 +120,40 @@ class StatusResult(_StatusResultRequired, total=False):
     tcp: str  # (omitted when empty) loopback address when enabled
 
 
+class GrowthEvidence(TypedDict):
+    """GrowthEvidence is what a projection rests on: the per-window maxima of a series of per-step levels over a span of steps, fitted by Theil–Sen."""
+    series: str  # where the growth was found: "step peak", or "memory allocated at step end" (steadier under variable-length batches); either is projected from the step peaks' level
+    from_step: int  # the span's first step
+    to_step: int  # its last step
+    windows: int  # windows in the span
+    window_steps: int  # steps per window
+    consistency: float  # Kendall's tau of the window maxima, -1 to 1
+    third_slopes: Optional[List[float]]  # bytes/step of each third of the span, oldest first
+    rise: int  # the trend's rise over the span, bytes
+    noise: int  # the maxima's robust spread around the trend, bytes
+    cache_gap: int  # reserved beyond the step peak lately: the allocator fails when reserved reaches capacity, so the peak is projected to capacity - cache_gap
+
+
+class _MemoryForecastRequired(TypedDict):
+    """The keys of MemoryForecast that are always present."""
+    step: int  # the last step the projection saw
+    projected_step: int  # the step at which the peak reaches capacity
+    projected_time: str  # when, on the daemon's clock (zero: the levels carry no times)
+    steps_left: int  # projected_step - step
+    seconds_left: float  # from the projection to projected_time (0: due now, or unknown when bytes_per_second is 0)
+    bytes_per_step: float  # the growth's rate
+    bytes_per_second: float  # the same over the steps' mean duration (0 when the levels carry no times)
+    capacity: int  # bytes the process may use: its device's, or its memory-fraction cap
+    level: int  # the trend's step peak now
+    evidence: "GrowthEvidence"  # what the trend rests on
+    warned: bool  # a memory_warning was sent for this growth
+
+
+class MemoryForecast(_MemoryForecastRequired, total=False):
+    """MemoryForecast is when a process's step peaks are projected to reach the memory it may use (profiler/forecast): only while they grow in a sustained way; process.list carries it, and the warning repeats it."""
+    eta_seconds: float  # (omitted when empty) ETASeconds is, in process.list's answer, the seconds from the answer to projected_time (0 when that is past or unknown).
+
+
 class _ProcessRequired(TypedDict):
     """The keys of Process that are always present."""
     pid: int  # the process id on its host
@@ -147,6 +182,7 @@ class Process(_ProcessRequired, total=False):
     util_gpu_pct: Optional[int]  # (omitted when empty) utilization.gpu of its GPU now (NVML); absent without a reading
     idle_share: float  # (omitted when empty) share of the last minute its GPU idled (idle.report), with stack samples
     idle_top: str  # (omitted when empty) the top idle cause and its line, e.g. "waiting for the data loader at data.py:12"
+    forecast: Optional["MemoryForecast"]  # (omitted when empty) Forecast is when its memory is projected to fill its device, while its step peaks grow (nil otherwise): vramscope ps's OOM ETA.
 
 
 class ProcessListResult(TypedDict):
@@ -1483,6 +1519,28 @@ class OOMEvent(_OOMEventRequired, total=False):
     kv_cache: Optional["KVCache"]  # (omitted when empty) the KV cache the agent named at the failure
 
 
+class GrowingLine(TypedDict):
+    """GrowingLine is a source line whose memory grows, from a finding."""
+    file: str  # as the snapshot records it
+    line: int  # 1-based
+    bytes: int  # what the finding says it holds
+    kind: str  # the finding's kind: leak, loop_accumulation, cache_growth, unbounded_cache
+    title: str  # the finding's title
+
+
+class _MemoryWarningRequired(TypedDict):
+    """The keys of MemoryWarning that are always present."""
+    pid: int  # the process
+    forecast: "MemoryForecast"  # the projection that warned
+
+
+class MemoryWarning(_MemoryWarningRequired, total=False):
+    """MemoryWarning is the payload of memory_warning: a process whose memory is projected to fill its device soon, sent once per growth, after the snapshot taken at the warning is stored (or could not be)."""
+    snapshot: Optional["SnapshotResult"]  # (omitted when empty) Snapshot is the one the daemon took at the warning, so that the growth is named while the job still lives; SnapshotError says why there is none.
+    snapshot_error: str  # (omitted when empty)
+    growing: Optional["GrowingLine"]  # (omitted when empty) Growing is the line the snapshot's analysis finds growing (a leak, an accumulation in a loop, a cache that grows); nil when none.
+
+
 class BeforeDevice(TypedDict):
     """BeforeDevice is the peak device of the snapshot before."""
     device: int
@@ -1550,6 +1608,7 @@ PARAMS = {
     "event.snapshot_stored": "SnapshotResult",
     "event.oom_captured": "OOMEvent",
     "event.counters_tick": "DevicesResult",
+    "event.memory_warning": "MemoryWarning",
     "event.group_stored": "GroupResult",
 }
 RESULTS = {
@@ -1589,5 +1648,6 @@ RESULTS = {
     "event.snapshot_stored": None,
     "event.oom_captured": None,
     "event.counters_tick": None,
+    "event.memory_warning": None,
     "event.group_stored": None,
 }

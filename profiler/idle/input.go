@@ -56,3 +56,22 @@ type Input struct {
 	Util         []Util   `json:"util"`
 	Samples      []Sample `json:"samples"`
 }
+
+// Span is the part of in between fromMS and toMS (unix milliseconds): the
+// readings and samples in it, so its windows lie inside the span. The
+// counters report joins each phase's span.
+func (in Input) Span(fromMS, toMS int64) Input {
+	out := in
+	out.Util, out.Samples = nil, nil
+	for _, u := range in.Util {
+		if u.TimeMS >= fromMS && u.TimeMS <= toMS {
+			out.Util = append(out.Util, u)
+		}
+	}
+	for _, s := range in.Samples {
+		if s.TimeMS > fromMS && s.TimeMS <= toMS {
+			out.Samples = append(out.Samples, s)
+		}
+	}
+	return out
+}

@@ -141,3 +141,22 @@ func TestGapsAndMissedWindows(t *testing.T) {
 		t.Errorf("windows up to %d ms, after the last sample", r.ToMS)
 	}
 }
+
+// A span's join holds the windows inside it only: the counters report joins
+// each phase this way.
+func TestSpan(t *testing.T) {
+	in := series(10, 30, func(k int) (Frame, Wait) {
+		if k < 100 { // 0-4 s in the transform, then Python-side
+			return xformLine, WaitDataLoader
+		}
+		return fwdLine, WaitNone
+	})
+	r := Join(in.Span(0, 4000), Options{})
+	if r.FromMS != 0 || r.ToMS != 4000 || len(r.Causes) != 1 || r.Causes[0].Kind != CauseDataLoader {
+		t.Fatalf("0-4 s: %d-%d ms, causes %+v", r.FromMS, r.ToMS, r.Causes)
+	}
+	r = Join(in.Span(4000, 10000), Options{})
+	if r.FromMS != 4000 || r.WallMS != 6000 || len(r.Causes) != 1 || r.Causes[0].Kind != CausePython {
+		t.Fatalf("4-10 s: %d-%d ms, causes %+v", r.FromMS, r.ToMS, r.Causes)
+	}
+}

@@ -3,7 +3,7 @@
 // api.ts: the daemon's JSON-RPC contract (method names, error codes, limits,
 // and the shapes of params and results) for the extension.
 
-export const API_VERSION = "1.3";
+export const API_VERSION = "1.4";
 
 /** The daemon's methods, as the wire spells them. */
 export const Method = {
@@ -43,6 +43,7 @@ export const Method = {
   EventSnapshotStored: "event.snapshot_stored",
   EventOOMCaptured: "event.oom_captured",
   EventCountersTick: "event.counters_tick",
+  EventMemoryWarning: "event.memory_warning",
   EventGroupStored: "event.group_stored",
 } as const;
 
@@ -144,6 +145,58 @@ export interface StatusResult extends HelloResult {
   counters: CountersStatus;
 }
 
+/** GrowthEvidence is what a projection rests on: the per-window maxima of a series of per-step levels over a span of steps, fitted by Theil–Sen. */
+export interface GrowthEvidence {
+  /** where the growth was found: "step peak", or "memory allocated at step end" (steadier under variable-length batches); either is projected from the step peaks' level */
+  series: string;
+  /** the span's first step */
+  from_step: number;
+  /** its last step */
+  to_step: number;
+  /** windows in the span */
+  windows: number;
+  /** steps per window */
+  window_steps: number;
+  /** Kendall's tau of the window maxima, -1 to 1 */
+  consistency: number;
+  /** bytes/step of each third of the span, oldest first */
+  third_slopes: number[] | null;
+  /** the trend's rise over the span, bytes */
+  rise: number;
+  /** the maxima's robust spread around the trend, bytes */
+  noise: number;
+  /** reserved beyond the step peak lately: the allocator fails when reserved reaches capacity, so the peak is projected to capacity - cache_gap */
+  cache_gap: number;
+}
+
+/** MemoryForecast is when a process's step peaks are projected to reach the memory it may use (profiler/forecast): only while they grow in a sustained way; process.list carries it, and the warning repeats it. */
+export interface MemoryForecast {
+  /** the last step the projection saw */
+  step: number;
+  /** the step at which the peak reaches capacity */
+  projected_step: number;
+  /** when, on the daemon's clock (zero: the levels carry no times) */
+  projected_time: string;
+  /** projected_step - step */
+  steps_left: number;
+  /** from the projection to projected_time (0: due now, or unknown when bytes_per_second is 0) */
+  seconds_left: number;
+  /** the growth's rate */
+  bytes_per_step: number;
+  /** the same over the steps' mean duration (0 when the levels carry no times) */
+  bytes_per_second: number;
+  /** bytes the process may use: its device's, or its memory-fraction cap */
+  capacity: number;
+  /** the trend's step peak now */
+  level: number;
+  /** what the trend rests on */
+  evidence: GrowthEvidence;
+  /** a memory_warning was sent for this growth */
+  warned: boolean;
+  /** ETASeconds is, in process.list's answer, the seconds from the answer to projected_time (0 when that is past or unknown). */
+  eta_seconds?: number;
+}
+
 /** Process is one process on this host that uses the GPU or has an agent. */
 export interface Process {
   /** the process id on its host */
@@ -190,6 +243,8 @@ export interface Process {
   idle_share?: number;
   /** the top idle cause and its line, e.g. "waiting for the data loader at data.py:12" */
   idle_top?: string;
+  /** Forecast is when its memory is projected to fill its device, while its step peaks grow (nil otherwise): vramscope ps's OOM ETA. */
+  forecast?: MemoryForecast;
 }
 
 /** ProcessListResult lists processes. */
@@ -1656,6 +1711,33 @@ export interface OOMEvent {
   kv_cache?: KVCache;
 }
 
+/** GrowingLine is a source line whose memory grows, from a finding. */
+export interface GrowingLine {
+  /** as the snapshot records it */
+  file: string;
+  /** 1-based */
+  line: number;
+  /** what the finding says it holds */
+  bytes: number;
+  /** the finding's kind: leak, loop_accumulation, cache_growth, unbounded_cache */
+  kind: string;
+  /** the finding's title */
+  title: string;
+}
+
+/** MemoryWarning is the payload of memory_warning: a process whose memory is projected to fill its device soon, sent once per growth, after the snapshot taken at the warning is stored (or could not be). */
+export interface MemoryWarning {
+  /** the process */
+  pid: number;
+  /** the projection that warned */
+  forecast: MemoryForecast;
+  /** Snapshot is the one the daemon took at the warning, so that the growth is named while the job still lives; SnapshotError says why there is none. */
+  snapshot?: SnapshotResult;
+  snapshot_error?: string;
+  /** Growing is the line the snapshot's analysis finds growing (a leak, an accumulation in a loop, a cache that grows); nil when none. */
+  growing?: GrowingLine;
+}
+
 /** BeforeDevice is the peak device of the snapshot before. */
 export interface BeforeDevice {
   device: number;
@@ -1720,6 +1802,7 @@ export interface Params {
   "event.snapshot_stored": SnapshotResult;
   "event.oom_captured": OOMEvent;
   "event.counters_tick": DevicesResult;
+  "event.memory_warning": MemoryWarning;
   "event.group_stored": GroupResult;
 }
 
@@ -1761,5 +1844,6 @@ export interface Results {
   "event.snapshot_stored": null;
   "event.oom_captured": null;
   "event.counters_tick": null;
+  "event.memory_warning": null;
   "event.group_stored": null;
 }

@@ -50,7 +50,7 @@ func init() {
 		{"snap", "snap PID [--label L] [--job]  take a snapshot of process PID through its agent; --job: of every rank of its launch at once", runSnap},
 		{"snapshots", "snapshots  the stored snapshots: ID, reason (OOM marked), size, process, file", runSnapshots},
 		{"import", "import FILE [--label L]  copy a snapshot file into the daemon's store (then analyze ID, ranks, the editor)", runImport},
-		{"counters", "counters [--interval 100ms] [--duration 5s] [--json]  sample the GPUs' NVML counters; counters FILE [--json] classifies a recording (vramscope JSON or nvidia-smi dmon) into phases", runCounters},
+		{"counters", "counters [--interval 100ms] [--duration 5s] [--json] [--pid N]  sample the GPUs' NVML counters, their phases, and with --pid why the GPU idled by line (the daemon's stack samples); counters FILE [--json] [--idle IDLE.json] classifies a recording (vramscope JSON or nvidia-smi dmon) into phases, with the idle finding when it carries stack samples", runCounters},
 		{"completion", "completion bash|zsh|fish  print the shell completion script", runCompletion},
 		{"help", "help [COMMAND]  this list, or COMMAND's arguments and every flag", nil},
 		{"version", "version  print the version (also --version)", runVersion},

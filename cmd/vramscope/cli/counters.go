@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/vramscope/vramscope/daemon/counters"
+	"github.com/vramscope/vramscope/profiler/gpuphase"
 )
 
 // openSampler is counters.Open; tests replace it.
@@ -21,6 +22,8 @@ var openSampler = counters.Open
 type countersCmd struct {
 	interval, duration time.Duration
 	json               bool
+	pid                int    // with stack samples of this process from the daemon: the idle finding by line
+	socket             string // the daemon's, for pid
 }
 
 // runCounters samples the GPUs' NVML counters for a while and prints them:
@@ -34,12 +37,23 @@ func runCounters(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&c.duration, "duration", 5*time.Second, "how long to sample (0: until interrupted)")
 	fs.BoolVar(&c.json, "json", false, "print JSON lines: {\"status\"}, {\"device\"}, {\"sample\"}, {\"process\"}, {\"summary\"}; with FILE, {\"phases\": [...]}")
 	totalGiB := fs.Float64("total-gib", 0, "with a dmon FILE: the device's memory (dmon does not print it), for offload_traffic")
+	fs.IntVar(&c.pid, "pid", 0, "also say why the GPU idled, by line: the daemon's stack samples of this process joined with the counters (the JSON gets an {\"idle\"} line a FILE carries)")
+	fs.StringVar(&c.socket, "socket", "", "the daemon's socket, for --pid (default as vramscope serve)")
+	idlePath := fs.String("idle", "", "with FILE: stack samples to join with it (vramscope idle --json --raw); a recording's own {\"idle\"} line otherwise")
 	pos, ok := parse(fs, args, stderr)
 	if !ok {
 		return exitInput
 	}
+	if len(pos) == 1 && c.pid > 0 {
+		fmt.Fprintln(stderr, "vramscope counters: --pid goes with a live run; a FILE carries its samples (or give them with --idle)")
+		return exitInput
+	}
 	if len(pos) == 1 {
-		return classifyCounters(pos[0], *totalGiB, c.json, stdout, stderr)
+		return classifyCounters(pos[0], *totalGiB, c.json, *idlePath, stdout, stderr)
+	}
+	if *idlePath != "" {
+		fmt.Fprintln(stderr, "vramscope counters: --idle goes with a FILE; live, --pid asks the daemon for the samples")
+		return exitInput
 	}
 	if len(pos) > 1 || c.interval <= 0 || c.duration < 0 {
 		fmt.Fprintln(stderr, "vramscope counters: at most one FILE; --interval must be > 0 and --duration >= 0")
@@ -101,8 +115,58 @@ func (c *countersCmd) run(ctx context.Context, smp counters.Sampler, st counters
 	out.start = time.Now().UnixMilli()
 	sampleUntilDone(ctx, out.col, out.flush)
 	out.flush()
+	if c.json { // the summary stays the last line
+		c.phasesAndIdle(out)
+		c.summary(out, ts)
+		return exitOK
+	}
 	c.summary(out, ts)
+	c.phasesAndIdle(out)
 	return exitOK
+}
+
+// phasesAndIdle ends a live run: its phases, and with --pid the idle finding
+// by line over it (the process's samples from the daemon, joined with this
+// run's readings). A daemon that cannot answer is a note: the counters ran.
+func (c *countersCmd) phasesAndIdle(out *countersOut) {
+	var ss []gpuphase.Sample
+	for _, d := range out.devs {
+		for _, s := range out.col.Series(d.Index, out.start, 0, 0) {
+			ss = append(ss, s.PhaseSample())
+		}
+	}
+	phases := gpuphase.Phases(ss)
+	var ci *countersIdle
+	var idleErr error
+	if c.pid > 0 {
+		in, err := idleFromDaemon(c.socket, c.pid, time.Duration(time.Now().UnixMilli()-out.start)*time.Millisecond)
+		if err == nil {
+			j := joinCounters(in, ss, phases)
+			ci = &j
+		}
+		idleErr = err
+	}
+	if c.json {
+		out.line("phases", phases)
+		switch {
+		case ci != nil:
+			out.line("idle", ci.Result)
+			out.line("idle_by_phase", ci.ByPhase)
+		case idleErr != nil:
+			out.line("idle_error", idleErr.Error())
+		}
+		return
+	}
+	fmt.Fprintln(out.w, "\nphases:")
+	if ci == nil {
+		writePhases(out.w, phases, nil)
+	} else {
+		writePhases(out.w, phases, ci.ByPhase)
+		writeCountersIdle(out.w, ci, fmt.Sprintf("of process %d from the daemon", c.pid))
+	}
+	if idleErr != nil {
+		fmt.Fprintf(out.w, "\nidle by line: %s\n", termSafe(idleErr.Error()))
+	}
 }
 
 // sampleUntilDone runs col until ctx ends and calls flush after each tick

@@ -4,31 +4,71 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"time"
 
+	"github.com/vramscope/vramscope/daemon/api"
 	"github.com/vramscope/vramscope/profiler/gpuphase"
+	"github.com/vramscope/vramscope/profiler/idle"
 )
 
 // classifyCounters splits a counter recording (vramscope counters --json, the
-// daemon's counters.series, or nvidia-smi dmon text) into classified phases.
-func classifyCounters(path string, totalGiB float64, asJSON bool, stdout, stderr io.Writer) int {
+// daemon's counters.series, or nvidia-smi dmon text) into classified phases,
+// and, with stack samples (the recording's idle line, or idlePath), adds
+// the idle finding by line over the whole and over each phase.
+func classifyCounters(path string, totalGiB float64, asJSON bool, idlePath string, stdout, stderr io.Writer) int {
 	samples, err := gpuphase.ReadFile(path, totalGiB*1024)
 	if err != nil {
 		return fail(stderr, inputError{err})
 	}
 	phases := gpuphase.Phases(samples)
+	in, source, err := recordedStacks(path, idlePath)
+	if err != nil {
+		return fail(stderr, inputError{err})
+	}
+	var ci *countersIdle
+	if in != nil {
+		j := joinCounters(*in, samples, phases)
+		j.Result.Input = nil
+		ci = &j
+	}
 	if asJSON {
-		return printJSON(stdout, stderr, map[string]any{"file": path, "samples": len(samples), "phases": phases})
+		out := countersReport{File: path, Samples: len(samples), Phases: phases}
+		if ci != nil {
+			out.Idle, out.IdleByPhase = &ci.Result, ci.ByPhase
+		}
+		return printJSON(stdout, stderr, out)
 	}
 	fmt.Fprintf(stdout, "%s: %d samples, %d phases\n", path, len(samples), len(phases))
-	fmt.Fprintf(stdout, "%-3s %-12s %7s  %-23s %6s %6s %7s %9s %8s  %s\n", "GPU", "start", "secs", "class", "util", "mem%", "power", "PCIe MB/s", "mem GiB", "why")
-	for _, p := range phases {
-		e := p.Evidence
-		fmt.Fprintf(stdout, "%-3d %-12s %7.0f  %-23s %6s %6s %7s %9s %8s  %s\n", p.Device,
-			time.UnixMilli(p.Start).UTC().Format("15:04:05"), e.Seconds, p.Class,
-			num(e.UtilGPU, "%.0f%%"), num(e.UtilMem, "%.0f%%"), num(e.PowerW, "%.0f W"), num(e.PCIeMBps, "%.0f"), num(e.MemUsedGiB, "%.1f"), e.Rule)
+	if ci == nil {
+		writePhases(stdout, phases, nil)
+		return exitOK
 	}
+	writePhases(stdout, phases, ci.ByPhase)
+	writeCountersIdle(terminal(stdout), ci, source)
 	return exitOK
+}
+
+// countersReport is `vramscope counters FILE --json`.
+type countersReport struct {
+	File        string           `json:"file"`
+	Samples     int              `json:"samples"`
+	Phases      []gpuphase.Phase `json:"phases"`
+	Idle        *api.IdleResult  `json:"idle,omitempty"`          // with stack samples: the idle finding by line
+	IdleByPhase []phaseIdle      `json:"idle_by_phase,omitempty"` // and over each phase of the process's GPU
+}
+
+// recordedStacks are the stack samples a counters report joins: idlePath's
+// (a `vramscope idle --json --raw` answer or a join's input), else the
+// recording's own idle line; none is no error.
+func recordedStacks(path, idlePath string) (*idle.Input, string, error) {
+	if idlePath != "" {
+		in, err := readIdleInput(idlePath)
+		if err != nil {
+			return nil, "", err
+		}
+		return &in, "from " + idlePath, nil
+	}
+	in, err := idleInRecording(path)
+	return in, "from the recording", err
 }
 
 func num(v *float64, format string) string {

@@ -20,6 +20,7 @@ type fakeGPUs struct {
 	closed bool
 	gpm    counters.GPMSample
 	out    []counters.DeviceSample
+	util0  uint32 // GPU 0's utilization.gpu; 0: 97%
 }
 
 func (f *fakeGPUs) Devices() []counters.DeviceInfo {
@@ -43,9 +44,13 @@ func (f *fakeGPUs) Sample(now time.Time) ([]counters.DeviceSample, []counters.Pr
 	f.gpm = counters.GPMSample{SMActivePct: 88.5, SMOccupancyPct: 30, TensorActivePct: 60, DRAMBWUtilPct: 45}
 	all := counters.FieldMemUsed | counters.FieldMemTotal | counters.FieldUtilGPU | counters.FieldUtilMem |
 		counters.FieldTemp | counters.FieldSMClock
+	util0 := f.util0
+	if util0 == 0 {
+		util0 = 97
+	}
 	f.out = append(f.out[:0],
 		counters.DeviceSample{TimeMS: ms, Device: 0, UUID: "GPU-0", Valid: all | counters.FieldPower | counters.FieldsGPM,
-			MemUsedBytes: uint64(f.n) << 30, MemTotalBytes: 141 << 30, UtilGPUPct: 97, PowerMW: 650_000, TempC: 70, SMClockMHz: 1980, GPM: &f.gpm},
+			MemUsedBytes: uint64(f.n) << 30, MemTotalBytes: 141 << 30, UtilGPUPct: util0, PowerMW: 650_000, TempC: 70, SMClockMHz: 1980, GPM: &f.gpm},
 		counters.DeviceSample{TimeMS: ms, Device: 1, UUID: "GPU-1", Valid: all, MemTotalBytes: 80 << 30, UtilGPUPct: 0, TempC: 30, SMClockMHz: 210},
 	)
 	return f.out, []counters.ProcessSample{{TimeMS: ms, Device: 0, PID: 4242, Valid: counters.ProcUsed, UsedBytes: uint64(f.n) << 30}}, nil

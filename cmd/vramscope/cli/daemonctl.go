@@ -117,7 +117,7 @@ func runPS(args []string, stdout, stderr io.Writer) int {
 		return printJSON(stdout, stderr, res)
 	}
 	stdout = terminal(stdout) // argv and notes come from the processes
-	fmt.Fprintf(stdout, "%8s %5s %4s %10s %10s %5s  %s\n", "PID", "RANK", "GPU", "GPU MEM", "TORCH", "UTIL", "COMMAND")
+	fmt.Fprintf(stdout, "%8s %5s %4s %10s %10s %5s %9s  %s\n", "PID", "RANK", "GPU", "GPU MEM", "TORCH", "UTIL", "OOM ETA", "COMMAND")
 	for _, p := range res.Processes {
 		rank := "-"
 		if p.Agent {
@@ -131,12 +131,29 @@ func runPS(args []string, stdout, stderr io.Writer) int {
 		if p.Note != "" {
 			cmd += "  (" + p.Note + ")"
 		}
-		fmt.Fprintf(stdout, "%8d %5s %4d %10s %10s %5s  %s\n", p.PID, rank, p.Device, profiler.FormatBytes(int64(p.GPUBytes)), torch, utilText(p), cmd)
+		fmt.Fprintf(stdout, "%8d %5s %4d %10s %10s %5s %9s  %s\n", p.PID, rank, p.Device, profiler.FormatBytes(int64(p.GPUBytes)), torch, utilText(p), oomETA(p.Forecast), cmd)
 		if p.IdleTop != "" {
 			fmt.Fprintf(stdout, "%8s GPU idle %.0f%% of the last minute: %s (vramscope idle %d)\n", "", 100*p.IdleShare, p.IdleTop, p.PID)
 		}
 	}
 	return exitOK
+}
+
+// oomETA is ps's OOM ETA: how long until the process's memory is projected
+// to fill its device ("-" while it does not grow), in steps when its levels
+// carry no times, "!" after it when the daemon has warned.
+func oomETA(f *api.MemoryForecast) string {
+	if f == nil {
+		return "-"
+	}
+	eta := fmt.Sprintf("%d steps", f.StepsLeft)
+	if !f.ProjectedTime.IsZero() {
+		eta = (time.Duration(f.ETASeconds) * time.Second).String()
+	}
+	if f.Warned {
+		eta += "!"
+	}
+	return eta
 }
 
 func runSnap(args []string, stdout, stderr io.Writer) int {

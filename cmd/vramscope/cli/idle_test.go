@@ -2,10 +2,13 @@ package cli_test
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/vramscope/vramscope/daemon/api"
+	"github.com/vramscope/vramscope/profiler/idle"
 )
 
 const idleRecordings = "../../../profiler/idle/testdata/"
@@ -38,5 +41,38 @@ func TestIdleRecordings(t *testing.T) {
 	}
 	if o := run("idle", idleRecordings+"healthy.facts.json"); o.code != 2 || !strings.Contains(o.stderr, "not an idle recording") {
 		t.Errorf("a facts file: %v", o)
+	}
+}
+
+// The counters report on the H200 run's readings: a counters recording made
+// of the utilisation the slow-loader run recorded (the daemon's NVML
+// readings, as `counters --json` writes them) with its stack samples given as
+// --idle says what `vramscope idle` says of the same recording: the report
+// reads the same readings back from the counters.
+func TestCountersWithRecordedStacks(t *testing.T) {
+	path := idleRecordings + "slow_loader.input.json"
+	var in idle.Input
+	b, err := os.ReadFile(path)
+	if err != nil || json.Unmarshal(b, &in) != nil {
+		t.Fatal(path, err)
+	}
+	var lines strings.Builder
+	for _, u := range in.Util {
+		s := map[string]any{"time_ms": u.TimeMS, "device": in.Device, "util_gpu_pct": u.GPU}
+		if u.SMActive >= 0 {
+			s["gpm"] = map[string]any{"sm_active_pct": u.SMActive}
+		}
+		line, _ := json.Marshal(map[string]any{"sample": s})
+		lines.Write(append(line, '\n'))
+	}
+	rec := filepath.Join(t.TempDir(), "counters.jsonl")
+	os.WriteFile(rec, []byte(lines.String()), 0o644)
+	want := mustRun(t, "idle", path).stdout
+	o := mustRun(t, "counters", rec, "--idle", path).stdout
+	if !strings.Contains(o, "(stack samples from "+path+"):\n"+want) {
+		t.Errorf("counters --idle:\n%s\nwant the idle report\n%s", o, want)
+	}
+	if !strings.Contains(o, "    by line: GPU idle 7") {
+		t.Errorf("no finding under a phase:\n%s", o)
 	}
 }

@@ -1,5 +1,7 @@
 """`%vramscope live`: samples about once a second of the GPU's memory and
-utilisation and of torch's allocated/reserved bytes.
+utilisation and of torch's allocated/reserved bytes, and the daemon's
+forecast of when this process runs out (process.list's `forecast`, from its
+per-step levels: docs/oom-warning.md).
 
 GPU counters come from the daemon (`vramscope serve`, NVML) through
 counters.series (the last minute, once) and counters.devices (then each tick),
@@ -95,7 +97,7 @@ class Sampler:
     idle(): why this kernel's GPU idled over the last minute, one line."""
 
     keep = 300  # points kept in the widget (5 minutes at 1 Hz)
-    IDLE_EVERY = 5  # samples between two idle reports
+    IDLE_EVERY = 5  # samples between two idle reports (and two OOM forecasts)
 
     def __init__(self, interval=1.0, device=None, socket=None, client=None):
         self.interval = max(0.1, float(interval))
@@ -105,6 +107,7 @@ class Sampler:
         self.daemon_note = ""
         self.torch = None
         self.torch_note = ""
+        self.pid = os.getpid()  # whose forecast warning() reads
 
     def probe(self):
         """Finds the sources. Returns (source text, note); the source text is
@@ -189,8 +192,51 @@ class Sampler:
             return ""
         return idle_text(r)
 
+    def warning(self):
+        """The daemon's forecast for this process in words ("" when its memory
+        does not grow, or there is no daemon)."""
+        if not self.daemon:
+            return ""
+        try:
+            res = self.client.call(_api.PROCESS_LIST)
+        except (OSError, RPCError, ValueError):
+            return ""
+        for p in (res or {}).get("processes") or []:
+            if p.get("pid") == self.pid:
+                return warning_text(p.get("forecast"))
+        return ""
+
     def close(self):
         self.client.close()
+
+
+def _duration(seconds):
+    s = int(seconds)
+    if s >= 3600:
+        return "%dh%02dm" % (s // 3600, s % 3600 // 60)
+    if s >= 60:
+        return "%dm%02ds" % (s // 60, s % 60)
+    return "%ds" % s
+
+
+def warning_text(f):
+    """One line for a process.list forecast: when this process is projected
+    to run out, how fast its step peaks grow, toward what; "" for none."""
+    if not f:
+        return ""
+    from ._report import fmt_bytes
+
+    if f.get("bytes_per_second"):  # the levels carry times
+        when = "in %s (step %d)" % (_duration(f.get("eta_seconds") or 0), f.get("projected_step", 0))
+    else:
+        when = "in %d steps (step %d)" % (f.get("steps_left", 0), f.get("projected_step", 0))
+    rate = "%s/step" % fmt_bytes(f.get("bytes_per_step") or 0)
+    if f.get("bytes_per_second"):
+        rate += ", %s/s" % fmt_bytes(f["bytes_per_second"])
+    text = "out of memory %s: memory grows %s toward %s" % (when, rate, fmt_bytes(f.get("capacity") or 0))
+    if f.get("warned"):
+        text += "; the daemon warned and took a snapshot (vramscope snapshots)"
+    return text
 
 
 def socket_exists(path=None):

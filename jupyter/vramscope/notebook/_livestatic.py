@@ -123,6 +123,8 @@ def page(state, key=""):
         parts.append("<div %s>%s</div>" % (MUTED, _e(state["note"])))
     if state.get("idle"):
         parts.append("<div %s>%s</div>" % (MUTED, _e(state["idle"])))
+    if state.get("warning"):
+        parts.append('<div class="vs-live-warning"><b>\u26a0 %s</b></div>' % _e(state["warning"]))
     items = legend(samples)
     if items:
         parts.append("<div>%s</div>" % " &nbsp; ".join(
@@ -143,5 +145,7 @@ def plain(state):
         out.append("  " + state["note"])
     if state.get("idle"):
         out.append("  " + state["idle"])
+    if state.get("warning"):
+        out.append("  warning: " + state["warning"])
     out += ["  %s: %s" % (lab, v) for lab, v, _ in legend(samples)]
     return "\n".join(out)

@@ -303,6 +303,7 @@ def _live_widget(anywidget, t):
         source = t.Unicode("").tag(sync=True)
         note = t.Unicode("").tag(sync=True)
         idle = t.Unicode("").tag(sync=True)  # why the GPU idled over the last minute, by line (vramscope idle)
+        warning = t.Unicode("").tag(sync=True)  # the daemon's OOM forecast for this kernel (_live.warning_text)
         device = t.Int(0).tag(sync=True)
         total = t.Int(0).tag(sync=True)
         interval = t.Float(1.0).tag(sync=True)
@@ -321,8 +322,8 @@ def _live_widget(anywidget, t):
 
         def state(self):
             return {"samples": list(self.samples), "running": self.running, "source": self.source,
-                    "note": self.note, "idle": self.idle, "device": self.device, "total": self.total,
-                    "interval": self.interval}
+                    "note": self.note, "idle": self.idle, "warning": self.warning, "device": self.device,
+                    "total": self.total, "interval": self.interval}
 
         def _static_html(self):
             from . import _livestatic
@@ -384,6 +385,10 @@ def _live_widget(anywidget, t):
                 while not self._stop.is_set():
                     if n % s.IDLE_EVERY == 0:
                         self.idle = s.idle()
+                        warning = s.warning()
+                        if warning != self.warning:
+                            self.warning = warning
+                            self._maybe_update_static(force=True)
                     n += 1
                     point = s.sample()
                     if point is not None:

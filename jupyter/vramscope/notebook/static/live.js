@@ -3,6 +3,7 @@
 // for its byte formatting. State: samples [{t (unix ms), used, total, util,
 // allocated, reserved}] (absent values null), running, source, note, total,
 // idle (why the GPU idled over the last minute, by line: vramscope idle).
+// warning (the daemon's OOM forecast for this kernel, in words; "" for none).
 // The Stop/Start button sets `running`; the kernel's sampling thread follows.
 
 const fmt = VramscopeFlame.formatBytes;
@@ -23,6 +24,7 @@ function render({ model, el }) {
   const source = h("span", "vs-facts", head);
   const note = h("div", "vs-note", root);
   const idle = h("div", "vs-note vs-idle", root);
+  const warning = h("div", "vs-note vs-live-warning", root);
   const canvas = h("canvas", "vs-live-chart", root);
   const legend = h("div", "vs-legend", root);
 
@@ -39,6 +41,8 @@ function render({ model, el }) {
     note.hidden = !note.textContent;
     idle.textContent = model.get("idle") || "";
     idle.hidden = !idle.textContent;
+    warning.textContent = model.get("warning") ? "\u26a0 " + model.get("warning") : "";
+    warning.hidden = !warning.textContent;
     root.dataset.samples = String(samples.length);
 
     legend.textContent = "";
@@ -104,7 +108,7 @@ function render({ model, el }) {
     model.save_changes();
   });
   const redraw = () => requestAnimationFrame(draw);
-  ["change:samples", "change:running", "change:source", "change:note", "change:total", "change:idle"].forEach((ev) => model.on(ev, redraw));
+  ["change:samples", "change:running", "change:source", "change:note", "change:total", "change:idle", "change:warning"].forEach((ev) => model.on(ev, redraw));
   const ro = new ResizeObserver(redraw);
   ro.observe(canvas);
   draw();

@@ -1,0 +1,128 @@
+package forecast
+
+import (
+	"encoding/json"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// recording is one program's per-step levels as examples/road/levels.py
+// wrote them on the H200 (docs/oom-warning.md).
+type recording struct {
+	Program  string  `json:"program"`
+	Outcome  string  `json:"outcome"` // "oom" or "completed"
+	CapBytes int64   `json:"cap_bytes"`
+	OOMStep  int     `json:"oom_step"`
+	OOMT     float64 `json:"oom_t"`
+	Steps    []struct {
+		Step      int     `json:"step"`
+		T         float64 `json:"t"`
+		Allocated int64   `json:"allocated"`
+		Reserved  int64   `json:"reserved"`
+		Peak      int64   `json:"peak"`
+	} `json:"steps"`
+}
+
+func readRecording(t *testing.T, name string) (recording, []Level) {
+	t.Helper()
+	path := filepath.Join("testdata", name+".json")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r recording
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	lv := make([]Level, len(r.Steps))
+	for i, s := range r.Steps {
+		lv[i] = Level{Step: s.Step, TimeS: s.T, Allocated: s.Allocated, Reserved: s.Reserved, Peak: s.Peak}
+	}
+	return r, lv
+}
+
+// TestRecordedHealthy: the healthy runs on the H200 never project a full
+// device, at any point of the run, against their own cap or one only 5%
+// over their highest step peak.
+func TestRecordedHealthy(t *testing.T) {
+	for _, name := range []string{"grad_accum", "varlen", "eval_warmup", "late_long"} {
+		t.Run(name, func(t *testing.T) {
+			r, lv := readRecording(t, name)
+			neverGrowing(t, lv, tight(lv))
+			neverGrowing(t, lv, r.CapBytes)
+		})
+	}
+}
+
+// TestRecordedLeak: the leaking runs on the H200 are projected well before
+// they ran out, and the projected step is near the step that failed.
+func TestRecordedLeak(t *testing.T) {
+	for _, name := range []string{"leak"} {
+		t.Run(name, func(t *testing.T) {
+			r, lv := readRecording(t, name)
+			if r.Outcome != "oom" {
+				t.Fatalf("%s did not run out: %s", name, r.Outcome)
+			}
+			first := -1
+			for n := 10; n <= len(lv) && first < 0; n += 10 {
+				pr := Project(lv[:n], r.CapBytes, Default())
+				if !pr.Growing {
+					continue
+				}
+				first = n
+				stepsBefore, secondsBefore := r.OOMStep-pr.LastStep, r.OOMT-pr.LastTimeS
+				t.Logf("%s: projected at step %d (%.1f s): full at step %d (%.1f s), %.2f MiB/step; it failed at step %d (%.1f s): %d steps, %.1f s before",
+					name, pr.LastStep, pr.LastTimeS, pr.Step, pr.TimeS, pr.BytesPerStep/(1<<20), r.OOMStep, r.OOMT, stepsBefore, secondsBefore)
+				if stepsBefore < r.OOMStep/2 {
+					t.Errorf("projected only %d steps before the failure at step %d", stepsBefore, r.OOMStep)
+				}
+				if err := float64(pr.Step-r.OOMStep) / float64(r.OOMStep); err < -0.25 || err > 0.25 {
+					t.Errorf("projected full at step %d, it failed at %d (%.0f%% off)", pr.Step, r.OOMStep, 100*err)
+				}
+			}
+			if first < 0 {
+				t.Fatalf("never projected before the failure at step %d", r.OOMStep)
+			}
+		})
+	}
+}
+
+// TestRecordedVarlenWithLeak: the varlen run's real noise (its 1,200 step
+// levels in a shuffled order, so that the run's own drift in batch lengths
+// goes: step peaks from 1 to 6.2 GiB) with a leak of 3 MiB a step added
+// from step 200 on: the leak is found and measured under the noise, not
+// before it begins.
+func TestRecordedVarlenWithLeak(t *testing.T) {
+	_, rec := readRecording(t, "varlen")
+	r := rand.New(rand.NewPCG(5, 6))
+	r.Shuffle(len(rec), func(i, j int) { rec[i], rec[j] = rec[j], rec[i] })
+	var lv []Level
+	for i := range 1200 {
+		l := rec[i]
+		leak := int64(max(i-200, 0)) * 3 * mib
+		l.Step, l.TimeS = i, float64(i)*0.07
+		l.Peak, l.Allocated, l.Reserved = l.Peak+leak, l.Allocated+leak, l.Reserved+leak
+		lv = append(lv, l)
+	}
+	capacity := tight(lv) + 1024*mib
+	neverGrowing(t, lv[:300], capacity)
+	first := -1
+	var pr Projection
+	for n := 300; n <= len(lv) && first < 0; n += 10 {
+		if pr = Project(lv[:n], capacity, Default()); pr.Growing {
+			first = n
+		}
+	}
+	if first < 0 {
+		t.Fatal("the leak under variable-length batches was never projected")
+	}
+	t.Logf("projected after %d steps: %.2f MiB/step, full at step %d (evidence %+v)", first, pr.BytesPerStep/mib, pr.Step, pr.Evidence)
+	if pr.BytesPerStep < 2*mib || pr.BytesPerStep > 4*mib {
+		t.Errorf("rate %.2f MiB/step, want about 3", pr.BytesPerStep/mib)
+	}
+	if first > 1000 || pr.Step < first {
+		t.Errorf("projected after %d steps, full at step %d", first, pr.Step)
+	}
+}
