@@ -4,7 +4,7 @@
 const h = VramscopeView.el;
 
 
-// The widget's static copy (vramscope._html.page: a display output of its own,
+// The widget's static copy (vramscope.notebook._html.page: a display output of its own,
 // for exporters and static viewers) stays hidden while a view of the widget
 // is rendered, so a live notebook shows the report once. A style rule keyed
 // by the model's static_key rather than a change to the copy's element: it

@@ -1,4 +1,4 @@
-// vramscope live widget: the front end of vramscope._widget.LiveWidget.
+// vramscope live widget: the front end of vramscope.notebook._widget.LiveWidget.
 // Like widget.js, it follows flame.js (wrapped as `VramscopeFlame`), here only
 // for its byte formatting. State: samples [{t (unix ms), used, total, util,
 // allocated, reserved}] (absent values null), running, source, note, total,

@@ -1,6 +1,6 @@
-// vramscope notebook widget: the front end of vramscope._widget.FlameWidget.
+// vramscope notebook widget: the front end of vramscope.notebook._widget.FlameWidget.
 //
-// Not a module by itself: the kernel side (vramscope._widget.esm) prepends
+// Not a module by itself: the kernel side (vramscope.notebook._widget.esm) prepends
 // flame.js — the one renderer shared with the CLI's page and the VS Code
 // webview, byte-identical to profiler/flame/web/flame.js — wrapped so that its
 // exports are the constant `VramscopeFlame` used below. No network.
