@@ -10,6 +10,7 @@ import (
 
 	"github.com/vramscope/vramscope/daemon/api"
 	"github.com/vramscope/vramscope/daemon/kube"
+	"github.com/vramscope/vramscope/daemon/transport"
 )
 
 // agent is one attached training process.
@@ -91,7 +92,7 @@ func (s *session) agentRegister(_ context.Context, p api.RegisterParams) (api.Re
 	}
 	d := s.d
 	pid, nsPID := p.PID, 0
-	if host := peerPID(s.wire.conn); host > 0 && host != p.PID && otherPIDNamespace(host) {
+	if host := transport.PeerPID(s.wire.Conn()); host > 0 && host != p.PID && transport.OtherPIDNamespace(host) {
 		// A process in a container knows itself by its namespace's pid (often
 		// 1, in every pod); NVML, /proc and other pods' agents need the node's.
 		pid, nsPID = host, p.PID

@@ -73,7 +73,7 @@ func TestTakeSnapshotThroughAgent(t *testing.T) {
 	if snap.PID != 1111 || snap.Reason != "request" || snap.Label != "after step 3" || snap.Source != "train.py" {
 		t.Errorf("take = %+v", snap)
 	}
-	if !d.analyses.cached(snap.ID) {
+	if !d.analyses.Cached(snap.ID) {
 		t.Error("the analysis is not ready when snapshot.take returns")
 	}
 	if err := d.store.Verify(snap.ID); err != nil {
@@ -293,7 +293,7 @@ func TestPythonAgent(t *testing.T) {
 	c := dial(t, cfg.Socket)
 	var snap api.SnapshotResult
 	call(t, c, api.SnapshotTake, api.TakeParams{PID: pid, Analyze: true}, &snap)
-	if snap.Bytes == 0 || snap.Rank != 1 || !d.analyses.cached(snap.ID) {
+	if snap.Bytes == 0 || snap.Rank != 1 || !d.analyses.Cached(snap.ID) {
 		t.Errorf("snapshot %+v", snap)
 	}
 	// The agent goes away with its process.
@@ -367,7 +367,7 @@ func TestPythonAgentStreams(t *testing.T) {
 	c := dial(t, cfg.Socket)
 	var snap api.SnapshotResult
 	call(t, c, api.SnapshotTake, api.TakeParams{PID: pid, Analyze: true}, &snap)
-	if snap.Format != "vsm1" || snap.Entries <= 0 || !d.analyses.cached(snap.ID) {
+	if snap.Format != "vsm1" || snap.Entries <= 0 || !d.analyses.Cached(snap.ID) {
 		t.Fatalf("snapshot %+v", snap)
 	}
 	// The agent says where its time went; the phases fit inside its total.

@@ -17,22 +17,10 @@ import (
 func heldDecode(d *Daemon) (started, release chan struct{}) {
 	started, release = make(chan struct{}), make(chan struct{})
 	var once sync.Once
-	d.analyses.mu.Lock()
-	d.analyses.progress = func(done, total int64) {
+	d.analyses.SetProgress(func(done, total int64) {
 		once.Do(func() { close(started); <-release })
-	}
-	d.analyses.mu.Unlock()
+	})
 	return started, release
-}
-
-// entry returns id's analysis entry, or nil.
-func (c *analyses) entry(id string) *analysisEntry {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if el, ok := c.entries[id]; ok {
-		return el.Value.(*analysisEntry)
-	}
-	return nil
 }
 
 // waitState polls a state of the daemon for up to ten seconds.
@@ -50,8 +38,8 @@ func TestGoneRequestStopsItsDecode(t *testing.T) {
 		t.Run(how, func(t *testing.T) {
 			d, cfg := testDaemon(t)
 			a := importFixture(t, dial(t, cfg.Socket), "oom_batch.pickle")
-			d.analyses.drop(a.ID)
-			before := d.analyses.runs.Load()
+			d.analyses.Drop(a.ID)
+			before := d.analyses.Runs()
 			started, release := heldDecode(d)
 			c, err := client.Dial(context.Background(), cfg.Socket, "test")
 			if err != nil {
@@ -62,7 +50,7 @@ func TestGoneRequestStopsItsDecode(t *testing.T) {
 			errc := make(chan error, 1)
 			go func() { errc <- c.Call(ctx, api.AnalysisTimeline, api.TimelineParams{ID: a.ID}, new(analyze.Timeline)) }()
 			<-started
-			e := d.analyses.entry(a.ID)
+			e := d.analyses.Probe(a.ID)
 			if how == "cancel" {
 				cancel()
 			} else {
@@ -72,18 +60,15 @@ func TestGoneRequestStopsItsDecode(t *testing.T) {
 				t.Fatal("the call returned a result")
 			}
 			waitState(t, "the daemon to stop the decode", func() bool {
-				d.analyses.mu.Lock()
-				defer d.analyses.mu.Unlock()
-				return e.stopped
+				return e.Stopped()
 			})
 			close(release)
-			<-e.done
-			if !errors.Is(e.err, context.Canceled) {
-				t.Errorf("the decode ended with %v, want context.Canceled", e.err)
+			if err := e.Err(); !errors.Is(err, context.Canceled) {
+				t.Errorf("the decode ended with %v, want context.Canceled", err)
 			}
 			var tl analyze.Timeline
 			call(t, dial(t, cfg.Socket), api.AnalysisTimeline, api.TimelineParams{ID: a.ID}, &tl)
-			if runs := d.analyses.runs.Load() - before; runs != 2 || len(tl.Points) == 0 {
+			if runs := d.analyses.Runs() - before; runs != 2 || len(tl.Points) == 0 {
 				t.Errorf("%d decodes (want 2: the stopped one and a fresh one), %d timeline points", runs, len(tl.Points))
 			}
 		})
@@ -95,8 +80,8 @@ func TestGoneRequestStopsItsDecode(t *testing.T) {
 func TestCancelKeepsSharedDecode(t *testing.T) {
 	d, cfg := testDaemon(t)
 	a := importFixture(t, dial(t, cfg.Socket), "oom_batch.pickle")
-	d.analyses.drop(a.ID)
-	before := d.analyses.runs.Load()
+	d.analyses.Drop(a.ID)
+	before := d.analyses.Runs()
 	started, release := heldDecode(d)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -106,30 +91,26 @@ func TestCancelKeepsSharedDecode(t *testing.T) {
 		errc <- gone.Call(ctx, api.AnalysisTimeline, api.TimelineParams{ID: a.ID}, new(analyze.Timeline))
 	}()
 	<-started
-	e := d.analyses.entry(a.ID)
+	e := d.analyses.Probe(a.ID)
 	var tl analyze.Timeline
 	go func() {
 		errc <- stays.Call(context.Background(), api.AnalysisTimeline, api.TimelineParams{ID: a.ID}, &tl)
 	}()
 	waitState(t, "two requests to wait for the decode", func() bool {
-		d.analyses.mu.Lock()
-		defer d.analyses.mu.Unlock()
-		return e.waiters == 2
+		return e.Waiters() == 2
 	})
 	cancel()
 	if err := <-errc; err == nil {
 		t.Fatal("the cancelled call returned a result")
 	}
 	waitState(t, "the daemon to see the cancel", func() bool {
-		d.analyses.mu.Lock()
-		defer d.analyses.mu.Unlock()
-		return e.waiters == 1
+		return e.Waiters() == 1
 	})
 	close(release)
 	if err := <-errc; err != nil {
 		t.Fatal(err)
 	}
-	if e.stopped || len(tl.Points) == 0 || d.analyses.runs.Load()-before != 1 {
-		t.Errorf("stopped %v, %d points, %d decodes: the remaining request should get the one decode", e.stopped, len(tl.Points), d.analyses.runs.Load()-before)
+	if e.Stopped() || len(tl.Points) == 0 || d.analyses.Runs()-before != 1 {
+		t.Errorf("stopped %v, %d points, %d decodes: the remaining request should get the one decode", e.Stopped(), len(tl.Points), d.analyses.Runs()-before)
 	}
 }

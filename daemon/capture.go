@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/vramscope/vramscope/daemon/api"
+	"github.com/vramscope/vramscope/daemon/capture"
 	"github.com/vramscope/vramscope/daemon/store"
 )
 
@@ -36,9 +37,9 @@ func (d *Daemon) capture(ctx context.Context, a *agent, req captureReq) (capture
 	d.podMeta(&nv, pid)
 	part := d.store.NewIncoming(fmt.Sprintf("%d", pid))
 	params := api.DumpParams{Path: part}
-	st := openStream(d.store, part)
+	st := capture.OpenStream(d.store, part)
 	if st != nil {
-		params.Stream = st.fifo
+		params.Stream = st.FIFO()
 	}
 	cctx, cancel := context.WithTimeout(ctx, req.timeout)
 	defer cancel()
@@ -46,7 +47,7 @@ func (d *Daemon) capture(ctx context.Context, a *agent, req captureReq) (capture
 	asked := time.Now()
 	if err := a.s.rpc().Call(cctx, api.AgentDump, params, &res); err != nil {
 		if st != nil {
-			st.close()
+			st.Close()
 		}
 		d.store.RemoveIncoming(part)
 		if errors.Is(err, context.DeadlineExceeded) {
@@ -64,10 +65,10 @@ func (d *Daemon) capture(ctx context.Context, a *agent, req captureReq) (capture
 	meta.Device, meta.DeviceByNVML = a.nvmlOf(res.Device)
 	answered := time.Now()
 	if st != nil && res.Streamed {
-		sr := st.wait(cctx)
-		if sr.stopped {
+		sr := st.Wait(cctx)
+		if sr.Stopped {
 			d.store.RemoveIncoming(part)
-			return captured{}, fail(errAgentFailed, "process %d did not finish streaming its snapshot within %s: %v", pid, req.timeout, sr.err)
+			return captured{}, fail(errAgentFailed, "process %d did not finish streaming its snapshot within %s: %v", pid, req.timeout, sr.Err)
 		}
 		finished := time.Now()
 		meta.Phases.Finish = millis(finished.Sub(answered))
@@ -82,7 +83,7 @@ func (d *Daemon) capture(ctx context.Context, a *agent, req captureReq) (capture
 		return captured{m, at}, nil
 	}
 	if st != nil {
-		st.close()
+		st.Close()
 	}
 	m, err := d.commit(part, part, meta)
 	if err != nil {

@@ -8,7 +8,9 @@ import (
 	"time"
 
 	"github.com/vramscope/vramscope/daemon/counters"
+	"github.com/vramscope/vramscope/daemon/export"
 	"github.com/vramscope/vramscope/daemon/kube"
+	"github.com/vramscope/vramscope/daemon/transport"
 )
 
 // Config is the daemon's one typed configuration; Defaults fills what is unset.
@@ -31,13 +33,9 @@ type Config struct {
 	Logf         func(format string, args ...any)
 }
 
-// Export is the HTTP listener for Prometheus (/metrics) and pprof tools
-// (/debug/pprof/gpu_memory). It serves without a token, so it binds loopback
-// addresses only unless Public says otherwise (docs/security.md).
-type Export struct {
-	Addr   string // e.g. "127.0.0.1:9464"; "" = no listener
-	Public bool   // allow a non-loopback address (a pod's IP, 0.0.0.0)
-}
+// Export is the HTTP listener for Prometheus and pprof tools (see
+// export.Config).
+type Export = export.Config
 
 // Kube says where the kubelet's pod list is. Without it processes in pods
 // still get their pod UID and container ID from /proc/PID/cgroup.
@@ -51,35 +49,12 @@ type Kube struct {
 	ReadCgroup func(pid int) (kube.Ref, error)
 }
 
-// TCPLimits bound the connections of the loopback TCP listener, so that peers
-// without the token (any local user) cannot exhaust the daemon's file
-// descriptors or memory. The Unix socket has its own budget: it is not
-// counted here and never refused for TCP's sake. docs/security.md has the
-// figures and the tests.
-type TCPLimits struct {
-	HelloTimeout time.Duration // a connection not past daemon.hello by then is closed; default 5 s
-	PendingPeer  int           // connections not yet past hello, per user (per address where the user is unknown); default 8
-	Pending      int           // connections not yet past hello, in all; default 32
-	Authed       int           // connections past hello (they proved the token), in all; default 256
-}
+// TCPLimits bound the connections of the loopback TCP listener (see
+// transport.Limits).
+type TCPLimits = transport.Limits
 
 // DefaultTCPLimits are the limits a zero TCPLimits field takes.
-var DefaultTCPLimits = TCPLimits{HelloTimeout: 5 * time.Second, PendingPeer: 8, Pending: 32, Authed: 256}
-
-func (l *TCPLimits) defaults() {
-	if l.HelloTimeout <= 0 {
-		l.HelloTimeout = DefaultTCPLimits.HelloTimeout
-	}
-	if l.PendingPeer <= 0 {
-		l.PendingPeer = DefaultTCPLimits.PendingPeer
-	}
-	if l.Pending <= 0 {
-		l.Pending = DefaultTCPLimits.Pending
-	}
-	if l.Authed <= 0 {
-		l.Authed = DefaultTCPLimits.Authed
-	}
-}
+var DefaultTCPLimits = transport.DefaultLimits
 
 // RuntimeDir is the per-user directory of the socket and token:
 // $XDG_RUNTIME_DIR/vramscope, else <user cache dir>/vramscope.
@@ -146,7 +121,7 @@ func (c *Config) defaults() error {
 	if c.TokenFile == "" {
 		c.TokenFile = c.Socket + ".token" // named after the socket: never a file some other program calls "token"
 	}
-	c.TCPLimits.defaults()
+	c.TCPLimits.Defaults()
 	if c.Interval <= 0 {
 		c.Interval = 100 * time.Millisecond
 	}

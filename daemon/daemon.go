@@ -1,10 +1,22 @@
-// Package daemon is vramscope's per-user process (vramscope serve): it listens
-// on a Unix socket (and optionally loopback TCP with a token), keeps a registry
-// of the agents inside training processes, asks them for snapshots, stores
-// snapshots crash-safely (daemon/store), analyses them once through the engine
-// (profiler/analyze), samples NVML counters (daemon/counters) and serves it all
-// as the JSON-RPC API of daemon/api. One file per feature: listen, session
-// (a connection), agents, snapshots, analysis, counters, events.
+// Package daemon is vramscope's per-user process (vramscope serve) and the
+// composition root of its parts: it keeps the Daemon, its sessions (one per
+// connection) and the handler table, the registry of the agents inside
+// training processes and what they report live (levels.go, stacks.go, the
+// OOM warning of warning*.go), the events subscribers read, and the NVML and
+// pod glue (counters_rpc.go, pods.go, phase.go, nonpytorch.go). The work below the
+// sessions lives in packages whose names say their jobs, none of which
+// imports this one:
+//
+//	daemon/transport  listeners, peer credentials, the token, TCP slots, the descriptor budget, the JSON-RPC stream
+//	daemon/capture    the agent's stream into the store, the agents' spool, the cache of analyses
+//	daemon/export     /metrics and /debug/pprof/gpu_memory over Sources the daemon hands it
+//	daemon/store      the crash-safe snapshot store
+//	daemon/counters   NVML samples; daemon/metrics the Prometheus collector; daemon/kube pods
+//	daemon/api        the JSON-RPC contract
+//
+// Handlers return domain errors (fail(errNotFound, …), or a part's own, such
+// as transport.ErrBusy); wireError in handlers.go maps them to JSON-RPC codes,
+// there and nowhere else.
 package daemon
 
 import (
@@ -19,8 +31,11 @@ import (
 	"time"
 
 	"github.com/vramscope/vramscope/daemon/api"
+	"github.com/vramscope/vramscope/daemon/capture"
+	"github.com/vramscope/vramscope/daemon/export"
 	"github.com/vramscope/vramscope/daemon/kube"
 	"github.com/vramscope/vramscope/daemon/store"
+	"github.com/vramscope/vramscope/daemon/transport"
 	"github.com/vramscope/vramscope/profiler/analyze"
 )
 
@@ -34,26 +49,26 @@ type Daemon struct {
 
 	agents    *agents
 	levels    *levelStore // each agent's per-step levels (levels.go)
-	analyses  *analyses
+	analyses  *capture.Analyses
 	events    *events
 	counters  *counterSource
 	stacks    *stackStore    // the agents' stack samples, for idle.report
 	pods      *kube.Resolver // pod names for processes in Kubernetes pods
 	counts    *exportCounts  // events since start, for Prometheus
 	warner    *memoryWarner  // per-step levels -> the warning before the card fills (warning.go)
-	tcp       *tcpSlots
-	refusals  refusalLog
+	tcp       *transport.Slots
+	refusals  transport.RefusalLog
 	requests  atomic.Int64  // requests handled, all connections; tests count what a peer got through
-	exportMax int           // caps the metrics listener's connections (descriptors.go)
+	exportMax int           // caps the metrics listener's connections (transport.Budget)
 	spoolMu   sync.Mutex    // held by a spool scan (spool.go)
 	stopped   chan struct{} // closed by Close
 
-	socket    *ownedFile // the socket and token this daemon made, removed by Close
-	tokenFile *ownedFile
+	socket    *transport.OwnedFile // the socket and token this daemon made, removed by Close
+	tokenFile *transport.OwnedFile
 
 	mu         sync.Mutex
 	listeners  []net.Listener
-	export     *http.Server // metrics and profiles (export.go), once serving
+	export     *http.Server // metrics and profiles (daemon/export), once serving
 	exportAddr string
 	sessions   map[*session]struct{}
 	wg         sync.WaitGroup
@@ -68,11 +83,11 @@ func New(cfg Config) (*Daemon, error) {
 	if err := cfg.defaults(); err != nil {
 		return nil, err
 	}
-	b, err := sizeBudget(fileLimit(), cfg.TCPLimits)
+	b, err := transport.SizeBudget(transport.FileLimit(), cfg.TCPLimits)
 	if err != nil {
 		return nil, err
 	}
-	cfg.TCPLimits = b.tcp
+	cfg.TCPLimits = b.TCP
 	cfg.Logf("budget: %s", b)
 	st, err := store.Open(cfg.DataDir, store.Limits{MaxCount: cfg.MaxSnapshots, MaxBytes: cfg.MaxBytes})
 	if err != nil {
@@ -92,24 +107,24 @@ func New(cfg Config) (*Daemon, error) {
 		agents:    newAgents(),
 		levels:    newLevelStore(),
 		events:    newEvents(),
-		tcp:       newTCPSlots(cfg.TCPLimits),
+		tcp:       transport.NewSlots(cfg.TCPLimits),
 		sessions:  map[*session]struct{}{},
 		pods:      pods,
 		counts:    newExportCounts(),
-		exportMax: b.export,
+		exportMax: b.Export,
 		stopped:   make(chan struct{}),
 	}
 	d.events.listen(d.count)
 	d.warner = newMemoryWarner(d.memoryWarning)
-	d.analyses = newAnalyses(st, 8, maxCacheBytes, cfg.Logf)
-	d.analyses.augment = func(id string, r *analyze.Result) {
+	d.analyses = capture.NewAnalyses(st, 8, capture.MaxCacheBytes, cfg.Logf)
+	d.analyses.Augment = func(id string, r *analyze.Result) {
 		if m, ok := st.Get(id); ok {
 			r.Findings = append(r.Findings, nonPyTorchFindings(m, r, d.snapshotDeviceTotal(m))...)
 			r.Findings = append(r.Findings, d.idleFindings(m)...)
 			d.roadOf(m, r)
 		}
 	}
-	st.OnRemove(d.analyses.drop)
+	st.OnRemove(d.analyses.Drop)
 	d.counters = openCounters(cfg)
 	d.stacks = newStackStore()
 	return d, nil
@@ -119,7 +134,7 @@ func New(cfg Config) (*Daemon, error) {
 // socket comes first: when another daemon owns it, this one leaves its TCP
 // port and token alone.
 func (d *Daemon) Serve(ctx context.Context) error {
-	ul, sock, err := listenUnix(d.cfg.Socket)
+	ul, sock, err := transport.ListenUnix(d.cfg.Socket)
 	if err != nil {
 		d.Close()
 		return err
@@ -130,13 +145,13 @@ func (d *Daemon) Serve(ctx context.Context) error {
 	d.mu.Unlock()
 	var tl net.Listener
 	if d.cfg.TCP != "" {
-		if tl, err = listenTCP(d.cfg.TCP); err != nil {
+		if tl, err = transport.ListenTCP(d.cfg.TCP); err != nil {
 			d.Close()
 			return err
 		}
 		// The token is on disk before the port is announced (Addr): a client
 		// that sees the port reads this run's token, not an earlier one.
-		tok, file, err := writeToken(d.cfg.TokenFile)
+		tok, file, err := transport.WriteToken(d.cfg.TokenFile)
 		if err != nil {
 			tl.Close()
 			d.Close()
@@ -148,7 +163,7 @@ func (d *Daemon) Serve(ctx context.Context) error {
 		d.addListener(tl)
 	}
 	if d.cfg.Export.Addr != "" {
-		el, err := listenExport(d.cfg.Export)
+		el, err := export.Listen(d.cfg.Export)
 		if err != nil {
 			d.Close()
 			return err
@@ -200,15 +215,15 @@ func (d *Daemon) accept(l net.Listener, tcp bool) {
 			time.Sleep(50 * time.Millisecond)
 			continue
 		}
-		var slot *tcpSlot
+		var slot *transport.Slot
 		if tcp {
-			slot, c = d.tcp.admit(c, func(why string) {
-				d.refusals.note(d.cfg.Logf, errors.New(why))
-				go refuse(c, api.CodeBusy, why) // not on the accept loop: refuse may wait lingerTime
+			slot, c = d.tcp.Admit(c, func(why string) {
+				d.refusals.Note(d.cfg.Logf, errors.New(why))
+				go transport.Refuse(c, api.CodeBusy, why) // not on the accept loop: Refuse may wait a moment
 			})
-		} else if uid, err := peerUID(c); err != nil || (uid >= 0 && uid != os.Getuid()) {
-			d.refusals.note(d.cfg.Logf, fmt.Errorf("a connection from uid %d (%v)", uid, errOtherUser))
-			refuse(c, api.CodeUnauthorized, errOtherUser.Error())
+		} else if uid, err := transport.PeerUID(c); err != nil || (uid >= 0 && uid != os.Getuid()) {
+			d.refusals.Note(d.cfg.Logf, fmt.Errorf("a connection from uid %d (%v)", uid, transport.ErrOtherUser))
+			transport.Refuse(c, api.CodeUnauthorized, transport.ErrOtherUser.Error())
 			continue
 		}
 		d.wg.Add(1)
@@ -227,8 +242,8 @@ func (d *Daemon) Close() error {
 		d.closed = true
 		close(d.stopped)
 		ls := d.listeners
-		export := d.export
-		owned := []*ownedFile{d.socket, d.tokenFile}
+		exporter := d.export
+		owned := []*transport.OwnedFile{d.socket, d.tokenFile}
 		ss := make([]*session, 0, len(d.sessions))
 		for s := range d.sessions {
 			ss = append(ss, s)
@@ -237,17 +252,17 @@ func (d *Daemon) Close() error {
 		for _, l := range ls {
 			l.Close()
 		}
-		if export != nil {
-			export.Close()
+		if exporter != nil {
+			exporter.Close()
 		}
 		for _, s := range ss {
 			s.rpc().Close()
 		}
 		d.counters.Stop()
 		for _, f := range owned {
-			f.remove()
+			f.Remove()
 		}
-		d.analyses.pending.Wait()
+		d.analyses.Wait()
 		d.closeErr = d.store.Close()
 	})
 	return d.closeErr

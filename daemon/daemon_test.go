@@ -16,6 +16,7 @@ import (
 
 	"github.com/vramscope/vramscope/daemon/api"
 	"github.com/vramscope/vramscope/daemon/client"
+	"github.com/vramscope/vramscope/daemon/transport"
 	"github.com/vramscope/vramscope/profiler/analyze"
 )
 
@@ -148,7 +149,7 @@ func TestSocketPermissions(t *testing.T) {
 		t.Errorf("socket dir mode %v, want 0700", di.Mode().Perm())
 	}
 	// A second daemon on the same socket is refused, and the first keeps it.
-	_, _, err = listenUnix(cfg.Socket)
+	_, _, err = transport.ListenUnix(cfg.Socket)
 	if err == nil || !strings.Contains(err.Error(), "already listening") {
 		t.Errorf("second listen: %v", err)
 	}
@@ -230,8 +231,8 @@ func TestConcurrentClients(t *testing.T) {
 	d, cfg := testDaemon(t)
 	setup := dial(t, cfg.Socket)
 	a := importFixture(t, setup, "oom_batch.pickle")
-	d.analyses.drop(a.ID) // forget the import's analysis: the clients race to make it
-	before := d.analyses.runs.Load()
+	d.analyses.Drop(a.ID) // forget the import's analysis: the clients race to make it
+	before := d.analyses.Runs()
 	var wg sync.WaitGroup
 	peaks := make([]int64, 12)
 	for i := range peaks {
@@ -258,7 +259,7 @@ func TestConcurrentClients(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	if runs := d.analyses.runs.Load() - before; runs != 1 {
+	if runs := d.analyses.Runs() - before; runs != 1 {
 		t.Errorf("%d decodes for one snapshot and %d clients, want 1", runs, len(peaks))
 	}
 	for _, p := range peaks {
@@ -366,8 +367,8 @@ func TestTCPNeedsToken(t *testing.T) {
 	defer c.Close()
 	call(t, c, api.SnapshotList, nil, &api.ListResult{})
 	for _, bad := range []string{"0.0.0.0:0", "192.0.2.1:7425", "example.com:1"} {
-		if _, err := listenTCP(bad); err == nil || !strings.Contains(err.Error(), "loopback") {
-			t.Errorf("listenTCP(%s): %v", bad, err)
+		if _, err := transport.ListenTCP(bad); err == nil || !strings.Contains(err.Error(), "loopback") {
+			t.Errorf("transport.ListenTCP(%s): %v", bad, err)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -8,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/vramscope/vramscope/daemon/api"
+	"github.com/vramscope/vramscope/daemon/capture"
 	"github.com/vramscope/vramscope/daemon/store"
 )
 
@@ -29,12 +31,17 @@ func TestStreamOntoFullDisk(t *testing.T) {
 		t.Fatalf("the stream is %d bytes: too small to fill the tmpfs", len(vsm))
 	}
 	part := d.store.NewIncoming("x")
-	s := openStream(d.store, part)
+	s := capture.OpenStream(d.store, part)
 	if s == nil {
 		t.Skip("no FIFOs here")
 	}
-	feed(t, s, vsm, 1<<16)
-	_, err := d.commitStreamed(part, <-s.done, store.Meta{})
+	go func() {
+		if w, err := os.OpenFile(s.FIFO(), os.O_WRONLY, 0); err == nil {
+			w.Write(vsm) // fails once the disk is full and the reader stops
+			w.Close()
+		}
+	}()
+	_, err := d.commitStreamed(part, s.Wait(context.Background()), store.Meta{})
 	if re := wireError(err); err == nil || re.Code != api.CodeStoreFailed || !strings.Contains(re.Message, "no space left") {
 		t.Errorf("stream onto a full disk: %v; want code %d saying no space left", err, api.CodeStoreFailed)
 	}

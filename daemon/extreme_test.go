@@ -74,8 +74,8 @@ func TestAnalysisPanicAnswered(t *testing.T) {
 	})
 	c := dial(t, cfg.Socket)
 	r := importFixture(t, c, "gpt2_train.pickle")
-	d.analyses.drop(r.ID)
-	d.analyses.augment = func(string, *analyze.Result) { panic("a broken invariant") }
+	d.analyses.Drop(r.ID)
+	d.analyses.Augment = func(string, *analyze.Result) { panic("a broken invariant") }
 	err := c.Call(context.Background(), api.AnalysisFlame, api.FlameParams{ID: r.ID}, nil)
 	path := d.store.Path(r.ID)
 	if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "a broken invariant") {
@@ -90,7 +90,7 @@ func TestAnalysisPanicAnswered(t *testing.T) {
 	// A capture's analysis goes through the same follow-up (on a job's
 	// capture goroutines, not a request's): the snapshot is stored without it.
 	r2 := importFixture(t, c, "oom_batch.pickle")
-	if !d.analyses.cached(r2.ID) {
+	if !d.analyses.Cached(r2.ID) {
 		t.Error("the snapshot imported while the follow-up panics was not kept")
 	}
 	mu.Lock()
@@ -99,7 +99,7 @@ func TestAnalysisPanicAnswered(t *testing.T) {
 	if !strings.Contains(logged, d.store.Path(r2.ID)+": internal error") {
 		t.Errorf("the follow-up's panic on import was not logged: %s", logged)
 	}
-	d.analyses.augment = nil
+	d.analyses.Augment = nil
 	call(t, c, api.AnalysisFlame, api.FlameParams{ID: r.ID}, nil)
 }
 
@@ -134,9 +134,7 @@ func TestCacheBoundedByBytes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d.analyses.mu.Lock()
-	d.analyses.maxBytes = 2*one.Footprint() + one.Footprint()/2 // room for two
-	d.analyses.mu.Unlock()
+	d.analyses.SetMaxBytes(2*one.Footprint() + one.Footprint()/2) // room for two
 	var ids []string
 	for i := 0; i < 4; i++ {
 		var r api.SnapshotResult
@@ -144,22 +142,18 @@ func TestCacheBoundedByBytes(t *testing.T) {
 		call(t, c, api.SnapshotImport, api.ImportParams{Path: path}, &r)
 		ids = append(ids, r.ID)
 	}
-	d.analyses.mu.Lock()
-	bytes, max, n := d.analyses.bytes, d.analyses.maxBytes, d.analyses.lru.Len()
-	d.analyses.mu.Unlock()
-	if n != 2 || bytes > max || !d.analyses.cached(ids[3]) || !d.analyses.cached(ids[2]) || d.analyses.cached(ids[0]) {
+	bytes, max, n := d.analyses.Held()
+	if n != 2 || bytes > max || !d.analyses.Cached(ids[3]) || !d.analyses.Cached(ids[2]) || d.analyses.Cached(ids[0]) {
 		t.Errorf("%d analyses of %d bytes kept (budget %d); cached: %v %v %v %v", n, bytes, max,
-			d.analyses.cached(ids[0]), d.analyses.cached(ids[1]), d.analyses.cached(ids[2]), d.analyses.cached(ids[3]))
+			d.analyses.Cached(ids[0]), d.analyses.Cached(ids[1]), d.analyses.Cached(ids[2]), d.analyses.Cached(ids[3]))
 	}
-	d.analyses.mu.Lock()
-	d.analyses.maxBytes = 1 // less than any: the latest alone stays
-	d.analyses.mu.Unlock()
+	d.analyses.SetMaxBytes(1) // less than any: the latest alone stays
 	var sum struct {
 		SitesMore int `json:"sites_more"`
 	}
 	call(t, c, api.AnalysisSummary, api.IDParams{ID: ids[0]}, &sum) // from the summary on disk
 	call(t, c, api.AnalysisFlame, api.FlameParams{ID: ids[0]}, nil) // analysed anew
-	if sum.SitesMore != 20_000-analyze.MaxSummarySites || !d.analyses.cached(ids[0]) || d.analyses.cached(ids[3]) {
-		t.Errorf("summary's sites_more %d; cached: %v %v", sum.SitesMore, d.analyses.cached(ids[0]), d.analyses.cached(ids[3]))
+	if sum.SitesMore != 20_000-analyze.MaxSummarySites || !d.analyses.Cached(ids[0]) || d.analyses.Cached(ids[3]) {
+		t.Errorf("summary's sites_more %d; cached: %v %v", sum.SitesMore, d.analyses.Cached(ids[0]), d.analyses.Cached(ids[3]))
 	}
 }

@@ -263,7 +263,7 @@ func (s *session) analysisRanks(_ context.Context, p api.RanksParams) (*analyze.
 		if err != nil {
 			return nil, err
 		}
-		res, err := d.analyses.get(m.ID)
+		res, err := d.analyses.Get(m.ID)
 		if err != nil {
 			return nil, fail(errBadSnapshot, "rank %d (snapshot %s): %v", m.Rank, m.ID, err)
 		}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/sourcegraph/jsonrpc2"
 	"github.com/vramscope/vramscope/daemon/api"
+	"github.com/vramscope/vramscope/daemon/transport"
 )
 
 // handler is one entry of the table: the function that serves the method, and
@@ -97,7 +98,7 @@ var (
 	errAgentFailed  = errors.New("the agent failed")
 	errStoreFailed  = errors.New("the store failed")
 	errBadSnapshot  = errors.New("not a readable snapshot")
-	errBusy         = errors.New("too many connections")
+	errBusy         = transport.ErrBusy // the TCP listener's limits (daemon/transport)
 	errInternal     = errors.New("internal error")
 )
 

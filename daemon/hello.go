@@ -39,9 +39,9 @@ func (s *session) authenticate() error {
 	if s.authed {
 		return nil
 	}
-	if err := s.d.tcp.promote(s.slot); err != nil {
+	if err := s.d.tcp.Promote(s.slot); err != nil {
 		s.closing = true
-		return fail(errBusy, "%v", err)
+		return err // a transport.ErrBusy: wireError gives it CodeBusy
 	}
 	s.authed = true
 	return nil

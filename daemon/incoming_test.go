@@ -16,6 +16,7 @@ import (
 
 	"github.com/vramscope/vramscope/daemon/api"
 	"github.com/vramscope/vramscope/daemon/client"
+	"github.com/vramscope/vramscope/internal/vsmtest"
 )
 
 // TestCapturedIncomingDirItself: agent.captured must name a regular *.part
@@ -192,4 +193,10 @@ func TestCapturedOnlyOwnFiles(t *testing.T) {
 	if n := len(d.store.List()); n != 1 {
 		t.Errorf("%d snapshots stored, want the owner's one", n)
 	}
+}
+
+// vsmOfFixture is a real snapshot written as VSM1 by the agent's own writer,
+// in chunks as small as the agent's.
+func vsmOfFixture(t *testing.T, pickle string) []byte {
+	return vsmtest.Bytes(t, mustAbs("../jupyter"), pickle, 512)
 }

@@ -117,7 +117,7 @@ func TestOOMSnapshotKeepsItsRoad(t *testing.T) {
 			t.Fatal("levels kept after the agent went")
 		}
 	}
-	d.analyses.drop(res.ID)
+	d.analyses.Drop(res.ID)
 	var again json.RawMessage
 	call(t, c, api.AnalysisReport, api.IDParams{ID: res.ID}, &again)
 	if !strings.Contains(string(again), `"road":{"steps":[`) {

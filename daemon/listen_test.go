@@ -163,7 +163,7 @@ func TestTokenFileNotOverwritten(t *testing.T) {
 	}
 
 	ours := filepath.Join(dir, "d.sock.token")
-	old := strings.Repeat("ab", tokenBytes) + "\n"
+	old := strings.Repeat("ab", 32) + "\n"
 	os.WriteFile(ours, []byte(old), 0o600)
 	d, err := New(Config{Socket: filepath.Join(dir, "d.sock"), DataDir: t.TempDir(), TCP: "127.0.0.1:0", NoCounters: true})
 	if err != nil {

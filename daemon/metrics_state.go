@@ -43,7 +43,7 @@ func (d *Daemon) count(method string, params any) {
 	switch method {
 	case api.EventSnapshotStored:
 		r, _ := params.(api.SnapshotResult)
-		res := d.analyses.peek(r.ID)
+		res := d.analyses.Peek(r.ID)
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		c.snapshots[metrics.Reason(r.Reason)]++
@@ -56,23 +56,6 @@ func (d *Daemon) count(method string, params any) {
 		c.mu.Lock()
 		c.ooms++
 		c.mu.Unlock()
-	}
-}
-
-// peek is a cached analysis, or nil; it never decodes.
-func (c *analyses) peek(id string) *analyze.Result {
-	c.mu.Lock()
-	el, ok := c.entries[id]
-	c.mu.Unlock()
-	if !ok {
-		return nil
-	}
-	e := el.Value.(*analysisEntry)
-	select {
-	case <-e.done:
-		return e.res
-	default:
-		return nil
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 
 	"github.com/vramscope/vramscope/daemon/api"
 	"github.com/vramscope/vramscope/daemon/client"
+	"github.com/vramscope/vramscope/daemon/transport"
 )
 
 // TestOwnerServedThroughMetricsFlood: another user opens 600 keep-alive
@@ -57,7 +58,7 @@ func TestOwnerServedThroughMetricsFlood(t *testing.T) {
 	if err := c.Call(ctx, api.SnapshotImport, api.ImportParams{Path: mustAbs("../examples/snapshots/leak_steps.pickle")}, &r); err != nil {
 		t.Fatalf("import with %s: %v", flood.said, err)
 	}
-	if held >= nofile-minOwnerReserve {
+	if held >= nofile-transport.MinOwnerReserve {
 		t.Errorf("the daemon holds %d descriptors of %d", held, nofile)
 	}
 	hc := &http.Client{Timeout: 10 * time.Second}

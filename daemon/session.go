@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net"
 	"runtime/debug"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/sourcegraph/jsonrpc2"
 	"github.com/vramscope/vramscope/daemon/api"
+	"github.com/vramscope/vramscope/daemon/transport"
 	"github.com/vramscope/vramscope/internal/rpccancel"
 )
 
@@ -18,9 +18,9 @@ import (
 type session struct {
 	d       *Daemon
 	conn    *jsonrpc2.Conn
-	wire    *wireStream
+	wire    *transport.Stream
 	tcp     bool
-	slot    *tcpSlot // a TCP connection's place among TCP's limits
+	slot    *transport.Slot // a TCP connection's place among TCP's limits
 	mu      sync.Mutex
 	authed  bool
 	closing bool
@@ -93,21 +93,21 @@ func Handlers() []string {
 }
 
 // serveConn serves one connection until it closes. A TCP connection comes
-// with a pending slot (tcpSlots.admit; nil for the Unix socket), and has
+// with a pending slot (transport.Slots.Admit; nil for the Unix socket), and has
 // HelloTimeout to prove the token before it is closed.
-func (d *Daemon) serveConn(c net.Conn, slot *tcpSlot) {
+func (d *Daemon) serveConn(c net.Conn, slot *transport.Slot) {
 	tcp := slot != nil
 	s := &session{d: d, tcp: tcp, slot: slot, authed: !tcp, out: make(chan notice, 256), ready: make(chan struct{})}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	s.wire = newWireStream(c, s.isAuthed)
+	s.wire = transport.NewStream(c, s.isAuthed)
 	s.conn = jsonrpc2.NewConn(ctx, s.wire, jsonrpc2.AsyncHandler(closingHandler{s, jsonrpc2.HandlerWithError(s.handle).SuppressErrClosed()}),
 		jsonrpc2.SetLogger(discard{}))
 	close(s.ready)
 	if tcp {
 		timer := time.AfterFunc(d.cfg.TCPLimits.HelloTimeout, s.helloExpired)
 		defer timer.Stop()
-		defer d.tcp.release(slot)
+		defer d.tcp.Release(slot)
 	}
 	d.mu.Lock()
 	if d.closed {
@@ -137,7 +137,7 @@ func (s *session) handle(ctx context.Context, _ *jsonrpc2.Conn, req *jsonrpc2.Re
 		}
 	}()
 	s.d.requests.Add(1)
-	params := s.wire.params.take(req.Params)
+	params := s.wire.Params(req.Params)
 	if !s.isAuthed() && req.Method != api.Hello {
 		s.closeAfterReply()
 		return nil, rpcErr(api.CodeUnauthorized, "call daemon.hello with the token first")
@@ -170,7 +170,7 @@ func (s *session) helloExpired() {
 	if s.isAuthed() {
 		return
 	}
-	s.wire.end(api.CodeUnauthorized, fmt.Sprintf("no daemon.hello with the token within %s: closing", s.d.cfg.TCPLimits.HelloTimeout))
+	s.wire.End(api.CodeUnauthorized, fmt.Sprintf("no daemon.hello with the token within %s: closing", s.d.cfg.TCPLimits.HelloTimeout))
 }
 
 // closingHandler closes the connection after the reply when the handler
@@ -181,7 +181,7 @@ type closingHandler struct {
 }
 
 func (h closingHandler) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.Request) {
-	defer h.s.wire.handled()
+	defer h.s.wire.Handled()
 	h.inner.Handle(ctx, conn, req)
 	h.s.mu.Lock()
 	closing := h.s.closing
@@ -221,15 +221,6 @@ func (s *session) sendNotices(ctx context.Context) {
 
 func rpcErr(code int64, format string, args ...any) *jsonrpc2.Error {
 	return &jsonrpc2.Error{Code: code, Message: fmt.Sprintf(format, args...)}
-}
-
-// refuse tells a connection the daemon will not serve why, and closes it.
-func refuse(c net.Conn, code int64, why string) {
-	msg, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": nil,
-		"error": map[string]any{"code": code, "message": why}})
-	c.SetWriteDeadline(time.Now().Add(lingerTime)) // a peer that does not read must not hold the accept loop
-	c.Write(append(msg, '\n'))
-	c.Close()
 }
 
 type discard struct{}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 
 	"github.com/vramscope/vramscope/daemon/api"
+	"github.com/vramscope/vramscope/daemon/capture"
 	"github.com/vramscope/vramscope/daemon/store"
 )
 
@@ -22,11 +23,11 @@ func wireSnapshot(m store.Meta) api.Snapshot {
 }
 
 // snapshotResult is m on the wire with its file and, once the daemon has
-// analysed it, its peak and OOMs (listCache).
+// analysed it, its peak and OOMs (capture.ListCache).
 func (d *Daemon) snapshotResult(m store.Meta) api.SnapshotResult {
 	res := api.SnapshotResult{Snapshot: wireSnapshot(m), Path: d.store.Path(m.ID)}
-	var f listFacts
-	if b, err := d.store.ReadCache(m.ID, listCache); err == nil && json.Unmarshal(b, &f) == nil {
+	var f capture.ListFacts
+	if b, err := d.store.ReadCache(m.ID, capture.ListCache); err == nil && json.Unmarshal(b, &f) == nil {
 		res.PeakBytes, res.OOMs = max(0, f.PeakBytes), max(0, f.OOMs)
 	}
 	return res

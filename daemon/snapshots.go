@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/vramscope/vramscope/daemon/api"
+	"github.com/vramscope/vramscope/daemon/capture"
 	"github.com/vramscope/vramscope/daemon/store"
 	"github.com/vramscope/vramscope/profiler/analyze"
 )
@@ -44,22 +45,22 @@ func (s *session) snapshotTake(ctx context.Context, p api.TakeParams) (api.Snaps
 
 // commitStreamed stores a snapshot the agent streamed: the reader already
 // wrote, hashed and analysed it.
-func (d *Daemon) commitStreamed(part string, sr streamed, meta store.Meta) (store.Meta, error) {
-	if sr.err != nil {
+func (d *Daemon) commitStreamed(part string, sr capture.Streamed, meta store.Meta) (store.Meta, error) {
+	if sr.Err != nil {
 		d.store.RemoveIncoming(part)
-		if writingFailed(sr.err, part) {
-			return store.Meta{}, fail(errStoreFailed, "storing the streamed snapshot: %v", sr.err)
+		if writingFailed(sr.Err, part) {
+			return store.Meta{}, fail(errStoreFailed, "storing the streamed snapshot: %v", sr.Err)
 		}
-		analyze.LogPanic(d.cfg.Logf, sr.err)
-		return store.Meta{}, fail(errBadSnapshot, "the streamed snapshot: %v", sr.err)
+		analyze.LogPanic(d.cfg.Logf, sr.Err)
+		return store.Meta{}, fail(errBadSnapshot, "the streamed snapshot: %v", sr.Err)
 	}
 	meta.Format = "vsm1"
-	pr, err := d.store.PrepareHashed(part, sr.size, sr.sum)
+	pr, err := d.store.PrepareHashed(part, sr.Size, sr.Sum)
 	if err != nil {
 		return store.Meta{}, fail(errStoreFailed, "%v", err)
 	}
-	d.analyses.runs.Add(1)
-	return d.commitAnalysed(pr, meta, sr.res)
+	d.analyses.CountDecode()
+	return d.commitAnalysed(pr, meta, sr.Res)
 }
 
 // commitAnalysed commits a prepared snapshot, caches its analysis and tells
@@ -69,7 +70,7 @@ func (d *Daemon) commitAnalysed(pr store.Prepared, meta store.Meta, res *analyze
 	if err != nil {
 		return store.Meta{}, fail(errStoreFailed, "%v", err)
 	}
-	d.analyses.put(m.ID, res)
+	d.analyses.Put(m.ID, res)
 	d.events.publish(api.EventSnapshotStored, d.snapshotResult(m))
 	return m, nil
 }
@@ -99,7 +100,7 @@ func (d *Daemon) commit(part, name string, meta store.Meta) (store.Meta, error) 
 		p, err := d.store.Prepare(part)
 		prep <- prepared{p, err}
 	}()
-	res, err := d.analyses.compute(part)
+	res, err := d.analyses.Compute(part)
 	pr := <-prep
 	if err != nil {
 		d.store.Discard(pr.p)
@@ -180,7 +181,7 @@ func (s *session) agentCaptured(_ context.Context, p api.CapturedParams) (api.Sn
 // filled the device. Off the agent's call: the agent is waiting at exit.
 func (d *Daemon) publishOOM(r api.SnapshotResult, oom *api.OOMRaw) {
 	ev := api.OOMEvent{Snapshot: r, OOM: oom}
-	if res, err := d.analyses.get(r.ID); err == nil {
+	if res, err := d.analyses.Get(r.ID); err == nil {
 		for _, f := range res.Findings {
 			if f.Kind == analyze.KindOOM {
 				ev.Title, ev.Fix, ev.KVCache = f.Title, f.Fix, oomKV(f.Evidence.Numbers)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/vramscope/vramscope/daemon/api"
 	"github.com/vramscope/vramscope/daemon/client"
+	"github.com/vramscope/vramscope/daemon/transport"
 )
 
 // dialFrom opens a TCP connection to addr from the loopback address src
@@ -102,7 +103,7 @@ func TestTCPSlots(t *testing.T) {
 	}
 	waiting = append(waiting, dialFrom(t, "127.0.0.9", addr))
 	code, msg := refusedWith(t, waiting[0])
-	if code != api.CodeBusy || !strings.Contains(msg, "other connections from "+peerOf(waiting[1])) {
+	if code != api.CodeBusy || !strings.Contains(msg, "other connections from "+transport.PeerOf(waiting[1])) {
 		t.Errorf("the oldest of one peer, at a 4th: %d %q", code, msg)
 	}
 	waitSlots(t, d, 3, 0)
@@ -133,12 +134,12 @@ func TestTCPSlots(t *testing.T) {
 func waitSlots(t *testing.T, d *Daemon, pending, authed int) {
 	t.Helper()
 	for i := 0; i < 500; i++ {
-		if p, a := d.tcp.counts(); p == pending && a == authed {
+		if p, a := d.tcp.Counts(); p == pending && a == authed {
 			return
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	p, a := d.tcp.counts()
+	p, a := d.tcp.Counts()
 	t.Fatalf("slots: %d pending, %d authed; want %d, %d", p, a, pending, authed)
 }
 
@@ -199,7 +200,7 @@ func TestTokenHolderThroughIdleFlood(t *testing.T) {
 	// the other user's places (which it takes back from itself, or, once
 	// level, from ours: ours stay at 5 or more).
 	dialFrom(t, "127.0.0.1", addr)
-	waitPeer(t, d, peerOf(dialFrom(t, "127.0.0.1", addr)), 5)
+	waitPeer(t, d, transport.PeerOf(dialFrom(t, "127.0.0.1", addr)), 5)
 	tok, _ := os.ReadFile(cfg.TokenFile)
 	in := 0
 	for i := 0; i < 40; i++ {
@@ -216,11 +217,9 @@ func TestTokenHolderThroughIdleFlood(t *testing.T) {
 		}
 		in++
 	}
-	d.tcp.mu.Lock()
-	if n := d.tcp.peers["uid 65534"]; n > 8 {
+	if n := d.tcp.Waiting("uid 65534"); n > 8 {
 		t.Errorf("the other user holds %d connections waiting for hello", n)
 	}
-	d.tcp.mu.Unlock()
 	t.Logf("%s; the token holder got in %d times of 40", flood.said, in)
 }
 
@@ -229,9 +228,7 @@ func waitPeer(t *testing.T, d *Daemon, peer string, n int) {
 	t.Helper()
 	got := 0
 	for i := 0; i < 500; i++ {
-		d.tcp.mu.Lock()
-		got = d.tcp.peers[peer]
-		d.tcp.mu.Unlock()
+		got = d.tcp.Waiting(peer)
 		if got >= n {
 			return
 		}

@@ -63,7 +63,7 @@ func (d *Daemon) warningSnapshot(w *api.MemoryWarning) {
 	}
 	r := d.snapshotResult(c.meta)
 	w.Snapshot = &r
-	w.Growing = growingLine(d.analyses.peek(c.meta.ID))
+	w.Growing = growingLine(d.analyses.Peek(c.meta.ID))
 }
 
 // growthKinds are the findings that name a line whose memory grows.

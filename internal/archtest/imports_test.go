@@ -35,7 +35,10 @@ var allowed = []struct {
 	{"daemon/client", []string{"daemon/api", "github.com/sourcegraph/jsonrpc2"}, "the Go client of the API (CLI, LSP, tests)"},
 	{"daemon/kube", nil, "a process's pod from its cgroup and the kubelet: standard library only"},
 	{"daemon/metrics", []string{"daemon/counters", "profiler/gpuphase", "github.com/prometheus/client_golang/..."}, "the Prometheus collector over a State the daemon hands it"},
-	{"daemon", []string{"daemon/api", "daemon/store", "daemon/counters", "daemon/client", "daemon/kube", "daemon/metrics", "internal/rpccancel", "profiler", "profiler/analyze", "profiler/flame", "profiler/gpuphase", "profiler/forecast", "profiler/idle", "profiler/pprofenc", "github.com/sourcegraph/jsonrpc2", "github.com/prometheus/client_golang/..."}, "the server: sessions, agents, store, analyses, counters, exports"},
+	{"daemon/transport", []string{"daemon/api", "daemon/store", "github.com/sourcegraph/jsonrpc2"}, "how a peer reaches the daemon: listeners, peer credentials, the token, TCP slots, the descriptor budget, the JSON-RPC stream"},
+	{"daemon/export", []string{"daemon/metrics", "daemon/store", "profiler/analyze", "profiler/pprofenc", "github.com/prometheus/client_golang/..."}, "the HTTP exporter: Prometheus metrics and pprof profiles over Sources the daemon hands it"},
+	{"daemon/capture", []string{"daemon/api", "daemon/store", "profiler/analyze"}, "the capture pipeline below the sessions: the streamed capture into the store, the agents' spool, the cache of analyses"},
+	{"daemon", []string{"daemon/api", "daemon/transport", "daemon/capture", "daemon/export", "daemon/store", "daemon/counters", "daemon/client", "daemon/kube", "daemon/metrics", "internal/rpccancel", "profiler", "profiler/analyze", "profiler/flame", "profiler/gpuphase", "profiler/forecast", "profiler/idle", "github.com/sourcegraph/jsonrpc2"}, "the composition root: the Daemon, sessions and their handlers, agents, events; composes transport, capture, export"},
 	{"lsp/command", []string{"daemon/api", "profiler/analyze", "profiler/flame"}, "the language server's commands and their types, declared once"},
 	{"lsp", []string{"lsp/command", "daemon/api", "daemon/client", "internal/rpccancel", "profiler", "profiler/analyze", "profiler/flame", "github.com/sourcegraph/jsonrpc2", "go.lsp.dev/protocol", "go.lsp.dev/uri"}, "the language server: a daemon client, never the NVML sampler"},
 	{"cmd/vramscope/cli", []string{"profiler/...", "cmd/vramscope/mcp", "daemon", "daemon/...", "lsp", "lsp/..."}, "subcommands call the engine, the daemon or the language server"},
@@ -185,4 +188,34 @@ func TestLSPNeverReachesNVML(t *testing.T) {
 			t.Errorf("lsp depends on %s", d)
 		}
 	}
+}
+
+// TestDaemonRootOnTop: the daemon package composes its parts (daemon/transport,
+// daemon/capture, daemon/export, …); none of them imports it, in code or in
+// tests, so a part never reaches back into the Daemon's state.
+func TestDaemonRootOnTop(t *testing.T) {
+	for _, v := range rootImporters(listPackages(t)) {
+		t.Error(v)
+	}
+	bad := []pkg{{ImportPath: module + "daemon/capture", TestImports: []string{module + "daemon"}}}
+	if v := rootImporters(bad); len(v) != 1 {
+		t.Fatalf("a part's test importing the daemon: want 1 violation, got %v", v)
+	}
+}
+
+// rootImporters lists the imports of the daemon package from its parts.
+func rootImporters(pkgs []pkg) []string {
+	var out []string
+	for _, p := range pkgs {
+		rel := strings.TrimPrefix(p.ImportPath, module)
+		if !strings.HasPrefix(rel, "daemon/") {
+			continue
+		}
+		for _, imp := range append(append(append([]string{}, p.Imports...), p.TestImports...), p.XTestImports...) {
+			if imp == module+"daemon" {
+				out = append(out, rel+" imports the daemon package, which composes it: pass what it needs in (a struct of funcs, a small interface)")
+			}
+		}
+	}
+	return out
 }

@@ -216,3 +216,25 @@ def test_lora_names_the_frozen_mlp(dev, autocast):
         assert e[5].endswith(".mlp.c_fc"), e
         assert "lora" not in e[4], e
     del model
+
+
+def test_walk_holds_no_tensor_the_job_drops(dev, monkeypatch):
+    """The walk runs beside the user's step: a tensor whose last reference the
+    job drops while the walk is under way is freed then, not when the walk
+    ends (near a cap, holding one step's temporaries for the walk's length
+    was an OOM on the H200; docs/oom-warning.md)."""
+    import weakref
+
+    held = [torch.ones(1024, 1024, device=dev)]
+    ref = weakref.ref(held[0])
+    freed_mid_walk = []
+    optimizers = _tensors._optimizers
+
+    def step_goes_on(w, optims):  # the job's step ends while the walk runs
+        held.clear()
+        freed_mid_walk.append(ref() is None)
+        return optimizers(w, optims)
+
+    monkeypatch.setattr(_tensors, "_optimizers", step_goes_on)
+    res = _tensors.name_tensors(torch, cpu=dev == "cpu")
+    assert res is not None and freed_mid_walk == [True]

@@ -37,8 +37,8 @@ func Project(levels []Level, capacity int64, p Params) Projection {
 // longestTrend is the sustained growth of the first series that shows one
 // (allSeries), or why none does.
 func (p Params) longestTrend(usable []Level, capacity int64) (trend, string) {
-	if len(usable) < p.Spans[0] {
-		return trend{}, fmt.Sprintf("%d steps after warm-up, fewer than %d", len(usable), p.Spans[0])
+	if n := stepsIn(usable); n < p.Spans[0] {
+		return trend{}, fmt.Sprintf("%d steps after warm-up, fewer than %d", n, p.Spans[0])
 	}
 	var why []string
 	for _, s := range allSeries {
@@ -58,10 +58,10 @@ func (p Params) longestIn(usable []Level, capacity int64, s series) (trend, stri
 	why := ""
 	found := false
 	for _, n := range p.Spans {
-		if n > len(usable) {
+		if n > stepsIn(usable) {
 			break
 		}
-		t, reason := p.fit(usable[len(usable)-n:], capacity, s)
+		t, reason := p.fit(lastSteps(usable, n), capacity, s)
 		if reason != "" {
 			if !found {
 				why = reason
@@ -73,11 +73,35 @@ func (p Params) longestIn(usable []Level, capacity int64, s series) (trend, stri
 	if !found {
 		return trend{}, why
 	}
-	recent := windowMaxima(usable[len(usable)-p.Spans[0]:], p.windowSize(p.Spans[0]), s)
+	last := lastSteps(usable, p.Spans[0])
+	recent := windowMaxima(last, p.windowSize(len(last)), s)
 	if r, _ := theilSen(recent); r < p.MinThirdShare*best.slope {
 		return trend{}, fmt.Sprintf("the last %d steps rise %.0f B/step, under %.0f%% of the trend's %.0f", p.Spans[0], r, 100*p.MinThirdShare, best.slope)
 	}
 	return best, ""
+}
+
+// stepsIn is how many steps levels span. The spans count steps, not levels:
+// the agent leaves steps unmeasured when reading the allocator would cost
+// more than its budget, and a span of 200 levels then took some 330 steps on
+// the H200 (the leak under the agent was first projected at step 388 where
+// its own every-step levels are projected at 259).
+func stepsIn(levels []Level) int {
+	if len(levels) == 0 {
+		return 0
+	}
+	return levels[len(levels)-1].Step - levels[0].Step + 1
+}
+
+// lastSteps is the levels of the last n steps.
+func lastSteps(levels []Level, n int) []Level {
+	from := levels[len(levels)-1].Step - n + 1
+	for i, l := range levels {
+		if l.Step >= from {
+			return levels[i:]
+		}
+	}
+	return nil
 }
 
 // project extrapolates the trend from the last level to the capacity less

@@ -126,3 +126,31 @@ func TestRecordedVarlenWithLeak(t *testing.T) {
 		t.Errorf("projected after %d steps, full at step %d", first, pr.Step)
 	}
 }
+
+// TestRecordedLeakSparse: the agent leaves steps unmeasured when reading the
+// allocator would cost more than its budget. The H200 leak with two steps of
+// every five dropped is projected as early, in steps, as with every step:
+// spans count steps, not levels (under the agent on the H200 a span of 200
+// levels first held enough at step 388, where every-step levels are
+// projected at 259).
+func TestRecordedLeakSparse(t *testing.T) {
+	r, lv := readRecording(t, "leak")
+	first := func(levels []Level) int {
+		for n := 10; n <= len(levels); n++ {
+			if pr := Project(levels[:n], r.CapBytes, Default()); pr.Growing {
+				return levels[n-1].Step
+			}
+		}
+		return -1
+	}
+	var sparse []Level
+	for _, l := range lv {
+		if l.Step%5 != 1 && l.Step%5 != 3 {
+			sparse = append(sparse, l)
+		}
+	}
+	all, some := first(lv), first(sparse)
+	if all < 0 || some < 0 || some > all+5 {
+		t.Errorf("first projected at step %d with every step, %d with 3 of 5", all, some)
+	}
+}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/vramscope/vramscope/cmd/vramscope/mcp"
 	"github.com/vramscope/vramscope/daemon"
+	"github.com/vramscope/vramscope/daemon/transport"
 )
 
 // mcpCmd serves the Model Context Protocol: on stdio by default (the
@@ -54,19 +55,19 @@ func runMCP(args []string, stdout, stderr io.Writer) int {
 // serveHTTP listens on loopback only, writes a fresh token and serves until
 // interrupted; the token file is removed on the way out.
 func (c *mcpCmd) serveHTTP(ctx context.Context, cfg mcp.Config, stderr io.Writer) int {
-	l, err := daemon.ListenLoopback("--http", c.http)
+	l, err := transport.ListenLoopback("--http", c.http)
 	if err != nil {
 		return fail(stderr, inputError{err})
 	}
 	if c.tokenFile == "" {
 		c.tokenFile = c.socket + ".mcp.token"
 	}
-	tok, remove, err := daemon.WriteToken(c.tokenFile)
+	tok, file, err := transport.WriteToken(c.tokenFile)
 	if err != nil {
 		l.Close()
 		return fail(stderr, err)
 	}
-	defer remove()
+	defer file.Remove()
 	srv := mcp.NewHTTPServer(mcp.HTTPHandler(cfg, tok))
 	go func() {
 		<-ctx.Done()

@@ -1,9 +1,0 @@
-//go:build !linux
-
-package daemon
-
-import "os"
-
-func growPipe(*os.File) {}
-
-func startWriteback(*os.File, int64, int64) {}

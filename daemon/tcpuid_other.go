@@ -1,9 +1,0 @@
-//go:build !linux
-
-package daemon
-
-import "net"
-
-// tcpPeerUID is unknown off Linux: pending connections are counted per
-// address.
-func tcpPeerUID(net.Conn) int { return -1 }
