@@ -18,7 +18,7 @@ import (
 func pythonRank(t *testing.T, socket, runID string, rank int, src, oomFlag string) int {
 	t.Helper()
 	script := fmt.Sprintf(`import os, time, vramscope
-from vramscope import _agent
+from vramscope.agent import _agent
 vramscope.attach()
 flag = %q
 for _ in range(1200):

@@ -16,7 +16,8 @@ import (
 func spoolingAgent(t *testing.T, cache, src string) int {
 	t.Helper()
 	script := `import os, sys, time, vramscope
-from vramscope import _agent, _paths
+from vramscope import _paths
+from vramscope.agent import _agent
 vramscope.attach()
 _agent._simulate_oom(device=0, requested=7, device_total=8, device_free=0)
 for _ in range(200):

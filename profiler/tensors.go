@@ -1,7 +1,7 @@
 package profiler
 
 // NamedTensor is a CUDA tensor storage that the agent named when the
-// snapshot was taken (jupyter/vramscope/_tensors.py): what the tensor is, as
+// snapshot was taken (jupyter/vramscope/agent/_tensors.py): what the tensor is, as
 // opposed to where it was allocated. Addr is the storage's data pointer,
 // which is the address of its allocator block.
 type NamedTensor struct {

@@ -2,7 +2,7 @@ package capture
 
 // An agent that cannot hand an out-of-memory snapshot to a daemon (none is
 // running, or it hung at the OOM) spools it in its user's cache
-// (jupyter/vramscope/_capture.py): oom-PID-MS-N.pickle and a sidecar
+// (jupyter/vramscope/agent/_capture.py): oom-PID-MS-N.pickle and a sidecar
 // oom-PID-MS-N.json with what agent.captured would have carried. The agent
 // hands its own spool over when it next registers, but a process that has
 // exited never does: the daemon imports those (daemon/spool.go). The spool is

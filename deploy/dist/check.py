@@ -100,13 +100,13 @@ def check_wheel(path):
                 digest = base64.urlsafe_b64encode(hashlib.sha256(z.read(row[0])).digest()).rstrip(b"=").decode()
                 if row[1] != "sha256=" + digest:
                     fail("%s: RECORD's hash of %s is wrong" % (name, row[0]))
-        if "vramscope = vramscope._engine:main" not in z.read(info + "/entry_points.txt").decode():
+        if "vramscope = vramscope.notebook._engine:main" not in z.read(info + "/entry_points.txt").decode():
             fail("%s: no vramscope console script" % name)
         zi = z.getinfo("vramscope/bin/vramscope")
         if not (zi.external_attr >> 16) & 0o100:
             fail("%s: the engine is not executable" % name)
         engine = z.read(zi)
-        check_shared(name, z, "vramscope/static/", core_files(widget=True))
+        check_shared(name, z, "vramscope/notebook/static/", core_files(widget=True))
     kind, arch = header(engine)
     plat = want[0].split("-")[2]
     expect = ("ELF", plat.split("_", 3)[-1]) if plat.startswith("manylinux") else ("Mach-O", plat.split("_", 3)[-1])
@@ -217,7 +217,7 @@ def notebook_in(venv):
     import nbformat
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell(c) for c in (
-        "import vramscope, vramscope._engine as e; print(vramscope.__file__); print(e.find_binary())",
+        "import vramscope, vramscope.notebook._engine as e; print(vramscope.__file__); print(e.find_binary())",
         "%load_ext vramscope",
         "%vramscope open " + EXAMPLE)]
     nbclient.NotebookClient(nb, timeout=180, kernel_name="wheel").execute()
@@ -238,7 +238,7 @@ def check_sdist(path, work):
         kw = {"filter": "data"} if hasattr(tarfile, "data_filter") else {}  # Python >= 3.11.4
         t.extractall(os.path.join(work, "sdist"), **kw)
     top = os.path.join(work, "sdist", names[0].split("/")[0])
-    for must in ("setup.py", "pyproject.toml", "PKG-INFO", "vramscope/_engine.py", "engine/go.mod", "engine/cmd/vramscope/main.go"):
+    for must in ("setup.py", "pyproject.toml", "PKG-INFO", "vramscope/notebook/_engine.py", "engine/go.mod", "engine/cmd/vramscope/main.go"):
         if not os.path.exists(os.path.join(top, must)):
             fail("%s lacks %s" % (os.path.basename(path), must))
     say("%s: %d files, %.1f MiB" % (os.path.basename(path), len(names), os.path.getsize(path) / 2**20))

@@ -135,7 +135,7 @@ def write_wheel(proj, exe, tag, out):
     files += [(info + "/METADATA", metadata(proj).encode()),
               (info + "/WHEEL", ("Wheel-Version: 1.0\nGenerator: vramscope deploy/dist/dist.py\n"
                                  "Root-Is-Purelib: false\n" + "".join("Tag: py3-none-%s\n" % t for t in tag.split("."))).encode()),
-              (info + "/entry_points.txt", b"[console_scripts]\nvramscope = vramscope._engine:main\n")]
+              (info + "/entry_points.txt", b"[console_scripts]\nvramscope = vramscope.notebook._engine:main\n")]
     record = io.StringIO()
     w = csv.writer(record, lineterminator="\n")
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
@@ -166,7 +166,7 @@ def write_sdist(proj, out):
     here = os.path.dirname(os.path.abspath(__file__))
     members = [(top + "/PKG-INFO", metadata(proj).encode())]
     with open(os.path.join(PKG, "pyproject.toml"), "rb") as f:  # + the console script the wheels have
-        members.append((top + "/pyproject.toml", f.read() + b'\n[project.scripts]\nvramscope = "vramscope._engine:main"\n'))
+        members.append((top + "/pyproject.toml", f.read() + b'\n[project.scripts]\nvramscope = "vramscope.notebook._engine:main"\n'))
     with open(os.path.join(here, "sdist_setup.py"), "rb") as f:
         members.append((top + "/setup.py", f.read()))
     with open(os.path.join(PKG, "README.md"), "rb") as f:

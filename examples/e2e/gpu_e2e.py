@@ -238,7 +238,7 @@ def load_snapshot(path):
         if f.read(4) == b"VSM1":
             f.seek(0)
             sys.path.insert(0, os.path.join(ROOT, "jupyter"))
-            from vramscope._vsm import read_vsm
+            from vramscope.agent._vsm import read_vsm
             return read_vsm(f)
         f.seek(0)
         return pickle.load(f)

@@ -156,7 +156,7 @@ def main():
                 # The agent's VSM1 encoding of the same snapshot into
                 # /dev/null: what the capture adds before any wait on the daemon.
                 try:
-                    from vramscope._vsm import write_vsm
+                    from vramscope.agent._vsm import write_vsm
                     with open(os.devnull, "wb", buffering=1 << 20) as f:
                         t = time.perf_counter()
                         write_vsm(snap, f, chunk_entries=8192)

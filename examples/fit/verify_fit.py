@@ -15,7 +15,7 @@ Workloads (random weights, built from configs; bf16 autocast, AdamW):
           agent's default)
 
 Each recording is one training step under torch.cuda.memory._record_memory_history
-(Python stacks); the agent's tensor walk (jupyter/vramscope/_tensors.py) names what
+(Python stacks); the agent's tensor walk (jupyter/vramscope/agent/_tensors.py) names what
 each module saved for backward, in a second forward after recording (a walk inside the
 recorded step would stretch its forward's time). Its activations' addresses are replaced
 by ones no block has (they were freed), its weights' kept.
@@ -74,7 +74,7 @@ def forward(model, ids, scale=1.0):
 
 def walk_names(torch):
     sys.path.insert(0, os.path.join(ROOT, "jupyter"))
-    from vramscope import _tensors
+    from vramscope.agent import _tensors
     names = _tensors.name_tensors(torch)
     fake = 1 << 62
     kept = []
@@ -115,7 +115,7 @@ def child_oom(w, out):
     torch.cuda.set_per_process_memory_fraction(w["cap_gib"] * 2**30 / total)
     torch.cuda.memory._record_memory_history(enabled="all", context="alloc", stacks="python", max_entries=200000)
     sys.path.insert(0, os.path.join(ROOT, "jupyter"))
-    from vramscope import _capture
+    from vramscope.agent import _capture
     taken = {}
 
     def observer(device, alloc, device_total, device_free):

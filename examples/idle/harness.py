@@ -7,7 +7,7 @@ that brackets its GPU work with gpu.begin() / gpu.end(). run() then:
 1. warms up (WARMUP_S) and sizes a block: the steps that take about BLOCK_S;
 2. cost: 2 x COST_PAIRS blocks of that many steps, the agent's stack sampler
    off and on in ABBA order (off, on, on, off, ...), each block's mean step
-   time kept (vramscope._stacks.set_enabled: "off" leaves the sampler's
+   time kept (vramscope.agent._stacks.set_enabled: "off" leaves the sampler's
    thread waking at its rate without walking any stack);
 3. measure: MEASURE_S with the sampler on; the GPU's busy time measured
    independently of NVML by CUDA events recorded at gpu.begin() and gpu.end()
@@ -55,7 +55,7 @@ class CudaBusy:
 def stacks():
     """The agent's stack sampler module (loaded by `vramscope run`'s bootstrap)."""
     try:
-        from vramscope import _stacks
+        from vramscope.agent import _stacks
         return _stacks
     except Exception:
         return None

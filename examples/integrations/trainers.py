@@ -13,7 +13,7 @@ import sys
 
 import torch
 
-from vramscope import _torch
+from vramscope.agent import _torch
 
 out, engine = sys.argv[1], sys.argv[2]
 

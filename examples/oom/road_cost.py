@@ -15,17 +15,14 @@ import time
 import torch
 
 import common
-from vramscope import _agent, _levels
+from vramscope.agent import _agent
 
 BLOCK, SETTLE, BLOCKS, WARMUP = 40, 5, 16, 30
 
 
 def levels_off(a):
-    handle, roots = a.levels_hooks
-    handle.remove()
-    roots.remove()
-    _levels.unwrap_peaks()
-    a.levels_hooks, a.levels = None, None
+    a.levels.stop()  # the hooks and the peak wrappers
+    a.levels.levels = None
 
 
 def run(layers, embd, heads, batch, seq):
@@ -46,18 +43,18 @@ def run(layers, embd, heads, batch, seq):
     blocks = []
     for b in range(BLOCKS):
         on = on_first[b % 4]
-        if on and a.levels is None:
+        if on and a.levels.levels is None:
             a._start_levels(torch)
-        if not on and a.levels is not None:
+        if not on and a.levels.levels is not None:
             levels_off(a)
-        lv = a.levels
+        lv = a.levels.levels
         c0, n0 = (lv.cost_s, lv.step) if lv else (0.0, 0)
         times = [step() for _ in range(BLOCK)][SETTLE:]
         own = (lv.cost_s - c0) / max(1, lv.step - n0) if lv else None
         read = sum(1 for e in list(lv.ring)[-BLOCK:] if e[3] >= 0) / BLOCK if lv else None
         blocks.append({"on": on, "median_s": statistics.median(times), "own_s_per_step": own,
                        "stride": lv.stride if lv else None, "read_share": read})
-    lv = a.levels or (a._start_levels(torch) or a.levels)
+    lv = a.levels.levels or (a._start_levels(torch) or a.levels.levels)
     step()
     step()
     reads, cold = [], []
@@ -83,7 +80,7 @@ def run(layers, embd, heads, batch, seq):
             "paired_diff_share": statistics.median(pairs) / med_off,
             "own_s_per_step_median": statistics.median(own), "own_share": statistics.median(own) / med_off,
             "read_s_median": statistics.median(reads), "read_after_step_s_median": statistics.median(cold),
-            "stride_end": lv.stride, "ema": dict(lv.ema), "levels_sent_dropped": a.levels.dropped if a.levels else None}
+            "stride_end": lv.stride, "ema": dict(lv.ema), "levels_sent_dropped": lv.dropped if lv else None}
 
 
 def main():

@@ -1,4 +1,4 @@
-"""How long the agent's tensor walk (vramscope/_tensors.py) takes with a
+"""How long the agent's tensor walk (vramscope/agent/_tensors.py) takes with a
 7B-parameter model's tensors alive: a Llama-2-7B-shaped model (random
 weights, bf16) with AdamW state, in the middle of a forward pass whose graph
 holds the saved activations. Prints one JSON line: the walk's time (median
@@ -18,7 +18,7 @@ import time
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
-from vramscope import _tensors
+from vramscope.agent import _tensors
 
 
 def main():

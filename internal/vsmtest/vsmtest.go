@@ -1,4 +1,4 @@
-// Package vsmtest has the agent's own Python writer (jupyter/vramscope/_vsm.py)
+// Package vsmtest has the agent's own Python writer (jupyter/vramscope/agent/_vsm.py)
 // write real snapshots as VSM1, for the tests of every VSM1 reader.
 package vsmtest
 
@@ -17,7 +17,7 @@ import (
 const script = `
 import pickle, sys
 sys.path.insert(0, sys.argv[1])
-from vramscope._vsm import write_vsm
+from vramscope.agent._vsm import write_vsm
 chunk, args = int(sys.argv[2]), sys.argv[3:]
 for src, dst in zip(args[0::2], args[1::2]):
     with open(src, "rb") as f:

@@ -15,7 +15,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.dirname(HERE))
-from vramscope._vsm import write_vsm  # noqa: E402
+from vramscope.agent._vsm import write_vsm  # noqa: E402
 
 
 def main():

@@ -1,4 +1,4 @@
-"""Runs the agent's stack sampler (vramscope._stacks) in real CPU programs whose
+"""Runs the agent's stack sampler (vramscope.agent._stacks) in real CPU programs whose
 idle time is known by construction, and writes what the daemon's join
 (profiler/idle) reads: the samples, and a utilisation series built from the
 program's own clock (the "GPU" idles exactly while the program says it does,
@@ -22,7 +22,7 @@ import os
 import sys
 import time
 
-from vramscope import _stacks
+from vramscope.agent import _stacks
 
 HZ = 50  # the sampler's rate here: twice the default, for more samples in a short run
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

@@ -137,7 +137,7 @@ import json, sys, time
 sys.modules["torch"] = None
 if sys.argv[1] == "attach":
     import vramscope
-    from vramscope import _link
+    from vramscope.agent import _link
     # A hung daemon answers nothing: an attach() that waited for its hello
     # would take this long, far beyond any bound below, loaded machine or not.
     _link.REQUEST_TIMEOUT = _link.CONNECT_TIMEOUT = 30.0
@@ -196,7 +196,7 @@ def test_hung_daemon_costs_nothing(env, tmp):
 def test_bounded_queue_drops_instead_of_blocking(env, spawn):
     c = spawn(no_torch(env), ATTACH)  # no daemon: nothing drains the queue
     setup = ("exec import time; _t = time.perf_counter(); "
-             "[vramscope._agent._notify('agent.torch', {'i': i}) for i in range(20000)]; "
+             "[vramscope.agent._agent._notify('agent.torch', {'i': i}) for i in range(20000)]; "
              "_took = time.perf_counter() - _t")
     c(setup)
     assert c("_took") < 1.0
@@ -210,7 +210,7 @@ def test_oom_capture_handed_to_daemon(daemon, env, spawn):
     daemon.wait_register(pid=c.pid)
     # the peer has the request; the agent counts as registered once it reads the answer
     assert c.wait("vramscope.status()['registered']")
-    c("vramscope._agent._simulate_oom(device=0, requested=123, device_total=1000, device_free=5)")
+    c("vramscope.agent._agent._simulate_oom(device=0, requested=123, device_total=1000, device_free=5)")
     cap = daemon.wait_captured()
     assert cap["reason"] == "oom"
     assert cap["oom"] == {"device": 0, "requested": 123, "device_free": 5, "device_allocated": -1,
@@ -232,7 +232,7 @@ def test_oom_unanswered_at_exit_goes_to_the_spool(tmp, env, spawn, daemon):
     c = spawn(no_torch(env, VRAMSCOPE_TEST_SNAPSHOT=EXAMPLE, VRAMSCOPE_EXIT_WAIT="2"), ATTACH)
     daemon.wait_register(pid=c.pid)
     assert c.wait("vramscope.status()['registered']")
-    c("vramscope._agent._simulate_oom(device=0, requested=5, device_total=8, device_free=0)")
+    c("vramscope.agent._agent._simulate_oom(device=0, requested=5, device_total=8, device_free=0)")
     cap = daemon.wait_captured(pid=c.pid)
     assert os.path.exists(cap["path"])
     rc, _, err = c.quit()
@@ -250,7 +250,7 @@ def test_oom_unanswered_at_exit_goes_to_the_spool(tmp, env, spawn, daemon):
 
 def test_oom_without_daemon_is_spooled_then_handed_over(tmp, env, spawn):
     c = spawn(no_torch(env, VRAMSCOPE_TEST_SNAPSHOT=EXAMPLE), ATTACH)
-    c("vramscope._agent._simulate_oom(device=1, requested=7, device_total=8, device_free=0)")
+    c("vramscope.agent._agent._simulate_oom(device=1, requested=7, device_total=8, device_free=0)")
     spool = os.path.join(env["XDG_CACHE_HOME"], "vramscope", "spool")
     deadline = time.monotonic() + 5
     while time.monotonic() < deadline and not (os.path.isdir(spool)

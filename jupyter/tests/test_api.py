@@ -4,7 +4,8 @@ file, and what the agent really sends fits the generated shapes."""
 import typing
 
 from conftest import CHILD
-from vramscope import _api, _common
+from vramscope import _api
+from vramscope.agent import _common
 
 ATTACH = "import vramscope; vramscope.attach()"
 

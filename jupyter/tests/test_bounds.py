@@ -8,12 +8,12 @@ import time
 
 import pytest
 
-from vramscope import _capture, _common, _link
+from vramscope.agent import _capture, _common, _link
 
 
 def reader(sock):
-    """A _Link with just what _read needs, on one end of a socket pair."""
-    r = object.__new__(_link._Link)
+    """A Link with just what _read needs, on one end of a socket pair."""
+    r = object.__new__(_link.Link)
     r.sock, r.poller, r.buf, r.lock = sock, None, bytearray(), threading.Lock()
     r.lines = []
     r._dispatch = r.lines.append

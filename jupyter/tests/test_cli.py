@@ -49,7 +49,7 @@ def test_run_sets_env_and_chains_sitecustomize_and_stays_out_without_torch(daemo
         assert c("'/other-site-added' in sys.path and %r in sys.path" % BOOT) is True
         # auto mode, no torch: only the import hook; no agent module, no thread, no socket
         assert c("type(sys.meta_path[0]).__name__") == "TorchImportHook"
-        assert c("'vramscope._agent' in sys.modules") is False
+        assert c("'vramscope.agent._agent' in sys.modules") is False
         assert c("[t.name for t in __import__('threading').enumerate()]") == ["MainThread"]
         time.sleep(0.5)
         rc, out, err = c.quit()

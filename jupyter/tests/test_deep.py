@@ -8,7 +8,7 @@ import pickle
 import pytest
 
 from conftest import require_module
-from vramscope import _deepjson, _engine
+from vramscope.notebook import _deepjson, _engine
 
 
 def deep_snapshot(path, depth):

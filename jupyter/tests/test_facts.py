@@ -1,4 +1,4 @@
-"""The facts the magic and the widget print beside a snapshot (vramscope._report), on the engine's
+"""The facts the magic and the widget print beside a snapshot (vramscope.notebook._report), on the engine's
 analysis of real snapshots (bin/vramscope, which make test-py builds)."""
 import os
 import re
@@ -6,7 +6,7 @@ import re
 import pytest
 
 from conftest import ROOT
-from vramscope import _engine, _report
+from vramscope.notebook import _engine, _report
 
 BIN = os.path.join(ROOT, "bin", "vramscope")
 

@@ -195,7 +195,7 @@ def test_backward_runs_inside_record_function_of_the_caller(env, spawn, tmp):
     assert c("vramscope.status()['cost']['backward_wrapper_s']") > 0
     # Between sampled windows (recording off) nothing would keep the mark: no
     # record_function (it is most of the wrapper's cost), only the call site.
-    c("exec from vramscope import _torch as T; T.stop_recording(torch); torch._calls.clear(); train.step2()")
+    c("exec from vramscope.agent import _torch as T; T.stop_recording(torch); torch._calls.clear(); train.step2()")
     assert c(CALLS) == [["autograd.backward", []]]
     c("exec T.start_recording(torch, 1000, 'python'); torch._calls.clear(); train.step2()")
     assert c(CALLS) == [["autograd.backward", at8]]
@@ -268,7 +268,7 @@ def test_auto_mode_registers_only_after_cuda_init(daemon, env, tmp):
         c.kill()
 
 
-# --- sampled recording (vramscope/_schedule.py) ---------------------------------
+# --- sampled recording (vramscope/agent/_schedule.py) ---------------------------------
 
 SAMPLED = OOM.replace("vramscope.attach()", "vramscope.attach(sample='every=5,window=2,warmup=1')") + \
     "from torch.optim import optimizer as O\n"
@@ -386,7 +386,7 @@ def test_sample_off_and_bad_specs(env, spawn):
     assert c("vramscope.status()['sampling']['sampled']") is False
     sys.path.insert(0, PKG_PARENT)
     try:
-        from vramscope import _schedule
+        from vramscope.agent import _schedule
     finally:
         sys.path.remove(PKG_PARENT)
     for bad in ("every=2,window=2", "window=0", "often=3", "every=x"):

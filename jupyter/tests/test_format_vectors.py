@@ -9,8 +9,8 @@ import pytest
 
 from conftest import ROOT
 
-from vramscope import _flamesvg
-from vramscope._report import fmt_bytes, fmt_count, fmt_percent
+from vramscope.notebook import _flamesvg
+from vramscope.notebook._report import fmt_bytes, fmt_count, fmt_percent
 
 with open(os.path.join(ROOT, "profiler", "flame", "testdata", "format_vectors.json")) as f:
     VECTORS = json.load(f)

@@ -1,4 +1,4 @@
-"""The tensor walk's holder routes (vramscope/_holders.py, _globals.py) on a
+"""The tensor walk's holder routes (vramscope/agent/_holders.py, _globals.py) on a
 fake torch: tensors reachable only from an imported module's globals (a dict,
 a class attribute, a closure's cell, functools.lru_cache entries, a server
 object nesting them), objects nested in locals, non-persistent buffers, and
@@ -14,7 +14,7 @@ import weakref
 import pytest
 
 from test_tensors import AccumulateGrad, Module, Node, Parameter, Tensor, fake_torch, names_by_ptr
-from vramscope import _tensors
+from vramscope.agent import _tensors
 
 HELPER = textwrap.dedent('''\
     """An attention-mask helper that caches what it builds, five ways."""

@@ -1,4 +1,4 @@
-"""Key/value caches in the tensor walk (vramscope/_tensors.py, the contract
+"""Key/value caches in the tensor walk (vramscope/agent/_tensors.py, the contract
 with the inference findings): every layout a language model keeps them in,
 wherever the cache is held, gives "kv_cache" entries named
 <holder>.layers[i].keys|values (legacy tuples: <holder>[i][0|1]) with the
@@ -7,7 +7,7 @@ in test_tensors_torch.py (on CPU in make test, on CUDA on the H200)."""
 import gc
 
 from test_tensors import Module, Tensor, fake_torch, names_by_ptr
-from vramscope import _tensors
+from vramscope.agent import _tensors
 
 SHAPE = (2, 8, 512, 64)
 

@@ -1,4 +1,4 @@
-"""The agent's per-step levels (vramscope._levels) with fakes: what a step is
+"""The agent's per-step levels (vramscope.agent._levels) with fakes: what a step is
 (train, eval, forward), the shapes it keeps, the ring's bound, what goes to
 the daemon, and the peak wrappers. The same code runs against real torch on
 the GPU machine (examples/oom/road.py, docs/road-to-oom.md)."""
@@ -6,7 +6,7 @@ import types
 
 import pytest
 
-from vramscope import _levels
+from vramscope.agent import _levels
 
 
 class T:

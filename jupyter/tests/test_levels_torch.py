@@ -1,4 +1,4 @@
-"""The per-step levels (vramscope/_levels.py) on real torch and a CUDA
+"""The per-step levels (vramscope/agent/_levels.py) on real torch and a CUDA
 device: root modules found by torch's global hooks, the allocator's counters
 read and its peak reset per step, eval steps, the failing step, and
 max_memory_allocated still the program's own peak. Skipped without torch and
@@ -9,7 +9,7 @@ torch = pytest.importorskip("torch")
 if not torch.cuda.is_available():
     pytest.skip("no CUDA device", allow_module_level=True)
 
-from vramscope import _levels, _torch  # noqa: E402
+from vramscope.agent import _levels, _torch  # noqa: E402
 
 
 class Net(torch.nn.Module):

@@ -27,7 +27,7 @@ GPT2 = os.path.join(SHARED, "gpt2_train.pickle")
 LLAMA = os.path.join(SHARED, "llama_lora_gc.pickle")
 WIDGET = "application/vnd.jupyter.widget-view+json"
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
-STATIC = os.path.join(ROOT, "jupyter", "vramscope", "static")
+STATIC = os.path.join(ROOT, "jupyter", "vramscope", "notebook", "static")
 
 
 @pytest.fixture(scope="session")
@@ -199,7 +199,7 @@ def test_open_shows_widget_and_html(cpu_nb, engine, index, path):
 def test_open_deep_stack(cpu_nb):
     """%vramscope open of a 1,000-frame stack shows its report (600 frames raised
     RecursionError): the widget's tree comes as JSON text, 1,001 levels deep."""
-    from vramscope import _deepjson
+    from vramscope.notebook import _deepjson
 
     cell = cpu_nb.cells[18]
     assert not outputs(cell, "error") and not stderr(cell), cell.outputs

@@ -13,10 +13,10 @@ from conftest import PKG_PARENT, ROOT, require_module
 
 require_module("IPython")  # the notebook extra: pip install -e './jupyter[test,notebook]'
 
-from vramscope import _engine, _live, _magic, _names  # noqa: E402
+from vramscope.notebook import _engine, _live, _magic, _names  # noqa: E402
 
 WEB = os.path.join(ROOT, "profiler", "flame", "web")
-STATIC = os.path.join(PKG_PARENT, "vramscope", "static")
+STATIC = os.path.join(PKG_PARENT, "vramscope", "notebook", "static")
 
 
 def _core_files():
@@ -31,14 +31,14 @@ def test_bundled_renderer_is_the_shared_one(name):
     """The widget ships profiler/flame/web's core itself (no second renderer):
     static/ holds each file of files.json it loads (and the list) as a symlink into it,
     which the wheel resolves."""
-    assert os.path.exists(os.path.join(STATIC, name)), "jupyter/vramscope/static/%s is missing: ln -s ../../../profiler/flame/web/%s" % (name, name)
+    assert os.path.exists(os.path.join(STATIC, name)), "jupyter/vramscope/notebook/static/%s is missing: ln -s ../../../../profiler/flame/web/%s" % (name, name)
     with open(os.path.join(WEB, name), "rb") as a, open(os.path.join(STATIC, name), "rb") as b:
-        assert a.read() == b.read(), "jupyter/vramscope/static/%s is not profiler/flame/web/%s" % (name, name)
+        assert a.read() == b.read(), "jupyter/vramscope/notebook/static/%s is not profiler/flame/web/%s" % (name, name)
 
 
 def test_widget_module_is_flame_js_then_widget_js():
     require_module("anywidget")
-    from vramscope import _widget
+    from vramscope.notebook import _widget
 
     esm = _widget.esm("widget.js")
     with open(os.path.join(WEB, "flame.js"), encoding="utf-8") as f:
@@ -142,7 +142,7 @@ def test_engine_names_cells_in_its_own_texts():
     """The engine gets the cells' names (--names) and uses them in its texts:
     phase frames and finding titles say "cell [7]:70" while the files stay
     the recorded ones (no text is rewritten afterwards)."""
-    from vramscope import _engine, _views
+    from vramscope.notebook import _engine, _views
 
     snap = os.path.join(ROOT, "examples", "snapshots", "example_train.pickle")
     user = next(s["file"] for s in _engine.analyze(snap)["sites"] if s.get("file", "").endswith("record_examples.py"))
@@ -163,7 +163,7 @@ def test_report_names_cells_as_its_tree(tmp_path):
     """The report of a real snapshot (analyze --report), relabelled, names the
     same files as the flame tree drawn with it: a moment's frames and a
     finding's lines select the tree's frames in the widget."""
-    from vramscope import _engine
+    from vramscope.notebook import _engine
 
     snap = os.path.join(ROOT, "examples", "snapshots", "example_train.pickle")
     report, tree = _engine.report(snap), _engine.flame(snap)
@@ -282,7 +282,7 @@ def test_sampler_without_daemon_says_why(tmp):
 
 
 def test_without_anywidget_reports_are_static_html(monkeypatch):
-    from vramscope import _widget
+    from vramscope.notebook import _widget
 
     monkeypatch.setattr(_widget, "anywidget_available", lambda: False)
     view = {"title": "t", "facts": ["f"], "top_lines": [], "findings": [],
@@ -297,7 +297,7 @@ def test_report_of_an_oom_in_generation(tmp_path):
     """The notebook's findings of an OOM in generation (snaptool.py's kv_oom,
     through the real engine) say what the KV cache held and which batch and
     length fit, as the editor's diagnostic and the daemon's event do."""
-    from vramscope import _report
+    from vramscope.notebook import _report
 
     snap = str(tmp_path / "kv_oom.pickle")
     subprocess.run([sys.executable, os.path.join(ROOT, "profiler", "analyze", "testdata", "snaptool.py"), "synth",
@@ -319,7 +319,7 @@ def test_report_of_a_real_oom_in_generation(tmp_path):
     import re
     import shutil
 
-    from vramscope import _report
+    from vramscope.notebook import _report
 
     snap = str(tmp_path / "gen_oom.pickle")
     with gzip.open(os.path.join(ROOT, "examples", "snapshots", "inference", "gen_oom.pickle.gz")) as src, \
@@ -337,7 +337,7 @@ def test_oom_finding_shows_the_plans_that_fit():
     """The agent's snapshot of an out-of-memory error (GPT-2 LoRA under a cap,
     examples/snapshots/oom/lora_gpt2.pickle), through the real engine: the
     notebook's finding carries the plans that fit, and both views show them."""
-    from vramscope import _html, _report
+    from vramscope.notebook import _html, _report
 
     snap = os.path.join(ROOT, "examples", "snapshots", "oom", "lora_gpt2.pickle")
     rows = _report.findings(_engine.analyze(snap), None)

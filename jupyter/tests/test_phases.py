@@ -1,4 +1,4 @@
-"""The trainer callbacks' common part (vramscope._phases): a training loop of
+"""The trainer callbacks' common part (vramscope.agent._phases): a training loop of
 3 optimizer steps of 2 accumulated micro-batches each and an evaluation,
 marked as vramscope.hf and vramscope.lightning mark it, in a child with the
 fake torch recording its allocator's history with annotations; the real
@@ -15,8 +15,8 @@ from conftest import FAKETORCH, PKG_PARENT, ROOT
 
 LOOP = r"""
 import pickle, sys, torch
-from vramscope import _torch
-from vramscope._phases import Phases
+from vramscope.agent import _torch
+from vramscope.agent._phases import Phases
 
 torch.cuda.init()
 _torch.start_recording(torch, 10000, "python")
@@ -67,7 +67,7 @@ def test_trainer_words_on_the_timeline(tmp):
 def test_without_torch_it_does_nothing():
     """No torch: the phases are off, the loop runs on."""
     code = ("import sys; sys.modules['torch'] = None\n"
-            "from vramscope._phases import Phases\n"
+            "from vramscope.agent._phases import Phases\n"
             "p = Phases(); p.step_begin(0); p.micro_batch_end(1, 2); p.step_end(0); p.eval_begin(); p.eval_end()\n"
             "print(p.off, p._open)")
     out = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, PYTHONPATH=PKG_PARENT),

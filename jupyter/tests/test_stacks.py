@@ -1,4 +1,4 @@
-"""The agent's stack sampler (vramscope._stacks): what a sample keeps, the
+"""The agent's stack sampler (vramscope.agent._stacks): what a sample keeps, the
 wait markers, interning, dropping instead of blocking, and the live widget's
 idle line from a report recorded on the H200 (docs/gpu/idle)."""
 import json
@@ -7,7 +7,8 @@ import os
 import threading
 import time
 
-from vramscope import _live, _stacks
+from vramscope.agent import _stacks
+from vramscope.notebook import _live
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -98,7 +99,7 @@ def test_idle_line_from_recorded_reports():
 
 
 def test_live_copy_shows_the_idle_line():
-    from vramscope import _livestatic
+    from vramscope.notebook import _livestatic
 
     with open(os.path.join(ROOT, "docs", "gpu", "idle", "slow_loader.report.json")) as f:
         line = _live.idle_text(json.load(f))

@@ -15,7 +15,7 @@ import pytest
 
 from conftest import EXAMPLE, ROOT, require_module
 
-from vramscope import _flamesvg, _html, _livestatic
+from vramscope.notebook import _flamesvg, _html, _livestatic
 
 SVG = "{http://www.w3.org/2000/svg}"
 FLAME_JS = os.path.join(ROOT, "profiler", "flame", "web", "flame.js")
@@ -190,7 +190,7 @@ def test_page_parts_and_key():
 
 def test_a_copy_that_fails_says_so():
     require_module("anywidget")
-    from vramscope import _widget
+    from vramscope.notebook import _widget
 
     def boom():
         raise KeyError("peak_bytes")

@@ -1,4 +1,4 @@
-"""The tensor-naming walk (vramscope/_tensors.py) on a fake torch: modules,
+"""The tensor-naming walk (vramscope/agent/_tensors.py) on a fake torch: modules,
 optimizers, frame locals and an autograd graph built from small classes that
 have the attributes real torch gives them (the real path runs on the H200:
 examples/oom/, docs/oom-naming.md)."""
@@ -8,7 +8,7 @@ import types
 
 import pytest
 
-from vramscope import _tensors
+from vramscope.agent import _tensors
 
 
 class Storage:

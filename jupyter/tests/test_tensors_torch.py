@@ -1,4 +1,4 @@
-"""The tensor walk (vramscope/_tensors.py) on real torch: each holder route,
+"""The tensor walk (vramscope/agent/_tensors.py) on real torch: each holder route,
 transformers' key/value caches, and the module of a frozen layer's
 activations under peft LoRA. On CUDA tensors where torch has a GPU (the
 H200: docs/oom-naming.md keeps the output), else on CPU tensors, which the
@@ -24,7 +24,7 @@ try:
 except ImportError:  # make test's .venv: test_under_torch_python runs this file where torch is
     torch = None
 
-from vramscope import _tensors  # noqa: E402
+from vramscope.agent import _tensors  # noqa: E402
 
 DEVICE = "cuda" if torch is not None and torch.cuda.is_available() else "cpu"
 

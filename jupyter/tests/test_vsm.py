@@ -1,4 +1,4 @@
-"""vramscope/_vsm.py: the VSM1 writer and reader (profiler/marshal reads the same streams in Go)."""
+"""vramscope/agent/_vsm.py: the VSM1 writer and reader (profiler/marshal reads the same streams in Go)."""
 import glob
 import io
 import os
@@ -9,7 +9,7 @@ import time
 import pytest
 
 from conftest import ROOT
-from vramscope._vsm import MAGIC, VSMError, read_vsm, write_vsm
+from vramscope.agent._vsm import MAGIC, VSMError, read_vsm, write_vsm
 
 SNAPSHOTS = sorted(glob.glob(os.path.join(ROOT, "examples", "snapshots", "*.pickle"))
                    + glob.glob(os.path.join(ROOT, "examples", "snapshots", "findings", "*.pickle")))
@@ -108,7 +108,7 @@ def test_stream_to_a_fifo_nobody_reads_gives_up(tmp_path):
     (the caller writes the pickle instead) rather than block every later capture."""
     import threading
 
-    from vramscope._snapfile import _stream_snapshot
+    from vramscope.agent._snapfile import _stream_snapshot
 
     fifo = str(tmp_path / "x.part.fifo")
     os.mkfifo(fifo)

@@ -19,9 +19,10 @@ import typing
 import pytest
 
 from conftest import ROOT
-from vramscope import _api, _deepjson, _flamesvg, _names, _ranks, _report
+from vramscope import _api
+from vramscope.notebook import _deepjson, _flamesvg, _names, _ranks, _report
 
-PKG = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "vramscope")
+PKG = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "vramscope", "notebook")
 
 # module: (the generated types whose JSON it reads, keys it reads that are not the wire's)
 READERS = {
@@ -45,7 +46,7 @@ READERS = {
                   "IdleResult"),
                  ("error", "id", "message", "result", "used")),  # JSON-RPC's envelope; torch.cuda.mem_get_info's own dict
     "_livestatic.py": (("DevicesResult", "SeriesResult", "ProcessListResult", "StatusResult", "Result"),
-                       ("running", "source", "total", "idle")),  # the view's own state (idle: _live's line of it)
+                       ("running", "source", "total", "idle", "warning")),  # the view's own state (idle, warning: _live's lines of it)
     # names the agent gave tensors (analyze's named tensors, the notebook's diff of two)
     "_names.py": (("Result", "Diff", "CompareReport", "Tree"), ()),
     # one cell's capture: the analysis; a snapshot pickle's own keys

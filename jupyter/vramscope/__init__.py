@@ -44,13 +44,13 @@ def attach(max_entries=100_000, stacks="python", record=True, socket=None, oom=T
         training job nothing on most steps: None reads $VRAMSCOPE_SAMPLE, default
         the first 3 steps, then 2 of every 100; "off" records every step; or a dict
         / "every=N,window=K,warmup=W". A snapshot asked for between windows waits
-        for the next window (see vramscope/_schedule.py).
+        for the next window (see vramscope/agent/_schedule.py).
 
     Never blocks on the daemon: without one, the program runs on and the agent
     keeps retrying in the background. Without torch or CUDA it still registers
     (counters only) and says why. A second call while attached changes nothing.
     """
-    from . import _agent
+    from .agent import _agent
 
     return _agent.attach(max_entries=max_entries, stacks=stacks, record=record, socket=socket,
                          oom=oom, annotate_backward=annotate_backward, sample=sample)
@@ -58,14 +58,14 @@ def attach(max_entries=100_000, stacks="python", record=True, socket=None, oom=T
 
 def detach():
     """Stop the agent: close the connection, stop the recording it started, undo its hooks."""
-    from . import _agent
+    from .agent import _agent
 
     _agent.detach()
 
 
 def status():
     """The agent's state as a dict: connected, socket, registered, recording, dropped, last_error, …"""
-    from . import _agent
+    from .agent import _agent
 
     return _agent.status()
 
@@ -73,10 +73,10 @@ def status():
 def _auto_install():
     """Called by the bootstrap (vramscope/_boot/sitecustomize.py) when VRAMSCOPE_AUTO=1:
     waits, at the cost of one cheap import hook, for the program to import torch."""
-    from . import _importhook
+    from .agent import _importhook
 
     def fire(torch_module):
-        from . import _agent
+        from .agent import _agent
 
         _agent.auto_attach(torch_module)
 
@@ -85,12 +85,12 @@ def _auto_install():
 
 def load_ipython_extension(ipython):
     """%load_ext vramscope: registers %%vramscope and %vramscope."""
-    from . import _magic
+    from .notebook import _magic
 
     _magic.load(ipython)
 
 
 def unload_ipython_extension(ipython):
-    from . import _magic
+    from .notebook import _magic
 
     _magic.unload(ipython)

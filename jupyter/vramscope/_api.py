@@ -392,7 +392,7 @@ class _AnalyzeKVCacheRequired(TypedDict):
 
 
 class AnalyzeKVCache(_AnalyzeKVCacheRequired, total=False):
-    """KVCache is a device's key/value cache at the snapshot, from the agent's walk: every tensor of kind kv_cache, shaped [batch, heads, seq, head_dim] (jupyter/vramscope/_tensors.py). BytesPerToken is what one more token of one sequence adds over every layer's keys and values: the figure that says which batch and length fit."""
+    """KVCache is a device's key/value cache at the snapshot, from the agent's walk: every tensor of kind kv_cache, shaped [batch, heads, seq, head_dim] (jupyter/vramscope/agent/_tensors.py). BytesPerToken is what one more token of one sequence adds over every layer's keys and values: the figure that says which batch and length fit."""
     filled_layers: int  # (omitted when empty) Filled is how many layers held keys when the cache was only partly filled (a failure inside the prompt's forward), 0 when every layer the model has did; Layers and BytesPerToken then count every layer.
 
 

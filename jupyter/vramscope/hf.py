@@ -10,7 +10,7 @@ or ``vramscope.attach()``). Importing this module needs transformers.
 """
 from transformers import TrainerCallback
 
-from ._phases import Phases
+from .agent._phases import Phases
 
 
 class VramscopeCallback(TrainerCallback):

@@ -13,7 +13,7 @@ try:
 except ImportError:  # the package before its rename
     from pytorch_lightning.callbacks import Callback
 
-from ._phases import Phases
+from .agent._phases import Phases
 
 
 class VramscopeCallback(Callback):

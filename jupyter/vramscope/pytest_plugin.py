@@ -30,7 +30,7 @@ import tempfile
 
 import pytest
 
-from . import _torch
+from .agent import _torch
 
 _UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1000, "kib": 1 << 10, "m": 1 << 20, "mb": 1000 ** 2,
           "mib": 1 << 20, "g": 1 << 30, "gb": 1000 ** 3, "gib": 1 << 30, "t": 1 << 40, "tb": 1000 ** 4,
@@ -52,7 +52,7 @@ def parse_size(v, what="size"):
 
 
 def fmt(n):
-    from ._report import fmt_bytes
+    from .notebook._report import fmt_bytes
 
     return fmt_bytes(n)
 
@@ -231,7 +231,8 @@ class _Measure:
 
 
 def _explain(m, path, leak):
-    from . import _engine, _report, _snapfile, _tensors
+    from .agent import _snapfile, _tensors
+    from .notebook import _engine, _report
 
     try:
         snap = m.torch.cuda.memory._snapshot()

@@ -43,7 +43,7 @@ func TestOOMUnderProcessCap(t *testing.T) {
 }
 
 // TestOOMUnderKnownCap: an agent that read the process's cap at the OOM
-// (memory_caps in its walk's section: jupyter/vramscope/_capture.py) gets the
+// (memory_caps in its walk's section: jupyter/vramscope/agent/_capture.py) gets the
 // cap said exactly, not bounded. testdata/lora_gpt2_cap.pickle is the H200's
 // examples/snapshots/oom/lora_gpt2.pickle with the section the agent now
 // writes, [[0, 6 GiB]]: the cap that program set (examples/oom/common.py cap(6)).

@@ -10,7 +10,7 @@ import (
 	"github.com/vramscope/vramscope/profiler/flame"
 )
 
-// Named tensors: the agent's walk (jupyter/vramscope/_tensors.py) names CUDA
+// Named tensors: the agent's walk (jupyter/vramscope/agent/_tensors.py) names CUDA
 // tensor storages by what they are; a storage's data pointer is its
 // allocator block's address. Blocks allocated before recording started (all
 // of them, at an out-of-memory error between two sampled windows) get their

@@ -11,7 +11,7 @@ type Frame struct {
 // frames below the user's (or the user line's own text): "" none.
 type Wait string
 
-// The waits the agent marks (jupyter/vramscope/_stacks.py decides them).
+// The waits the agent marks (jupyter/vramscope/agent/_stacks.py decides them).
 const (
 	WaitNone       Wait = ""
 	WaitDataLoader Wait = "dataloader"         // DataLoader.__next__ fetching in this process (num_workers=0)

@@ -42,7 +42,7 @@ func snapshotPickles(t *testing.T) []string {
 const pyCompare = `
 import pickle, sys
 sys.path.insert(0, sys.argv[1])
-from vramscope._vsm import read_vsm
+from vramscope.agent._vsm import read_vsm
 def first_diff(a, b, path="snapshot"):
     if type(a) is not type(b):
         return "%s: %s vs %s" % (path, type(a).__name__, type(b).__name__)

@@ -36,7 +36,7 @@
 // Each payload is an independent marshal (references restart at 0 in every
 // frame). The stream represents {**H, "device_traces": [the C chunks of each
 // D, concatenated]}; with no D frame, "device_traces" is []. The H frame comes
-// first and once; a C frame before any D is an error. jupyter/vramscope/_vsm.py
+// first and once; a C frame before any D is an error. jupyter/vramscope/agent/_vsm.py
 // writes it.
 //
 // Reader hands out the frames of a stream one by one, decoded, holding one

@@ -465,7 +465,7 @@ export interface Category {
   share: number;
 }
 
-/** KVCache is a device's key/value cache at the snapshot, from the agent's walk: every tensor of kind kv_cache, shaped [batch, heads, seq, head_dim] (jupyter/vramscope/_tensors.py). BytesPerToken is what one more token of one sequence adds over every layer's keys and values: the figure that says which batch and length fit. */
+/** KVCache is a device's key/value cache at the snapshot, from the agent's walk: every tensor of kind kv_cache, shaped [batch, heads, seq, head_dim] (jupyter/vramscope/agent/_tensors.py). BytesPerToken is what one more token of one sequence adds over every layer's keys and values: the figure that says which batch and length fit. */
 export interface AnalyzeKVCache {
   /** the largest group ("cache.layers[*].keys") */
   name: string;

@@ -706,7 +706,7 @@ func TestConvert(t *testing.T) {
 	src := example(t, "example_train")
 	vsm := filepath.Join(dir, "ex.vsm")
 	pkg := abs(t, filepath.Join("..", "..", "..", "jupyter"))
-	cmd := exec.Command(py, "-c", "import sys, pickle; sys.path.insert(0, sys.argv[1]); from vramscope._vsm import write_vsm; "+
+	cmd := exec.Command(py, "-c", "import sys, pickle; sys.path.insert(0, sys.argv[1]); from vramscope.agent._vsm import write_vsm; "+
 		"write_vsm(pickle.load(open(sys.argv[2], 'rb')), open(sys.argv[3], 'wb'), chunk_entries=700)", pkg, src, vsm)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("%v: %s", err, out)

@@ -3,7 +3,7 @@
  * libraries and synthetic frames, SHADES shades of each around a base colour
  * (the theme's defaults, or --vf-* overrides), so neighbouring frames stay
  * distinct and the user's own lines stand out in either theme. flame.js
- * paints with it; the notebook's static SVG (jupyter/vramscope/_flamesvg.py)
+ * paints with it; the notebook's static SVG (jupyter/vramscope/notebook/_flamesvg.py)
  * copies its light fills, checked against it.
  *
  * Loads like flame.js: classic script (globalThis.VramscopePalette) after

@@ -1,6 +1,6 @@
 """Writes the small VSM1 streams and marshal payloads the tests read (python3 gen.py).
 
-Each .vsm is written by jupyter/vramscope/_vsm.py; marshal_v*.bin hold one dict
+Each .vsm is written by jupyter/vramscope/agent/_vsm.py; marshal_v*.bin hold one dict
 of every plain type, as marshal.dumps writes it in versions 0 to 4.
 """
 import marshal
@@ -9,7 +9,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "..", "jupyter"))
-from vramscope._vsm import write_vsm  # noqa: E402
+from vramscope.agent._vsm import write_vsm  # noqa: E402
 
 
 def frame(filename, line, name):

@@ -1,0 +1,1 @@
+../../../../profiler/flame/web/series.js

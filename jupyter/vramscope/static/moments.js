@@ -1,1 +1,0 @@
-../../../profiler/flame/web/moments.js
