@@ -175,7 +175,13 @@ func TestHelix(t *testing.T) {
 		hx, "-v", "--log", log, "trainer/train_gpt2.py"); err != nil {
 		t.Fatalf("tmux new-session: %v\n%s", err, out)
 	}
-	t.Cleanup(func() { p.run("kill-server") })
+	t.Cleanup(func() {
+		p.run("kill-server")
+		if t.Failed() {
+			b, _ := os.ReadFile(log)
+			t.Logf("Helix's log:\n%s", b)
+		}
+	})
 
 	const forward = "out = model(input_ids=ids, labels=ids)"
 	const hint = "2.94 GiB at peak · 54% · 168 allocs"

@@ -29,7 +29,7 @@ func (s *Server) inlayHint(ctx context.Context, raw json.RawMessage) (any, error
 	hints := []InlayHint{}
 	l := s.shown()
 	if l == nil && !s.caps().inlayHintRefresh {
-		l = s.shownOrPending(ctx)
+		l = s.awaitShown(ctx)
 	}
 	d := s.document(p.TextDocument.URI)
 	if d == nil {

@@ -250,3 +250,28 @@ func BenchmarkLineMapKeystroke(b *testing.B) {
 		}
 	})
 }
+
+// TestOpenedFolderSurvivesSettings: the folder of a file opened outside every
+// workspace folder keeps mapping recorded paths after the settings change
+// (Helix sends didChangeConfiguration right after didOpen; the rebuild used
+// to drop that folder, and the hints and hovers with it).
+func TestOpenedFolderSurvivesSettings(t *testing.T) {
+	dir := t.TempDir()
+	local := filepath.Join(dir, "trainer", "train_gpt2.py")
+	if err := os.MkdirAll(filepath.Dir(local), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(local, []byte("x = 1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var p paths
+	p.reset(nil, nil)
+	p.addRoot(local)
+	if got := p.local("/workspace/trainer/train_gpt2.py"); got != local {
+		t.Fatalf("after didOpen: %s maps to %s", "/workspace/trainer/train_gpt2.py", got)
+	}
+	p.reset([]string{"/elsewhere=/tmp"}, nil) // the settings changed
+	if got := p.local("/workspace/trainer/train_gpt2.py"); got != local {
+		t.Errorf("after the settings changed: maps to %s, want %s", got, local)
+	}
+}

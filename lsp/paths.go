@@ -17,11 +17,27 @@ type paths struct {
 	mu    sync.Mutex
 	pm    *profiler.PathMap
 	rules []string
-	roots []string
+	roots []string // the workspace folders
+	// opened are the folders of files opened outside every workspace folder:
+	// kept when the settings change (a didChangeConfiguration right after
+	// the didOpen used to drop them, and the hints with them).
+	opened []string
 }
 
-// reset rebuilds the map from rules and roots; errors name the bad rule.
+// reset rebuilds the map from rules, the workspace folders and the folders
+// of the files opened outside them; errors name the bad rule.
 func (p *paths) reset(rules, roots []string) []error {
+	p.mu.Lock()
+	opened := p.opened
+	p.mu.Unlock()
+	pm, errs := buildMap(rules, append(append([]string(nil), roots...), opened...))
+	p.mu.Lock()
+	p.pm, p.rules, p.roots = pm, rules, roots
+	p.mu.Unlock()
+	return errs
+}
+
+func buildMap(rules, roots []string) (*profiler.PathMap, []error) {
 	pm := &profiler.PathMap{}
 	var errs []error
 	for _, r := range rules {
@@ -32,23 +48,21 @@ func (p *paths) reset(rules, roots []string) []error {
 	for _, r := range roots {
 		pm.AddRoot(r) // a missing folder simply maps nothing
 	}
-	p.mu.Lock()
-	p.pm, p.rules, p.roots = pm, rules, roots
-	p.mu.Unlock()
-	return errs
+	return pm, errs
 }
 
 // addRoot adds the folder of a file opened outside every root.
 func (p *paths) addRoot(file string) {
 	dir := filepath.Dir(file)
 	p.mu.Lock()
-	for _, r := range p.roots {
+	for _, r := range append(append([]string(nil), p.roots...), p.opened...) {
 		if dir == r || strings.HasPrefix(dir, r+string(filepath.Separator)) {
 			p.mu.Unlock()
 			return
 		}
 	}
-	rules, roots := p.rules, append(append([]string(nil), p.roots...), dir)
+	p.opened = append(p.opened, dir)
+	rules, roots := p.rules, p.roots
 	p.mu.Unlock()
 	p.reset(rules, roots)
 }

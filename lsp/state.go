@@ -82,6 +82,20 @@ func (c *snapshots) loadContext(ctx context.Context, path string) (*loaded, erro
 	}
 }
 
+// running is the analysis of path under way or done, nil when none was
+// started or it was stopped; it starts nothing.
+func (c *snapshots) running(path string) *loaded {
+	if abs, err := filepath.Abs(path); err == nil {
+		path = abs
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if l, ok := c.byPath[path]; ok && !l.stopped {
+		return l
+	}
+	return nil
+}
+
 // start analyses path on its own goroutine; c.mu is held.
 func (c *snapshots) start(path string) *loaded {
 	ctx, cancel := context.WithCancel(context.Background())
@@ -162,6 +176,36 @@ func (s *Server) shownOrPending(ctx context.Context) *loaded {
 	}
 	if cur := s.shown(); cur != nil {
 		return cur
+	}
+	return l
+}
+
+// awaitShown is the snapshot shown or, while none is shown yet, the one
+// asked for last once the analysis already under way ends; nil when none is
+// under way, it failed, or ctx ended first. Unlike shownOrPending it neither
+// starts an analysis nor counts as one of its waiters, so a request that is
+// cancelled (an editor drops stale hint requests) never stops it.
+func (s *Server) awaitShown(ctx context.Context) *loaded {
+	if l := s.shown(); l != nil {
+		return l
+	}
+	s.mu.Lock()
+	path := s.pending
+	s.mu.Unlock()
+	l := s.snaps.running(path)
+	if path == "" || l == nil {
+		return nil
+	}
+	select {
+	case <-l.done:
+	case <-ctx.Done():
+		return nil
+	}
+	if cur := s.shown(); cur != nil {
+		return cur
+	}
+	if l.err != nil {
+		return nil
 	}
 	return l
 }
