@@ -26,7 +26,7 @@ func (s *Server) codeAction(_ context.Context, raw json.RawMessage) (any, error)
 		return actions, nil
 	}
 	for _, f := range l.result.Findings {
-		if f.Kind != analyze.KindOOM || len(f.Plans) == 0 || f.Line <= 0 || s.paths.local(f.File) != d.path {
+		if f.Kind != analyze.KindOOM || len(f.Plans) == 0 || f.Line <= 0 || !s.paths.same(s.paths.local(f.File), d.path) {
 			continue
 		}
 		line, _, ok := s.placeLine(l, d.path, f.Line)

@@ -87,7 +87,7 @@ func (s *Server) placeLine(l *loaded, local string, recorded int) (int, bool, bo
 	s.mu.Lock()
 	var d *document
 	for _, doc := range s.docs {
-		if doc.path == local {
+		if s.paths.same(doc.path, local) {
 			d = doc
 		}
 	}

@@ -108,7 +108,7 @@ func (s *Server) idleHints(d *document, rng protocol.Range) []InlayHint {
 	for _, r := range reports {
 		for _, c := range r.Causes {
 			for _, l := range c.Lines {
-				if l.Line > 0 && s.paths.local(l.File) == d.path {
+				if l.Line > 0 && s.paths.same(s.paths.local(l.File), d.path) {
 					shares[l.Line] += l.Share
 				}
 			}

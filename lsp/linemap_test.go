@@ -275,3 +275,27 @@ func TestOpenedFolderSurvivesSettings(t *testing.T) {
 		t.Errorf("after the settings changed: maps to %s, want %s", got, local)
 	}
 }
+
+// TestSameFileThroughALink: a document opened through a symbolic link to the
+// workspace is the file the path map names by its own path (the hints and
+// hovers of a workspace opened through a link were empty).
+func TestSameFileThroughALink(t *testing.T) {
+	dir := t.TempDir()
+	real := filepath.Join(dir, "real", "train.py")
+	if err := os.MkdirAll(filepath.Dir(real), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(real, []byte("x = 1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(dir, "real"), filepath.Join(dir, "link")); err != nil {
+		t.Fatal(err)
+	}
+	var p paths
+	if linked := filepath.Join(dir, "link", "train.py"); !p.same(real, linked) || !p.same(linked, real) {
+		t.Errorf("%s and %s are one file", real, linked)
+	}
+	if p.same(real, filepath.Join(dir, "real", "other.py")) {
+		t.Error("two files read as one")
+	}
+}

@@ -17,7 +17,8 @@ type paths struct {
 	mu    sync.Mutex
 	pm    *profiler.PathMap
 	rules []string
-	roots []string // the workspace folders
+	roots []string          // the workspace folders
+	canon map[string]string // same's memo: a path and the file it resolves to
 	// opened are the folders of files opened outside every workspace folder:
 	// kept when the settings change (a didChangeConfiguration right after
 	// the didOpen used to drop them, and the hints with them).
@@ -77,6 +78,36 @@ func (p *paths) local(recorded string) string {
 	return p.pm.Map(recorded)
 }
 
+// maxCanon bounds same's memo (the files an editor session touches).
+const maxCanon = 4096
+
+// same says whether two local paths name one file: equal, or equal once
+// their symbolic links are resolved (a workspace opened through a link: the
+// editor's document is the link's path, the map's root the file's own).
+func (p *paths) same(a, b string) bool {
+	return a == b || (a != "" && b != "" && p.resolve(a) == p.resolve(b))
+}
+
+func (p *paths) resolve(path string) string {
+	p.mu.Lock()
+	r, ok := p.canon[path]
+	p.mu.Unlock()
+	if ok {
+		return r
+	}
+	r = path
+	if real, err := filepath.EvalSymlinks(path); err == nil {
+		r = real
+	}
+	p.mu.Lock()
+	if p.canon == nil || len(p.canon) >= maxCanon {
+		p.canon = map[string]string{}
+	}
+	p.canon[path] = r
+	p.mu.Unlock()
+	return r
+}
+
 // sitesIn lists the user sites of a snapshot that belong to the local file,
 // by line (several recorded files may map to one local file).
 func (p *paths) sitesIn(l *loaded, file string) map[int]analyze.Site {
@@ -85,7 +116,7 @@ func (p *paths) sitesIn(l *loaded, file string) map[int]analyze.Site {
 	}
 	out := map[int]analyze.Site{}
 	for recorded, sites := range l.byFile {
-		if recorded != file && p.local(recorded) != file {
+		if recorded != file && !p.same(p.local(recorded), file) {
 			continue
 		}
 		for _, s := range sites {
