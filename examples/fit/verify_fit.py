@@ -195,6 +195,35 @@ def child_measure(w, run):
             "step_s": sorted(times)[len(times) // 2]}
 
 
+def child_trace(w, run, out):
+    """A plan run without a cap, its second optimizer step recorded (the first makes the optimizer
+    state): where the plan's peak falls, to compare with fit's replay of it."""
+    import torch
+    model, opt = build(w)
+    checkpointed(model, run.get("checkpoint") or [])
+    batch, seq = run["batch"], run["seq"]
+    micro, acc = run.get("micro_batch") or batch, run.get("accumulation") or 1
+    peaks = []
+    for step in range(STEPS):
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+        if step == 1:
+            torch.cuda.memory._record_memory_history(enabled="all", context="alloc", stacks="python", max_entries=400000)
+        for _ in range(acc):
+            ids = torch.randint(0, model.config.vocab_size, (micro, seq), device="cuda")
+            forward(model, ids, 1.0 / acc).backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        torch.cuda.synchronize()
+        if step == 1:
+            snap = torch.cuda.memory._snapshot()
+            torch.cuda.memory._record_memory_history(enabled=None)
+            with open(out, "wb") as f:
+                pickle.dump(snap, f, protocol=4)
+        peaks.append({"max_allocated": torch.cuda.max_memory_allocated(), "max_reserved": torch.cuda.max_memory_reserved()})
+    return {"peaks": peaks}
+
+
 def child_main(spec):
     job = json.loads(spec)
     w = job["workload"]
@@ -202,6 +231,8 @@ def child_main(spec):
         r = child_record(w, job["out"])
     elif job["what"] == "oom":
         r = child_oom(w, job["out"])
+    elif job["what"] == "trace":
+        r = child_trace(w, job["run"], job["out"])
     else:
         r = child_measure(w, job["run"])
     print("RESULT " + json.dumps(r), flush=True)
@@ -261,8 +292,15 @@ def main():
     ap.add_argument("--child")
     ap.add_argument("--snapshots", help="DIR: plan from the recordings (and fit_verify.json) of an earlier run "
                     "instead of recording again; the earlier run's measurements of the sizes stay, only plans run")
+    ap.add_argument("--trace", action="append", default=[], metavar="NAME:BxS:MICROxACC:MOD,MOD",
+                    help="record the second step of this plan, uncapped, into OUT/trace_<NAME>_<i>.pickle, and stop")
+    ap.add_argument("--margin-budgets", action="store_true",
+                    help="also plan 8x the recorded batch for a budget between its allocated and reserved peaks "
+                    "(where expandable_segments is the plan)")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
+    if args.trace:
+        return trace_plans(args)
     t0 = time.time()
     started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     pool = concurrent.futures.ThreadPoolExecutor(4)
@@ -292,8 +330,10 @@ def main():
         asis = answers["%s %dx%d" % (n, target, w["seq"])]
         if "error" in asis:
             continue
-        for share in (0.6, 0.4):
-            budget = int(share * asis["as_is"]["peak_reserved"])
+        budgets = [int(share * asis["as_is"]["peak_reserved"]) for share in (0.6, 0.4)]
+        if args.margin_budgets:  # what tensors hold fits, the allocator's segments do not
+            budgets.append(int((asis["as_is"]["peak_allocated"] + asis["as_is"]["peak_reserved"]) / 2 / 0.95))
+        for budget in budgets:
             a = fit(args.bin, snap, budget, target, w["seq"], rec)
             answers["%s plan %dx%d in %d" % (n, target, w["seq"], budget)] = a
             if "error" not in a:
@@ -333,6 +373,26 @@ def main():
         else:
             print(r["name"], r["label"], json.dumps(m)[:300])
     print("done in %.0f s" % (time.time() - t0))
+
+
+def trace_plans(args):
+    jobs = []
+    for i, spec in enumerate(args.trace):
+        name, bs, ma, mods = (spec.split(":") + [""])[:4]
+        w = OOM if name.startswith("oom") else WORKLOADS[name]
+        b, sq = (int(x) for x in bs.split("x"))
+        m, a = (int(x) for x in ma.split("x"))
+        run = {"name": name, "batch": b, "seq": sq, "micro_batch": m, "accumulation": a,
+               "checkpoint": [x for x in mods.split(",") if x]}
+        jobs.append({"what": "trace", "workload": w, "run": run,
+                     "out": os.path.join(args.out, "trace_%s_%d.pickle" % (name, i))})
+    pool = concurrent.futures.ThreadPoolExecutor(4)
+    res = list(pool.map(lambda j: spawn(j, timeout=300), jobs))
+    doc = [{"spec": s, "run": j["run"], "file": os.path.basename(j["out"]), "result": r}
+           for s, j, r in zip(args.trace, jobs, res)]
+    with open(os.path.join(args.out, "fit_traces.json"), "w") as f:
+        json.dump(doc, f, indent=1)
+    print(json.dumps(doc))
 
 
 if __name__ == "__main__":

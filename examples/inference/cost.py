@@ -9,7 +9,10 @@ each mode and the first iteration of each block are left out):
   default  vramscope.attach() with the default sampling, its clock scaled by
            --scale (period_s and window_s divided by it, the same 1% duty) so
            that every block holds a window: an upper bound of the default,
-           as each block also pays an attach and a warm-up tick
+           as each block also pays an attach and a warm-up tick; with
+           --period-s P the clock's period is P (window P/100, the default's
+           duty) and there is no warm-up window (warmup=0,warmup_allocs=0:
+           the warm-up is once per process, not once per block; timed apart)
   record   recording all along (VRAMSCOPE_SAMPLE=off): what a recorded window costs
 
 Across processes (plain python against `vramscope run`, the true defaults):
@@ -33,11 +36,14 @@ from workloads import WORKLOADS  # noqa: E402
 DEFAULT_PERIOD_S, DEFAULT_WINDOW_S = 30.0, 0.3
 
 
-def attach(mode, scale):
+def attach(mode, scale, period_s=None):
     import vramscope
 
     if mode == "default":
         spec = "period_s=%g,window_s=%g" % (DEFAULT_PERIOD_S / scale, DEFAULT_WINDOW_S / scale)
+        if period_s:
+            spec = "period_s=%g,window_s=%g,warmup=0,warmup_allocs=0" % (
+                period_s, period_s * DEFAULT_WINDOW_S / DEFAULT_PERIOD_S)
         vramscope.attach(socket=os.environ.get("VRAMSCOPE_SOCKET"), sample=spec)
     elif mode == "record":
         vramscope.attach(socket=os.environ.get("VRAMSCOPE_SOCKET"), sample="off")
@@ -64,7 +70,7 @@ def cycle(a, model, fn):
     i = 0
     for b in range(a.blocks):
         mode = modes[b % len(modes)]
-        attach(mode, a.scale)
+        attach(mode, a.scale, a.period_s)
         times, end = [], time.perf_counter() + a.block_s
         while time.perf_counter() < end:
             times.append(timed(fn, model, i))
@@ -126,6 +132,7 @@ def main():
     ap.add_argument("--blocks", type=int, default=12)
     ap.add_argument("--block-s", type=float, default=5.0)
     ap.add_argument("--scale", type=float, default=6.0)
+    ap.add_argument("--period-s", type=float, default=None)
     ap.add_argument("--seconds", type=float, default=20.0)
     a = ap.parse_args()
     build, fn = WORKLOADS[a.workload]

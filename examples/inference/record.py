@@ -14,10 +14,11 @@ torch.cuda.memory._record_memory_history and dumps the snapshot):
                    (set_per_process_memory_fraction). The OOM capture, named by the agent's walk.
   gen_oom_traced   the same with 4 layers under a 1 GiB cap, recording all along (VRAMSCOPE_SAMPLE=off,
                    the last 30,000 entries): the trace shows the cache growing
-  static_graphs    agent, recording all along: Llama (2 layers) generate() with a static cache and
-                   the forward compiled with torch.compile(mode="reduce-overhead") (CUDA graphs in
-                   a private pool); without a working compiler, a decode step captured by hand with
-                   torch.cuda.graph. Snapshot while the cache is alive.
+  static_graphs    agent, recording all along: Llama (2 layers) decoding a static cache token by token
+                   through the model compiled with torch.compile(mode="reduce-overhead") (CUDA graphs
+                   in a private pool); should that not compile, a plain-torch decoder compiled the
+                   same way, then a decode step captured by hand with torch.cuda.graph. Snapshot
+                   while the cache is alive.
   eval_keep        plain: GPT-2 124M (fp32) evaluation over 24 batches of 4 x 128 that keeps every
                    batch's logits on the GPU (103 MB each), then concatenates and frees them
                    -> loop_accumulation at the append, 24 iterations
@@ -117,23 +118,102 @@ def gen_oom_traced(a):
 
 
 def static_graphs(a):
-    model = W.llama(layers=2)
-    how = "torch.compile(mode='reduce-overhead')"
+    """A static cache decoded by a forward compiled with torch.compile(mode="reduce-overhead"):
+    first the transformers model itself, then (should dynamo or inductor refuse it) a plain-torch
+    decoder of the same shapes, then a decode step captured by hand with torch.cuda.graph. The
+    facts name which one ran and why the others did not."""
+    tried, out, how = [], None, None
+    for name, fn in (("torch.compile(mode='reduce-overhead') of LlamaForCausalLM, static cache, decode loop",
+                      compiled_decode), ("torch.compile(mode='reduce-overhead') of a plain-torch decoder, static KV "
+                                         "buffers", compiled_plain), ("torch.cuda.graph by hand", lambda: hand_graph(W.llama(layers=2)))):
+        if os.environ.get("RECORD_HAND_GRAPH") and "compile" in name:
+            tried.append({"how": name, "error": "RECORD_HAND_GRAPH set: skipped"})
+            continue
+        t = time.perf_counter()
+        try:
+            out = fn()
+            torch.cuda.synchronize()
+            how = name
+            tried.append({"how": name, "ok": True, "s": round(time.perf_counter() - t, 1)})
+            break
+        except Exception as e:
+            tried.append({"how": name, "error": "%s: %s" % (type(e).__name__, str(e).splitlines()[0][:300] if str(e) else ""),
+                          "s": round(time.perf_counter() - t, 1)})
+            out = None
+            torch.cuda.synchronize()
+    skips = None
     try:
-        if os.environ.get("RECORD_HAND_GRAPH"):  # torch.compile failed here on the H200 (2026-12-02): skip the minute it takes
-            raise RuntimeError("RECORD_HAND_GRAPH set: torch.compile skipped")
-        model.forward = torch.compile(model.forward, mode="reduce-overhead", fullgraph=True)
-        for _ in range(3):  # warm-up calls, then the graphs are recorded and replayed
-            out = W.generate(model, batch=4, prompt_len=32, new=32, cache_implementation="static",
-                             return_dict_in_generate=True)
-    except Exception as e:  # no compiler here: capture one decode step by hand
-        how = "torch.cuda.graph (torch.compile failed: %s)" % (str(e).splitlines()[0][:200],)
-        model = W.llama(layers=2)
-        out = hand_graph(model)
-    torch.cuda.synchronize()
-    write(a.out, a.child, facts(a.child, how=how))
+        from torch._dynamo.utils import counters
+        skips = {k: v for k, v in counters.get("inductor", {}).items() if "cudagraph" in k}
+    except Exception:
+        pass
+    write(a.out, a.child, facts(a.child, how=how, tried=tried, cudagraph_counters=skips))
     wait_go(a)
     del out
+
+
+def compiled_decode(batch=4, prompt_len=32, new=32):
+    """transformers' Llama (2 layers) compiled whole with reduce-overhead, decoding a StaticCache
+    token by token (generate() is not used: with transformers 5.17 it failed to compile here)."""
+    from transformers import StaticCache
+    model = W.llama(layers=2)
+    cache = StaticCache(config=model.config, max_batch_size=batch, max_cache_len=prompt_len + new, device="cuda",
+                        dtype=torch.bfloat16)
+    step = torch.compile(model, mode="reduce-overhead")
+    ids = W.prompt(model, batch, prompt_len)
+    with torch.no_grad():
+        logits = model(input_ids=ids, past_key_values=cache, cache_position=torch.arange(prompt_len, device="cuda"),
+                       use_cache=True).logits  # prefill eager: one shape fewer to compile
+        nxt = logits[:, -1:].argmax(-1)
+        for t in range(prompt_len, prompt_len + new):
+            torch.compiler.cudagraph_mark_step_begin()
+            logits = step(input_ids=nxt, past_key_values=cache, cache_position=torch.tensor([t], device="cuda"),
+                          use_cache=True).logits
+            nxt = logits[:, -1:].argmax(-1).clone()
+    return (step, cache, nxt)
+
+
+class PlainDecoder(torch.nn.Module):
+    """Two attention + MLP blocks decoding one token against static KV buffers (index_copy_)."""
+
+    def __init__(self, batch, length, hidden=256, heads=4, vocab=32000, layers=2):
+        super().__init__()
+        nn = torch.nn
+        self.heads, self.dim = heads, hidden // heads
+        self.emb = nn.Embedding(vocab, hidden)
+        self.qkv = nn.ModuleList(nn.Linear(hidden, 3 * hidden, bias=False) for _ in range(layers))
+        self.o = nn.ModuleList(nn.Linear(hidden, hidden, bias=False) for _ in range(layers))
+        self.mlp = nn.ModuleList(nn.Sequential(nn.Linear(hidden, 4 * hidden), nn.GELU(), nn.Linear(4 * hidden, hidden))
+                                 for _ in range(layers))
+        self.head = nn.Linear(hidden, vocab, bias=False)
+        for i in range(layers):
+            self.register_buffer("k%d" % i, torch.zeros(batch, heads, length, self.dim))
+            self.register_buffer("v%d" % i, torch.zeros(batch, heads, length, self.dim))
+
+    def forward(self, ids, pos):
+        x = self.emb(ids)
+        b = x.shape[0]
+        for i in range(len(self.qkv)):
+            q, k, v = self.qkv[i](x).view(b, 1, 3, self.heads, self.dim).permute(2, 0, 3, 1, 4)
+            kc, vc = getattr(self, "k%d" % i), getattr(self, "v%d" % i)
+            kc.index_copy_(2, pos, k)
+            vc.index_copy_(2, pos, v)
+            y = torch.nn.functional.scaled_dot_product_attention(q, kc, vc)
+            x = x + self.o[i](y.transpose(1, 2).reshape(b, 1, -1))
+            x = x + self.mlp[i](x)
+        return self.head(x)
+
+
+def compiled_plain(batch=4, length=64):
+    model = PlainDecoder(batch, length).to(device="cuda", dtype=torch.bfloat16).eval()
+    step = torch.compile(model, mode="reduce-overhead")
+    nxt = torch.zeros(batch, 1, dtype=torch.long, device="cuda")
+    with torch.no_grad():
+        for t in range(length):
+            torch.compiler.cudagraph_mark_step_begin()
+            logits = step(nxt, torch.tensor([t], device="cuda"))
+            nxt = logits[:, -1:].argmax(-1).clone()
+    return (step, model, nxt)
 
 
 def hand_graph(model):

@@ -4,7 +4,7 @@
 at step 635, 47 s in (profiler/forecast/testdata/leak.json). With --varlen
 the batches' lengths also vary (64-512 tokens); under the same 3 GiB cap a
 512-token batch alone does not fit (it ran out at step 4), so that variant
-needs a larger cap (not run; docs/oom-warning.md)."""
+needs a larger cap: `--varlen --cap 6 --leak-mib 4` (6 GiB, 4 MiB a step)."""
 import random
 import sys
 import time
@@ -14,10 +14,15 @@ import torch
 import levels
 
 
+def arg(name, default):
+    return sys.argv[sys.argv.index(name) + 1] if name in sys.argv else default
+
+
 def main():
     varlen = "--varlen" in sys.argv
     name = "leak_varlen" if varlen else "leak"
-    cap = levels.cap(3)
+    cap = levels.cap(float(arg("--cap", 3)))
+    leak = int(arg("--leak-mib", 1)) << 20
     rec = levels.Levels(name, cap)
     model = levels.gpt2()
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
@@ -33,7 +38,7 @@ def main():
             loss.backward()
             opt.step()
             opt.zero_grad(set_to_none=True)
-            kept.append(torch.empty(1 << 20, dtype=torch.uint8, device="cuda").fill_(1))  # the leak
+            kept.append(torch.empty(leak, dtype=torch.uint8, device="cuda").fill_(1))  # the leak
             loss.item()
         except torch.OutOfMemoryError:
             return rec.save("oom", oom_step=step, oom_t=round(time.time() - rec.t0, 3))

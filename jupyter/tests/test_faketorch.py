@@ -301,6 +301,22 @@ def test_sampled_recording_windows(daemon, env, spawn):
     assert records(c(CALLS)[n:]) == []
 
 
+def test_no_warmup_window_when_both_warmups_are_zero(daemon, env, spawn):
+    """warmup=0,warmup_allocs=0: nothing is recorded at CUDA init; the first
+    window is the steps' (every=5, window=2: opened at step 3, closed at step 5)."""
+    prog = OOM.replace("vramscope.attach()", "vramscope.attach(sample='every=5,window=2,warmup=0,warmup_allocs=0')") + \
+        "from torch.optim import optimizer as O\n"
+    c = spawn(faketorch_env(env), prog)
+    daemon.wait_register(pid=c.pid)
+    assert records(c(CALLS)) == []  # no warm-up window
+    on = []
+    for _ in range(6):
+        c("O._fake_step()")
+        on.append(c("vramscope.status()['sampling']['recording_now']"))
+    assert on == [False, False, True, True, False, False]
+    assert records(c(CALLS)) == [("all", True), (None, False)]
+
+
 def test_snapshot_between_windows_waits_for_the_next_window(daemon, env, spawn):
     import threading
 

@@ -316,3 +316,16 @@ def test_short_eval_steps_leave_the_training_steps_stride_alone():
     assert lv.strides["train"] == 1 and lv.strides["eval"] > 1
     got = lv.drain()
     assert all(e["allocated"] >= 0 for e in got if e["phase"] == "train")
+
+
+def test_hooks_do_nothing_while_torch_compile_traces_them(monkeypatch):
+    lv, clock, state = make()
+    monkeypatch.setattr(_levels, "_compiling", lambda: True)
+    lv.root_pre(None, (T(4, 8),), None)
+    lv.root_post(None, (), None)
+    roots = _levels.Roots(types.SimpleNamespace(), lv)
+    roots._pre(object(), (T(4, 8),))
+    assert lv.in_root == 0 and lv.inputs is None and lv.t0 is None and roots.depth == 0 and not roots.seen
+    monkeypatch.setattr(_levels, "_compiling", lambda: False)
+    train_step(lv, clock, 4, 8)
+    assert [e["inputs"] for e in lv.drain()] == [[[4, 8], [4, 8]]]

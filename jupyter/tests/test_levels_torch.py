@@ -67,3 +67,24 @@ def test_the_failing_step_is_kept(levels):
     levels.on_oom()  # as the agent's out-of-memory observer calls it
     got = levels.drain()
     assert got[-1]["oom"] is True and got[-1]["inputs"] == [[2, 8]]
+
+
+def test_hooks_stay_out_of_torch_compile(levels):
+    """torch.compile traces the root's hooks with the module: they must not
+    break its graph (dynamo cannot trace threading.get_ident or perf_counter)."""
+    if not hasattr(torch, "compile") or not hasattr(torch, "compiler"):
+        pytest.skip("no torch.compile")
+    import warnings
+
+    from torch._dynamo.utils import counters
+
+    net = Net().cuda()
+    torch._dynamo.reset()
+    counters.clear()
+    fn = torch.compile(net, backend="eager")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for _ in range(3):
+            fn(torch.randint(0, 1000, (4, 16), device="cuda"))
+    assert not dict(counters["graph_break"]), dict(counters["graph_break"])
+    assert not [w for w in caught if "get_ident" in str(w.message) or "perf_counter" in str(w.message)]

@@ -337,12 +337,17 @@ def shape_of(t):
         return None
 
 
+# Tensors that own no device memory of their own: torch.compile's tracing
+# stand-ins (asking a FakeTensor for its data pointer warns, and will raise).
+_NOT_MEMORY = frozenset(("FakeTensor", "FunctionalTensor"))
+
+
 def storage(t, cpu=False):
     """(device, storage address, bytes) of a CUDA tensor, else None; with cpu
     (the tests on a machine without a GPU; never the agent) of a CPU tensor
     too, whose device is -1."""
     try:
-        if not (t.is_cuda or cpu):
+        if not (t.is_cuda or cpu) or type(t).__name__ in _NOT_MEMORY:
             return None
         try:
             st = t.untyped_storage()

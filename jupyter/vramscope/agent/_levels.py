@@ -53,6 +53,16 @@ BUDGET = 0.001
 MAX_STRIDE = 64
 
 
+def _not_compiling():
+    return False
+
+
+# torch.compiler.is_compiling once start() has found it: a hook that torch.compile
+# traces returns at once (dynamo folds the call to a constant), so the agent's
+# Python (threading.get_ident, perf_counter) never breaks the user's graph.
+_compiling = _not_compiling
+
+
 def _shapes(args, kwargs):
     """Shapes of the first MAX_INPUTS tensors among args and kwargs' values
     (a dict or list argument is looked into one level deep)."""
@@ -212,6 +222,8 @@ class Levels:
         self.close("train")
 
     def root_pre(self, _module, args, kwargs=None):
+        if _compiling():  # traced by torch.compile: stay out of its graph
+            return
         t = self.clock()
         try:
             self.in_root += 1
@@ -225,6 +237,8 @@ class Levels:
         self.cost_s += self.clock() - t
 
     def root_post(self, *_args, **_kw):
+        if _compiling():
+            return
         t = self.clock()
         self.in_root = max(0, self.in_root - 1)
         if self.in_root:
@@ -325,6 +339,8 @@ class Roots:
                                m.register_module_forward_hook(self._post)]
 
     def _pre(self, module, args):
+        if _compiling():
+            return
         if self.thread is None:
             self.thread = threading.get_ident()
         elif self.thread != threading.get_ident():
@@ -344,6 +360,8 @@ class Roots:
         self.depth += 1
 
     def _post(self, _module, _args, _out):
+        if _compiling():
+            return
         if self.thread == threading.get_ident():
             self.depth = max(0, self.depth - 1)
 
@@ -439,6 +457,8 @@ def unwrap_peaks():
 def start(torch, recording, index_fn, register_step_hook):
     """Levels for this process, its hooks in place; None when torch lacks what it needs.
     index_fn() gives the device index once CUDA is up (asked at the first step's end)."""
+    global _compiling
+    _compiling = getattr(getattr(torch, "compiler", None), "is_compiling", None) or _not_compiling
     lv = Levels(recording=recording, grad_enabled=getattr(torch, "is_grad_enabled", lambda: True))
     roots = Roots(torch, lv)
 

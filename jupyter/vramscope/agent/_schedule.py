@@ -42,7 +42,7 @@ stack that made it).
 
 VRAMSCOPE_SAMPLE: "off" records all along; else any subset of
 "every=N,window=K,warmup=W,period_s=S,window_s=T,warmup_allocs=A"
-(defaults 100, 2, 3, 30, 0.3, 20000).
+(defaults 100, 2, 3, 30, 0.3, 20000); warmup=0 and warmup_allocs=0 together: no warm-up window.
 """
 import os
 import threading
@@ -136,15 +136,22 @@ class Schedule:
         self.hook_s = 0.0
 
     def begin(self):
-        """Start recording (the warm-up window), hook optimizer steps and start the clock."""
-        self._start(False)
-        with self.cond:
-            self.on = True
-            self.left = self.sample["warmup"] if self.sample else 0
-            self.since_start = 0
-            self.windows = 1
-            self.by_clock = self.warming = bool(self.sample)
-            self.opened_t = time.monotonic()
+        """Start recording (the warm-up window), hook optimizer steps and start the clock.
+        With warmup=0 and warmup_allocs=0 there is no warm-up window: the first
+        window is the steps' or the clock's."""
+        if self.sample and self.sample["warmup"] == 0 and self.sample["warmup_allocs"] == 0:
+            with self.cond:
+                self.on = False
+                self.closed_t = time.monotonic()
+        else:
+            self._start(False)
+            with self.cond:
+                self.on = True
+                self.left = self.sample["warmup"] if self.sample else 0
+                self.since_start = 0
+                self.windows = 1
+                self.by_clock = self.warming = bool(self.sample)
+                self.opened_t = time.monotonic()
         if self.sample:
             self.hook = _torch.register_step_hook(self.torch, self.on_step)
             if self.hook is None:
@@ -191,8 +198,9 @@ class Schedule:
                         self._close()
                 else:
                     due = self.step - self.last_start >= self.sample["every"] - self.sample["window"]
-                    if due or self.want or self.step == 1:  # step 1 after a clock warm-up: the steps' own
-                        self._open(self.sample["warmup"] if self.step == 1 else self.sample["window"])
+                    first = self.step == 1 and self.sample["warmup"] > 0  # after a clock warm-up: the steps' own
+                    if due or self.want or first:
+                        self._open(self.sample["warmup"] if first else self.sample["window"])
                 self.cond.notify_all()
         except Exception:
             log.warning("vramscope: step hook failed", exc_info=True)
