@@ -15,6 +15,12 @@ type fitCkpt struct {
 	module  []int         // by allocation: the checkpointed block it belongs to, -1 none
 	pending map[int][]int // by block: its saved allocations, made and freed in forward, not recomputed yet
 	kept    map[int]*simBlock
+	// casts: the weights' casts (fit_casts.go) the checkpointed blocks made
+	// in this forward. Autocast's cache holds them until its region ends, so
+	// they stay alive to the forward's end, checkpointed or not (the
+	// H200's gpt2m plan with 14 blocks checkpointed was predicted 3% low
+	// when they were freed at once), then go; recomputation makes them again.
+	casts []int
 }
 
 // newFitCkpt assigns the saved allocations to the checkpointed blocks.
@@ -66,12 +72,33 @@ func (r *fitReplay) ckptAllocate(i int, size int64, phase string) bool {
 		kept := r.m.Modules[m].Kept
 		c.kept[m] = r.sim.alloc(r.scaled(max(kept, 512), false))
 	}
+	c.pending[m] = append(c.pending[m], i)
+	if r.m.trace.allocs[i].fixedShare > 0 {
+		r.blocks[i] = r.sim.alloc(size)
+		r.note(phase)
+		c.casts = append(c.casts, i)
+		return true
+	}
 	if b := r.sim.alloc(size); b != nil {
 		r.note(phase)
 		r.sim.free(b)
 	}
-	c.pending[m] = append(c.pending[m], i)
 	return true
+}
+
+// ckptEndForward frees the checkpointed blocks' casts as backward begins.
+func (r *fitReplay) ckptEndForward() {
+	c := r.ckpt
+	if c == nil || len(c.casts) == 0 {
+		return
+	}
+	for _, i := range c.casts {
+		if b := r.blocks[i]; b != nil {
+			r.sim.free(b)
+			r.blocks[i] = nil
+		}
+	}
+	c.casts = c.casts[:0]
 }
 
 // ckptRecompute runs a checkpointed block's forward again when backward

@@ -123,3 +123,74 @@ func TestFitPlansOnH200(t *testing.T) {
 		t.Fatalf("only %d plans", len(runs))
 	}
 }
+
+// TestFitCheckpointPlansTracedOnH200: four checkpointing plans run on the
+// H200 without a cap, their second optimizer step recorded
+// (verify_fit.py --trace, docs/gpu/fit/fit_traces.json): gpt2m with 14 of 24
+// blocks checkpointed at micro-batch 8 × 2 and llama with 7 of 8 at 4 × 4 —
+// the two plans that ran out of memory under their budgets when the
+// checkpointed blocks' weight casts were taken as freed in forward — and two
+// that fit. Their allocated peaks (steps 2 and 3) are predicted within 3%.
+func TestFitCheckpointPlansTracedOnH200(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(h200Dir, "fit_traces.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc []struct {
+		Run    h200Run `json:"run"`
+		Result struct {
+			Peaks []struct {
+				MaxAllocated int64 `json:"max_allocated"`
+				MaxReserved  int64 `json:"max_reserved"`
+			} `json:"peaks"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	models := map[string]*analyze.FitModel{}
+	for _, d := range doc {
+		r := d.Run
+		var alloc, res int64
+		for _, p := range d.Result.Peaks[1:] { // the first step makes the optimizer state
+			alloc, res = max(alloc, p.MaxAllocated), max(res, p.MaxReserved)
+		}
+		p := h200Predict(t, models, r)
+		ea, er := relErr(p.Allocated, alloc), relErr(p.Reserved, res)
+		t.Logf("%-6s %dx%d micro %d × %d, %2d blocks checkpointed: allocated %+5.1f%%, reserved %+5.1f%% (%s)", r.Name, r.Batch,
+			r.Seq, r.MicroBatch, r.Accumulation, len(r.Checkpoint), 100*ea, 100*er, p.Phase)
+		if abs64f(ea) > 0.03 {
+			t.Errorf("%s %v: allocated predicted %d, measured %d", r.Name, r.Checkpoint, p.Allocated, alloc)
+		}
+	}
+	if len(doc) != 4 {
+		t.Fatalf("%d traced plans", len(doc))
+	}
+}
+
+// TestFitNoLongerAdvisesWhatRanOutOnH200: the two plans an earlier model
+// advised that ran out of memory on the H200 under their budgets
+// (fit_verify_rerun.json: gpt2m, micro-batch 8 × 2 with h.0–h.13; llama, 4 × 4
+// with layers.0–6) are not advised for the same snapshot, size and budget.
+func TestFitNoLongerAdvisesWhatRanOutOnH200(t *testing.T) {
+	models := map[string]*analyze.FitModel{}
+	n := 0
+	for _, r := range h200Runs(t, "fit_verify_rerun.json") {
+		if !r.Measured.OOM {
+			continue
+		}
+		n++
+		h200Predict(t, models, r) // loads the model
+		a := models[r.Name].PlanFor(analyze.FitSize{Batch: r.Batch, Seq: r.Seq}, r.Cap)
+		for _, p := range a.Plans {
+			v := p.Variant
+			if v.MicroBatch == r.MicroBatch && v.Accumulation == r.Accumulation && len(v.Checkpoint) == len(r.Checkpoint) {
+				t.Errorf("%s under %d: %q advised again (predicted %d allocated); it ran out of memory", r.Name, r.Cap, p.Title,
+					p.Predicted.Allocated)
+			}
+		}
+	}
+	if n != 2 {
+		t.Fatalf("%d plans that ran out of memory", n)
+	}
+}

@@ -79,6 +79,14 @@ func (m *FitModel) try(s FitSize, budget int64, v FitVariant) (FitPlan, bool) {
 	ok := !p.OutOfMemory && p.Allocated <= limit && p.Reserved <= limit
 	if ok {
 		p = m.Predict(s, v, 0) // the peaks it will reach with room to spare
+		// Past the budget with room to spare, the plan relies on the
+		// allocator giving cached segments back at the cap; the real one then
+		// still fails when no free piece holds the largest request (the
+		// H200's llama plan at 3.41 GiB allocated under 3.74 GiB failed
+		// asking 250 MiB), so that request must fit beside the peak too.
+		if !v.Expandable && p.Reserved > budget && p.Allocated+p.Transient > limit {
+			ok = false
+		}
 		p.Reserved = min(p.Reserved, limit)
 	}
 	return FitPlan{Variant: v, Predicted: p}, ok

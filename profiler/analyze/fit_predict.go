@@ -200,6 +200,9 @@ func (r *fitReplay) allocate(i int, a *fitAlloc) {
 		return
 	}
 	r.bwd = a.bwd
+	if a.bwd {
+		r.ckptEndForward()
+	}
 	size := r.sizeOf(a)
 	if r.ckptAllocate(i, size, r.phase(a)) {
 		return
