@@ -14,7 +14,7 @@ import (
 // daemon's own non_pytorch_memory).
 var findingKinds = []string{analyze.KindOOM, analyze.KindFragmentation, analyze.KindLargeAllocation, analyze.KindActivationPeak,
 	analyze.KindLeak, analyze.KindCacheGrowth, analyze.KindUnboundedCache, analyze.KindLoopAccumulation, analyze.KindOptimizerState,
-	"non_pytorch_memory", idleFindingKind}
+	analyze.KindMemoryGrowth, "non_pytorch_memory", idleFindingKind}
 
 // exportCounts counts events since the daemon started, for Prometheus.
 type exportCounts struct {

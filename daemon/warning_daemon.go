@@ -67,7 +67,7 @@ func (d *Daemon) warningSnapshot(w *api.MemoryWarning) {
 }
 
 // growthKinds are the findings that name a line whose memory grows.
-var growthKinds = []string{analyze.KindLeak, analyze.KindLoopAccumulation, analyze.KindCacheGrowth, analyze.KindUnboundedCache}
+var growthKinds = []string{analyze.KindMemoryGrowth, analyze.KindLeak, analyze.KindLoopAccumulation, analyze.KindCacheGrowth, analyze.KindUnboundedCache}
 
 // growingLine is the first growth finding of res that names a line.
 func growingLine(res *analyze.Result) *api.GrowingLine {

@@ -24,7 +24,7 @@ var allowed = []struct {
 	{"profiler/torchsnap", []string{"profiler", "profiler/pickle", "profiler/marshal"}, "snapshot pickle or VSM1 stream -> the model"},
 	{"profiler/flame", []string{"profiler"}, "one flame-graph core, no analysis"},
 	{"profiler/flame/...", []string{"profiler", "profiler/flame"}, "the demo page's generator"},
-	{"profiler/analyze", []string{"profiler", "profiler/pickle", "profiler/torchsnap", "profiler/flame"}, "the engine: peak, sites, timeline, findings, diff"},
+	{"profiler/analyze", []string{"profiler", "profiler/pickle", "profiler/torchsnap", "profiler/flame", "profiler/forecast"}, "the engine: peak, sites, timeline, findings, diff"},
 	{"profiler/gpuphase", nil, "counter recordings -> classified phases: standard library only"},
 	{"profiler/forecast", nil, "per-step levels -> when the device is full: standard library only"},
 	{"profiler/idle", nil, "stack samples joined with GPU utilisation -> idle causes by line: standard library only"},

@@ -124,6 +124,9 @@ const (
 	// ends; KindUnboundedCache: a cache keyed by shape still growing at the end.
 	KindLoopAccumulation = "loop_accumulation"
 	KindUnboundedCache   = "unbounded_cache"
+	// KindMemoryGrowth: the per-step levels of a run that has not failed
+	// rise step after step (road.go); its holder, when the walk names one.
+	KindMemoryGrowth = "memory_growth"
 )
 
 // nearCapacity: without an OOM, a peak is under pressure when it reaches this

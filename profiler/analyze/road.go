@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/vramscope/vramscope/profiler"
+	"github.com/vramscope/vramscope/profiler/forecast"
 )
 
 // RoadStep is one step of a run as the agent measured it (the fields of the
@@ -114,6 +115,7 @@ func (r *Result) SetRoad(steps []RoadStep, cap int64) {
 		}
 		road.Change = &c
 		r.amendOOM(c)
+		r.growthFinding(c)
 	}
 	r.Road = road
 }
@@ -130,13 +132,45 @@ func (r *Result) growingHolder(c *RoadChange) {
 			continue
 		}
 		c.Holder = g.Name
-		c.Text += fmt.Sprintf("; what grew: %s (%s in %d tensors at the failure", g.Name, fb(g.Bytes), g.Tensors)
+		when := "at the failure"
+		if !c.OOM {
+			when = "in this snapshot"
+		}
+		c.Text += fmt.Sprintf("; what grew: %s (%s in %d tensors %s", g.Name, fb(g.Bytes), g.Tensors, when)
 		if g.File != "" {
 			c.Text += fmt.Sprintf(", %s:%d", g.File, g.Line)
 		}
 		c.Text += ")"
 		return
 	}
+}
+
+// growthFinding: a snapshot of a run whose memory grows (the daemon's
+// memory warning takes one) says so, on the line of the holder that grows,
+// while the job still lives.
+func (r *Result) growthFinding(c RoadChange) {
+	if c.OOM || c.Kind != "growth" {
+		return
+	}
+	f := Finding{Kind: KindMemoryGrowth, Severity: "warning", Title: strings.ToUpper(c.Text[:1]) + c.Text[1:],
+		Fix: "find what keeps memory from one step to the next (a list of tensors, outputs or losses kept on the GPU, a cache " +
+			"with no bound) and free it, bound it or move it to the CPU (.item(), .detach().cpu())",
+		Evidence: Evidence{Numbers: map[string]int64{"road_step": c.Step, "road_growth_steps": int64(c.GrowthSteps),
+			"road_growth_per_step": c.GrowthPerStep, "road_growth_from": c.GrowthFrom, "road_growth_to": c.GrowthTo}}}
+	if r.Tensors != nil {
+		for _, g := range r.Tensors.Groups { // largest first
+			if !g.Growing || g.Name != c.Holder {
+				continue
+			}
+			f.File, f.Line = g.File, g.Line
+			f.Fix = fmt.Sprintf("%s holds %d tensors (%s) and grows by about %s a step: free it, bound it (evict old entries) "+
+				"or keep it on the CPU (.item(), .detach().cpu())", g.Name, g.Tensors, fb(g.Bytes), fb(c.GrowthPerStep))
+			if g.File != "" {
+				f.Evidence.Lines = []EvidenceLine{{File: g.File, Line: g.Line, Bytes: g.Bytes, Note: g.Name}}
+			}
+		}
+	}
+	r.Findings = append(r.Findings, f)
 }
 
 // amendOOM adds the change to the out-of-memory finding's title and numbers.
@@ -225,14 +259,30 @@ func RoadChangeOf(steps []RoadStep, cap, requested int64) (RoadChange, bool) {
 		c.Text = inputText(steps, all, fi, c, cap, name)
 		return c, true
 	}
-	if g, ok := growth(steps, base, cap); ok {
+	// A growth is looked for over every measured step of the phase, not the
+	// last roadBase: a leak is as old as the run (the H200's leak grew for
+	// 635 steps; the last 200 said 66).
+	var measured []int
+	for i := 0; i < fi; i++ {
+		if s := steps[i]; s.Phase == f.Phase && !s.OOM && s.Peak >= 0 && s.Allocated >= 0 {
+			measured = append(measured, i)
+		}
+	}
+	if g, ok := growth(steps, measured, cap); ok {
 		c.Kind = "growth"
 		c.GrowthSteps, c.GrowthPerStep, c.GrowthFrom, c.GrowthTo = g.steps, g.rate, g.from, g.to
 		c.Text = fmt.Sprintf("memory had been growing for %d steps at %s/step (allocated at step end %s → %s)",
 			g.steps, fb(g.rate), fb(g.from), fb(g.to))
-		if !f.OOM && cap > 0 && g.rate > 0 && c.StartAllocated < cap {
-			c.Text += fmt.Sprintf("; at that rate the %s the process could use would have been full in about %d more steps",
-				fb(cap), (cap-c.StartAllocated)/g.rate)
+		if !f.OOM && cap > 0 {
+			// When it will be full is the warner's projection (the step peaks'
+			// trend, less the allocator's cache), not the level at step end.
+			if p := forecast.Project(forecastLevels(steps[:fi+1]), cap, forecast.Default()); p.Growing {
+				c.Text += fmt.Sprintf("; the step peaks' trend reaches the %s the process may use at step %d, %d steps after step %d",
+					fb(cap), p.Step, p.StepsLeft, p.LastStep)
+				if p.SecondsLeft > 0 {
+					c.Text += fmt.Sprintf(" (about %.0f s)", p.SecondsLeft)
+				}
+			}
 		}
 		return c, true
 	}
@@ -361,7 +411,21 @@ func growth(steps []RoadStep, base []int, cap int64) (growthRun, bool) {
 	if rate <= 0 {
 		return growthRun{}, false
 	}
-	return growthRun{steps: len(run), rate: rate, from: from, to: to}, true
+	return growthRun{steps: int(steps[run[len(run)-1]].Step-steps[run[0]].Step) + 1, rate: rate, from: from, to: to}, true
+}
+
+// forecastLevels are the measured steps as profiler/forecast reads them
+// (as the daemon's warner does: daemon/road_hook.go).
+func forecastLevels(steps []RoadStep) []forecast.Level {
+	out := make([]forecast.Level, 0, len(steps))
+	for _, s := range steps {
+		if s.Allocated < 0 || s.Reserved < 0 || s.Peak < 0 || s.OOM {
+			continue
+		}
+		out = append(out, forecast.Level{Step: int(s.Step), TimeS: float64(s.UnixMS) / 1000, Allocated: s.Allocated,
+			Reserved: s.Reserved, Peak: s.Peak})
+	}
+	return out
 }
 
 // heldBefore is the memory allocated at the end of the last measured step

@@ -76,3 +76,79 @@ func TestRoadOfARecordedLateLongBatch(t *testing.T) {
 	}
 	golden.Check(t, "../../flame/web/testdata/road_report.json", rep)
 }
+
+// roadOf analyzes testdata/road/NAME.pickle.gz with the steps the daemon kept beside it.
+func roadOf(t *testing.T, name string) (*analyze.Result, int64) {
+	t.Helper()
+	dir := filepath.Join("testdata", "road")
+	r, err := analyze.Run(golden.Gunzip(t, filepath.Join(dir, name+".pickle.gz")), analyze.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(filepath.Join(dir, name+".levels.json.gz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stored struct {
+		Cap    int64              `json:"cap"`
+		Levels []analyze.RoadStep `json:"levels"`
+	}
+	if err := json.NewDecoder(zr).Decode(&stored); err != nil {
+		t.Fatalf("%s: %v", f.Name(), err)
+	}
+	r.SetRoad(stored.Levels, stored.Cap)
+	return r, stored.Cap
+}
+
+// TestRoadOfARecordedLeak: examples/road/leak.py under `vramscope run` on the
+// H200 (2026-12-03, docs/oom-warning.md): GPT-2 (4 layers) under a 3 GiB cap
+// keeping 1 MiB a step in a list. The daemon warned at step 260 and took a
+// snapshot (leak_warning), and the job ran out of memory at step 635
+// (leak_oom); the agent read the allocator every few steps within its budget.
+// The warning's snapshot names the growth on the list's line with the
+// warner's projection; the OOM's finding says memory grew for the whole run
+// (not the last 200 steps it compares inputs with, nor the ~66 it read).
+func TestRoadOfARecordedLeak(t *testing.T) {
+	r, capBytes := roadOf(t, "leak_warning")
+	if capBytes != 3<<30 {
+		t.Fatalf("cap %d", capBytes)
+	}
+	var g *analyze.Finding
+	for i := range r.Findings {
+		if r.Findings[i].Kind == analyze.KindMemoryGrowth {
+			g = &r.Findings[i]
+		}
+	}
+	if g == nil {
+		t.Fatalf("no memory_growth finding in the warning's snapshot: %+v", r.Findings)
+	}
+	if !strings.HasSuffix(g.File, "leak.py") || g.Line != 37 || g.Severity != "warning" {
+		t.Errorf("finding on %s:%d (%s); want leak.py:37, the kept.append line as the walk names it", g.File, g.Line, g.Severity)
+	}
+	// The warner said "full at step 619" from the same steps.
+	for _, want := range []string{"Memory had been growing for 261 steps at 1.00 MiB/step", "reaches the 3.00 GiB the process may use at step 6",
+		"at step 619, 359 steps after step 260", "what grew: kept[*] in main (leak.py:37) (261.00 MiB in 261 tensors in this snapshot"} {
+		if !strings.Contains(g.Title, want) {
+			t.Errorf("title %q lacks %q", g.Title, want)
+		}
+	}
+	if n := g.Evidence.Numbers["road_growth_steps"]; n < 200 || n > 261 {
+		t.Errorf("growth over %d steps; the leak ran from step 0 to the warning at 260", n)
+	}
+
+	r, _ = roadOf(t, "leak_oom")
+	c := r.Road.Change
+	if c == nil || c.Kind != "growth" || !c.OOM || c.Step != 635 || c.GrowthPerStep>>20 != 1 || c.GrowthSteps < 600 {
+		t.Fatalf("change = %+v; want a growth of 1 MiB/step over 600+ steps, failing at step 635", c)
+	}
+	for _, f := range r.Findings {
+		if f.Kind == analyze.KindMemoryGrowth {
+			t.Errorf("an OOM snapshot has the growth in its OOM finding, not its own: %q", f.Title)
+		}
+	}
+}

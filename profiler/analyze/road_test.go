@@ -60,10 +60,10 @@ func TestRoadChangeNamesSlowGrowth(t *testing.T) {
 	if !ok || c.Kind != "growth" {
 		t.Fatalf("change = %+v, %v; want growth", c, ok)
 	}
-	if c.GrowthPerStep != 8*mib || c.GrowthSteps != 200 {
-		t.Errorf("growth %d steps at %d/step; want 200 (the steps compared) at 8 MiB", c.GrowthSteps, c.GrowthPerStep)
+	if c.GrowthPerStep != 8*mib || c.GrowthSteps != 299 {
+		t.Errorf("growth %d steps at %d/step; want 299 (all the steps before the failing one) at 8 MiB", c.GrowthSteps, c.GrowthPerStep)
 	}
-	if !strings.Contains(c.Text, "memory had been growing for 200 steps at 8.00 MiB/step") {
+	if !strings.Contains(c.Text, "memory had been growing for 299 steps at 8.00 MiB/step") {
 		t.Errorf("text %q", c.Text)
 	}
 }
