@@ -167,12 +167,73 @@ def checkpointed(model, names):
         mod.forward = fwd
 
 
+def adamw8bit_stand_in(torch, params, lr=1e-4, betas=(0.9, 0.999), eps=1e-8, block=256, min_8bit=4096, chunk=1 << 20):
+    """What bitsandbytes' AdamW8bit keeps, for measuring the 8-bit plan where bitsandbytes is not
+    installed (the device): per weight of min_8bit elements or more, both moments as uint8 with one
+    fp32 scale per block of 256 (bnb's blockwise layout: 2 bytes a parameter and 8 per block),
+    smaller weights in fp32; the update runs in chunks of `chunk` elements, so its temporaries stay
+    small, as bnb's fused kernel's do. The quantization is linear (bnb's is a dynamic map): the
+    numbers do not matter here, the bytes do."""
+
+    class AdamW8bitStandIn(torch.optim.Optimizer):
+        def __init__(self):
+            super().__init__(params, dict(lr=lr, betas=betas, eps=eps))
+
+        @torch.no_grad()
+        def step(self):
+            for g in self.param_groups:
+                b1, b2 = g["betas"]
+                for p in g["params"]:
+                    if p.grad is None:
+                        continue
+                    st = self.state[p]
+                    n = p.numel()
+                    if not st:
+                        if n >= min_8bit:
+                            nb = (n + block - 1) // block
+                            st["m"] = torch.zeros(n, dtype=torch.uint8, device=p.device)
+                            st["v"] = torch.zeros(n, dtype=torch.uint8, device=p.device)
+                            st["ms"] = torch.zeros(nb, dtype=torch.float32, device=p.device)
+                            st["vs"] = torch.zeros(nb, dtype=torch.float32, device=p.device)
+                        else:
+                            st["m"], st["v"] = torch.zeros_like(p), torch.zeros_like(p)
+                    if n < min_8bit:
+                        st["m"].mul_(b1).add_(p.grad, alpha=1 - b1)
+                        st["v"].mul_(b2).addcmul_(p.grad, p.grad, value=1 - b2)
+                        p.addcdiv_(st["m"], st["v"].sqrt().add_(eps), value=-g["lr"])
+                        continue
+                    flat, grad = p.view(-1), p.grad.view(-1)
+                    for a in range(0, n, chunk):
+                        e = min(n, a + chunk)
+                        ba, be = a // block, (e + block - 1) // block
+                        def deq(q, sc, signed):
+                            x = q[a:e].float()
+                            x = (x - 127.5) / 127.5 if signed else x / 255.0
+                            return x * sc[ba:be].repeat_interleave(block)[: e - a]
+                        m = deq(st["m"], st["ms"], True).mul_(b1).add_(grad[a:e], alpha=1 - b1)
+                        v = deq(st["v"], st["vs"], False).mul_(b2).addcmul_(grad[a:e], grad[a:e], value=1 - b2)
+                        flat[a:e].addcdiv_(m, v.sqrt().add_(eps), value=-g["lr"])
+                        for x, q, sc, signed in ((m, st["m"], st["ms"], True), (v, st["v"], st["vs"], False)):
+                            pad = torch.nn.functional.pad(x, (0, (be - ba) * block - (e - a)))
+                            s_ = pad.view(-1, block).abs().amax(1).clamp_(min=1e-12)
+                            sc[ba:be] = s_
+                            y = x / s_.repeat_interleave(block)[: e - a]
+                            q[a:e] = ((y * 127.5 + 127.5) if signed else y * 255.0).round_().clamp_(0, 255).to(torch.uint8)
+
+    return AdamW8bitStandIn()
+
+
 def child_measure(w, run):
     import torch
     if run.get("cap"):
         total = torch.cuda.get_device_properties(0).total_memory
         torch.cuda.set_per_process_memory_fraction(run["cap"] / total)
     model, opt = build(w)
+    if run.get("optimizer_8bit") == "bitsandbytes":
+        import bitsandbytes as bnb
+        opt = bnb.optim.AdamW8bit(model.parameters(), lr=1e-4)
+    elif run.get("optimizer_8bit"):
+        opt = adamw8bit_stand_in(torch, model.parameters())
     checkpointed(model, run.get("checkpoint") or [])
     batch, seq = run["batch"], run["seq"]
     micro, acc = run.get("micro_batch") or batch, run.get("accumulation") or 1
@@ -280,7 +341,11 @@ def plan_runs(name, w, answer, budget):
                "checkpoint": [mods[i]["name"] for i in v.get("checkpoint") or []],
                "expandable": bool(v.get("expandable_segments")), "extra_time": pl.get("extra_time", 0)}
         if v.get("optimizer_8bit"):
-            run["skip"] = "8-bit optimizer state needs bitsandbytes: not on the device, not applied"
+            try:
+                import bitsandbytes  # noqa: F401
+                run["optimizer_8bit"] = "bitsandbytes"
+            except ImportError:  # the device has none: bnb's state layout, in plain torch
+                run["optimizer_8bit"] = "stand-in (examples/fit/verify_fit.py adamw8bit_stand_in)"
         runs.append(run)
     return runs
 

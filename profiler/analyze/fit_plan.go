@@ -222,10 +222,21 @@ func (a *FitAnswer) addOptimizer8bit(s FitSize, budget int64) {
 		return
 	}
 	p, ok := a.Model.try(s, budget, FitVariant{Optimizer8bit: true})
+	title := "8-bit optimizer state"
+	if !ok && len(a.Plans) == 0 {
+		// Nothing in PyTorch fits: 8-bit state with the largest micro-batch that then fits.
+		for _, mb := range microBatches(s.Batch) {
+			v := FitVariant{Optimizer8bit: true, MicroBatch: mb, Accumulation: s.Batch / mb}
+			if p, ok = a.Model.try(s, budget, v); ok {
+				title = fmt.Sprintf("8-bit optimizer state, micro-batch %d × %d accumulation", mb, v.Accumulation)
+				break
+			}
+		}
+	}
 	if !ok {
 		return
 	}
-	p.Kind, p.Title = PlanOptimizer8, "8-bit optimizer state"
+	p.Kind, p.Title = PlanOptimizer8, title
 	p.Foreign = "bitsandbytes (bnb.optim.AdamW8bit): not part of PyTorch"
 	p.Cost = fmt.Sprintf("optimizer state %s -> %s; 8-bit state changes the training's numerics slightly",
 		fb(a.Model.State), fb(a.Model.State/4))
