@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/vramscope/vramscope/profiler/analyze"
@@ -192,5 +193,23 @@ func TestFitNoLongerAdvisesWhatRanOutOnH200(t *testing.T) {
 	}
 	if n != 2 {
 		t.Fatalf("%d plans that ran out of memory", n)
+	}
+}
+
+// TestFit8bitWithMicroBatchWhenNothingElseFits: gpt2m at 16 × 256 under 40%
+// of what it needs (6.14 GiB): weights, gradients and AdamW state alone pass
+// it, so no PyTorch plan fits; 8-bit state with a micro-batch does, and says
+// it needs bitsandbytes.
+func TestFit8bitWithMicroBatchWhenNothingElseFits(t *testing.T) {
+	rec := h200Recorded["gpt2m"]
+	m := fitModelOf(t, filepath.Join(h200Dir, rec.file+".pickle"), rec.size)
+	a := m.PlanFor(analyze.FitSize{Batch: 16, Seq: 256}, 6597069766)
+	if len(a.Plans) != 1 {
+		t.Fatalf("plans %+v; want the one 8-bit plan", a.Plans)
+	}
+	p := a.Plans[0]
+	if p.Kind != analyze.PlanOptimizer8 || !p.Variant.Optimizer8bit || p.Variant.MicroBatch == 0 ||
+		!strings.Contains(p.Foreign, "bitsandbytes") || p.Predicted.Allocated >= a.AsIs.Allocated/2 {
+		t.Errorf("plan %+v", p)
 	}
 }
