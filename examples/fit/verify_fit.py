@@ -223,6 +223,16 @@ def adamw8bit_stand_in(torch, params, lr=1e-4, betas=(0.9, 0.999), eps=1e-8, blo
     return AdamW8bitStandIn()
 
 
+def plan_step(torch, model, opt, run):
+    """One optimizer step of the plan: its micro-batches, accumulated."""
+    micro, acc = run.get("micro_batch") or run["batch"], run.get("accumulation") or 1
+    for _ in range(acc):
+        ids = torch.randint(0, model.config.vocab_size, (micro, run["seq"]), device="cuda")
+        forward(model, ids, 1.0 / acc).backward()
+    opt.step()
+    opt.zero_grad(set_to_none=True)
+
+
 def child_measure(w, run):
     import torch
     if run.get("cap"):
@@ -235,18 +245,12 @@ def child_measure(w, run):
     elif run.get("optimizer_8bit"):
         opt = adamw8bit_stand_in(torch, model.parameters())
     checkpointed(model, run.get("checkpoint") or [])
-    batch, seq = run["batch"], run["seq"]
-    micro, acc = run.get("micro_batch") or batch, run.get("accumulation") or 1
     times = []
     try:
         for _ in range(STEPS):
             torch.cuda.synchronize()
             t0 = time.perf_counter()
-            for _ in range(acc):
-                ids = torch.randint(0, model.config.vocab_size, (micro, seq), device="cuda")
-                forward(model, ids, 1.0 / acc).backward()
-            opt.step()
-            opt.zero_grad(set_to_none=True)
+            plan_step(torch, model, opt, run)
             torch.cuda.synchronize()
             times.append(time.perf_counter() - t0)
     except torch.OutOfMemoryError as e:
@@ -262,19 +266,13 @@ def child_trace(w, run, out):
     import torch
     model, opt = build(w)
     checkpointed(model, run.get("checkpoint") or [])
-    batch, seq = run["batch"], run["seq"]
-    micro, acc = run.get("micro_batch") or batch, run.get("accumulation") or 1
     peaks = []
     for step in range(STEPS):
         torch.cuda.synchronize()
         torch.cuda.reset_peak_memory_stats()
         if step == 1:
             torch.cuda.memory._record_memory_history(enabled="all", context="alloc", stacks="python", max_entries=400000)
-        for _ in range(acc):
-            ids = torch.randint(0, model.config.vocab_size, (micro, seq), device="cuda")
-            forward(model, ids, 1.0 / acc).backward()
-        opt.step()
-        opt.zero_grad(set_to_none=True)
+        plan_step(torch, model, opt, run)
         torch.cuda.synchronize()
         if step == 1:
             snap = torch.cuda.memory._snapshot()

@@ -23,31 +23,10 @@ import (
 // steps, and what they would have needed. The report with the road is the
 // web core's test input (profiler/flame/web/testdata/road_report.json).
 func TestRoadOfARecordedLateLongBatch(t *testing.T) {
-	dir := filepath.Join("testdata", "road")
-	r, err := analyze.Run(filepath.Join(dir, "late_long_batch.pickle"), analyze.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Open(filepath.Join(dir, "late_long_batch.levels.json.gz"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stored struct {
-		Cap    int64              `json:"cap"`
-		Levels []analyze.RoadStep `json:"levels"`
-	}
-	if err := json.NewDecoder(zr).Decode(&stored); err != nil {
-		t.Fatalf("%s: %v", f.Name(), err)
-	}
+	r, stored := roadOf(t, "late_long_batch.pickle")
 	if len(stored.Levels) != 65 || stored.Cap != 8<<30 {
 		t.Fatalf("%d steps, cap %d; want the 65 recorded, 8 GiB", len(stored.Levels), stored.Cap)
 	}
-	r.SetRoad(stored.Levels, stored.Cap)
 	c := r.Road.Change
 	if c == nil || c.Kind != "input" || !c.OOM || c.Step != 64 || c.Tokens != 16384 || c.BaseTokens != 2048 {
 		t.Fatalf("change = %+v", c)
@@ -77,14 +56,25 @@ func TestRoadOfARecordedLateLongBatch(t *testing.T) {
 	golden.Check(t, "../../flame/web/testdata/road_report.json", rep)
 }
 
-// roadOf analyzes testdata/road/NAME.pickle.gz with the steps the daemon kept beside it.
-func roadOf(t *testing.T, name string) (*analyze.Result, int64) {
+type storedRoad struct {
+	Cap    int64              `json:"cap"`
+	Levels []analyze.RoadStep `json:"levels"`
+}
+
+// roadOf analyzes testdata/road/FILE (a .gz is unpacked first) with the steps
+// the daemon kept beside it (the same name, .levels.json.gz), its road set.
+func roadOf(t *testing.T, file string) (*analyze.Result, storedRoad) {
 	t.Helper()
 	dir := filepath.Join("testdata", "road")
-	r, err := analyze.Run(golden.Gunzip(t, filepath.Join(dir, name+".pickle.gz")), analyze.Options{})
+	path := filepath.Join(dir, file)
+	if strings.HasSuffix(file, ".gz") {
+		path = golden.Gunzip(t, path)
+	}
+	r, err := analyze.Run(path, analyze.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	name := strings.TrimSuffix(strings.TrimSuffix(file, ".gz"), ".pickle")
 	f, err := os.Open(filepath.Join(dir, name+".levels.json.gz"))
 	if err != nil {
 		t.Fatal(err)
@@ -94,15 +84,12 @@ func roadOf(t *testing.T, name string) (*analyze.Result, int64) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var stored struct {
-		Cap    int64              `json:"cap"`
-		Levels []analyze.RoadStep `json:"levels"`
-	}
+	var stored storedRoad
 	if err := json.NewDecoder(zr).Decode(&stored); err != nil {
 		t.Fatalf("%s: %v", f.Name(), err)
 	}
 	r.SetRoad(stored.Levels, stored.Cap)
-	return r, stored.Cap
+	return r, stored
 }
 
 // TestRoadOfARecordedLeak: examples/road/leak.py under `vramscope run` on the
@@ -114,9 +101,9 @@ func roadOf(t *testing.T, name string) (*analyze.Result, int64) {
 // warner's projection; the OOM's finding says memory grew for the whole run
 // (not the last 200 steps it compares inputs with, nor the ~66 it read).
 func TestRoadOfARecordedLeak(t *testing.T) {
-	r, capBytes := roadOf(t, "leak_warning")
-	if capBytes != 3<<30 {
-		t.Fatalf("cap %d", capBytes)
+	r, stored := roadOf(t, "leak_warning.pickle.gz")
+	if stored.Cap != 3<<30 {
+		t.Fatalf("cap %d", stored.Cap)
 	}
 	var g *analyze.Finding
 	for i := range r.Findings {
@@ -141,7 +128,7 @@ func TestRoadOfARecordedLeak(t *testing.T) {
 		t.Errorf("growth over %d steps; the leak ran from step 0 to the warning at 260", n)
 	}
 
-	r, _ = roadOf(t, "leak_oom")
+	r, _ = roadOf(t, "leak_oom.pickle.gz")
 	c := r.Road.Change
 	if c == nil || c.Kind != "growth" || !c.OOM || c.Step != 635 || c.GrowthPerStep>>20 != 1 || c.GrowthSteps < 600 {
 		t.Fatalf("change = %+v; want a growth of 1 MiB/step over 600+ steps, failing at step 635", c)
