@@ -1,22 +1,27 @@
 """What the agent's per-step levels (vramscope.agent._levels) cost a training
 step on the CPU (a benchmark, not a test: it prints figures and asserts
 nothing). A proxy for examples/oom/road_cost.py, which measures the same on
-the GPU: real torch and real module and optimizer steps, so the hooks run
-with the caches as a step leaves them, but a fake allocator reader (the real
-one needs CUDA) that builds a dict shaped like torch._C._cuda_memoryStats'
+the GPU: real torch, real module and optimizer steps, so the hooks run with
+the caches as a step leaves them; but a fake allocator reader (the real one
+needs CUDA) that builds a dict shaped like torch._C._cuda_memoryStats'
 answer, and the optimizer's step hook called by the loop (torch < 2.0 has no
-global one).
+global one; nor with_kwargs pre-hooks: pass the inputs positionally).
 
-    .venv-torch/bin/python jupyter/tests/bench_levels.py [--model gpt2|mlp] [--blocks 16]
+    .venv-torch/bin/python jupyter/tests/bench_levels.py [--model gpt2|mlp] \
+        [--other OLD_levels.py] [--full]
 
-One process: WARMUP steps, then BLOCKS blocks of BLOCK steps with the levels
-on and off in turn (ABBA; an "on" block starts the levels anew, root
-discovery included), the first SETTLE steps of each block not counted. A
-thread drains the levels every LEVELS_EVERY seconds as the agent's link does.
-Prints one JSON line: the median step on and off, the paired block
-differences, the agent's own measure of its time per step (Levels.cost_s over
-the steps), the share of steps read, and the hooks' cost in a loop without
-the model (warm caches)."""
+One process, one thread of torch: WARMUP steps, then BLOCKS blocks of BLOCK
+steps with the levels on and off in turn (ABBA; with --other, a second
+version of _levels.py gets blocks of its own: ABCCBA), each "on" block
+starting the levels anew (root discovery, first strides, post-hooks for
+QUIET_STEPS steps) and its first SETTLE steps not counted. A thread drains
+the levels every LEVELS_EVERY seconds as the agent's link does. --full
+starts each block with RING steps already kept. Prints one JSON line: per
+version, the median step, the per-round differences to the "off" blocks
+(noise of tens of microseconds: the agent's own measure is what resolves a
+few), the agent's own measure of its time per step (Levels.cost_s over the
+counted steps), the share of steps read, and the same hooks' cost in a loop
+without the model (warm caches)."""
 import argparse
 import importlib.util
 import json
@@ -110,9 +115,9 @@ def load_other(path):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", default="gpt2", choices=("gpt2", "mlp"))
-    ap.add_argument("--blocks", type=int, default=16)
-    ap.add_argument("--block", type=int, default=40)
-    ap.add_argument("--settle", type=int, default=5)
+    ap.add_argument("--blocks", type=int, default=24)
+    ap.add_argument("--block", type=int, default=60)
+    ap.add_argument("--settle", type=int, default=20)
     ap.add_argument("--warmup", type=int, default=30)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--other", help="another _levels.py, run in blocks of its own beside this one's")
@@ -184,7 +189,9 @@ def main():
         blk = {"mode": mode, "median_s": statistics.median(times)}
         if lv:
             n = max(1, lv.step - n0)
-            blk.update(own_s_per_step=(lv.cost_s - c0) / n, read_share=(reader.reads - r0) / n)
+            blk.update(own_s_per_step=(lv.cost_s - c0) / n, read_share=(reader.reads - r0) / n,
+                       strides=dict(getattr(lv, "strides", {})), base_s=getattr(lv, "base", None),
+                       extra_s=getattr(lv, "extra", None))
         blocks.append(blk)
     stop.set()
     out = {"torch": torch.__version__, "python": sys.version.split()[0], "model": a.model, "threads": a.threads}

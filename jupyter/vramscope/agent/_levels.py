@@ -253,11 +253,9 @@ class Levels:
         self.cost_s += self.clock() - t
 
     def _read(self, n, t, phase, oom):
-        """A step whose levels are read: the allocator's counters, and the budget when due."""
-        if phase == "train":
-            self.left_train = self.strides[phase]
-        else:
-            self.left[phase] = self.strides[phase]
+        """A step whose levels are read: the allocator's counters, and the
+        budget when due; the phase's next read comes after its stride, or at
+        the budget's next step if sooner."""
         rd = self.reader
         if rd is None and self.find_reader is not None:
             find, self.find_reader = self.find_reader, None
@@ -284,15 +282,20 @@ class Levels:
         self.ring.append((n, t, self.inputs, phase, bool(self.rec[0]), oom, a, r, p))
         if n >= self.budget_next:
             self._budget(n, phase)
+        k = max(1, min(self.strides[phase], self.budget_next - n))
+        if phase == "train":
+            self.left_train = k
+        else:
+            self.left[phase] = k
 
     def _budget(self, n, phase):
         """Keep this bookkeeping within BUDGET of a step: a phase's steps are
-        read every `stride`, set from what a step costs without a read (base)
-        and what a read adds (extra), over the steps since the last time,
-        against the mean duration of the phase's steps among them (an
-        evaluation pass's short steps leave the training steps' stride
-        alone). Runs on a read step, at steps 2, 4, 8, ... then every
-        BUDGET_STEPS."""
+        read every `stride`, set from what a step costs without a read (base,
+        over the steps since the last time) and what a read adds (extra, its
+        moving average), against the mean duration of the phase's steps
+        among them (an evaluation pass's short steps leave the training
+        steps' stride alone). Runs on a read step, at steps 2, 4, 8, ...
+        then every BUDGET_STEPS."""
         m0, c0, r0, k0 = self.mark
         m = n - m0
         if m <= 0:
@@ -300,8 +303,7 @@ class Levels:
         self.mark = (n, self.cost_s, self.read_s, self.reads)
         self.budget_next = n + min(n, BUDGET_STEPS)
         dr, dk = self.read_s - r0, self.reads - k0
-        base = max(0.0, self.cost_s - c0 - dr) / m
-        self.base = base if self.base is None else (self.base + base) / 2
+        self.base = max(0.0, self.cost_s - c0 - dr) / m  # the last steps': a start's costs go at once
         if dk:
             extra = dr / dk
             self.extra = extra if self.extra is None else (self.extra + extra) / 2
