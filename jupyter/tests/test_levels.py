@@ -2,10 +2,14 @@
 (train, eval, forward), the shapes it keeps, the ring's bound, what goes to
 the daemon, and the peak wrappers. The same code runs against real torch on
 the GPU machine (examples/oom/road.py, docs/road-to-oom.md)."""
+import json
+import os
+import subprocess
 import types
 
 import pytest
 
+from conftest import PKG_PARENT, torch_python
 from vramscope.agent import _levels
 
 
@@ -255,10 +259,9 @@ class Module:
         return _Handle(self.post, fn)
 
     def __call__(self, *args):
-        for h in (*Module.glob_pre.values(),):
-            h(self, args)
-        for h in (*self.pre.values(),):
-            h(self, args, {})
+        pre = [(h, False) for h in Module.glob_pre.values()] + [(h, True) for h in self.pre.values()]
+        for h, kw in pre:  # as torch: the hooks there when the call began
+            h(self, args, {}) if kw else h(self, args)
         for c in self.children:
             c(*args)
         for h in (*Module.glob_post.values(), *self.post.values()):
@@ -334,6 +337,66 @@ def test_roots_lose_their_post_hooks_in_training_and_get_them_back_for_evaluatio
     assert model.post == {}
     roots.remove()
     assert model.pre == {} and model.post == {}
+
+
+CPU_RUN = """
+import json, torch
+from vramscope.agent import _levels
+class Hook:
+    fn = None
+    def __call__(self, _torch, fn):
+        self.fn = fn
+        return self
+    def remove(self):
+        self.fn = None
+hook = Hook()
+lv, (handle, roots) = _levels.start(torch, [False], lambda: None, hook)
+net, lossf = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU()), torch.nn.MSELoss()
+opt = torch.optim.SGD(net.parameters(), lr=0.1)
+out = {}
+with torch.no_grad():  # serving first: every call a step, the first one too
+    for b in (1, 2, 3):
+        net(torch.zeros(b, 8))
+def train(n, b=4):
+    for _ in range(n):
+        x = torch.randn(b, 8)
+        lossf(net(x), x).backward()
+        opt.step()
+        hook.fn(opt, (), {})  # torch >= 2.0 calls it: optimizer's global post-hook
+train(1)
+out["posts_first"] = [len(net._forward_hooks), len(lossf._forward_hooks)]
+train(_levels.QUIET_STEPS + 1)
+out["posts_training"] = [len(net._forward_hooks), len(lossf._forward_hooks)]
+net.eval()
+with torch.no_grad():
+    for b in (5, 6):
+        net(torch.zeros(b, 8))
+out["posts_eval"] = [len(net._forward_hooks), len(lossf._forward_hooks)]
+net.train()
+train(1, 7)
+out["steps"] = [(e["phase"], e.get("inputs")) for e in lv.drain()]
+roots.remove()
+out["posts_removed"] = [len(net._forward_hooks), len(net._forward_pre_hooks)]
+print(json.dumps(out))
+"""
+
+
+def test_real_modules_on_the_cpu():
+    """The hooks on real nn.Modules (torch on the CPU, .venv-torch): a
+    forward's first call is a step of its own; training takes the roots'
+    post-hooks away and an evaluation pass brings them back."""
+    py = torch_python()
+    env = dict(os.environ, PYTHONPATH=PKG_PARENT)
+    res = subprocess.run([py, "-c", CPU_RUN], capture_output=True, text=True, env=env, timeout=120)
+    assert res.returncode == 0, res.stderr[-3000:]
+    out = json.loads(res.stdout.splitlines()[-1])
+    steps = out["steps"]
+    assert steps[:3] == [["forward", [[b, 8]]] for b in (1, 2, 3)]
+    n = _levels.QUIET_STEPS + 2
+    assert steps[3:3 + n] == [["train", [[4, 8]]]] * n
+    assert steps[3 + n:] == [["eval", [[5, 8]]], ["eval", [[6, 8]]], ["train", [[7, 8]]]]
+    assert out["posts_first"] == [1, 1] and out["posts_training"] == [0, 0] and out["posts_eval"] == [1, 1]
+    assert out["posts_removed"] == [0, 0]
 
 
 if __name__ == "__main__":

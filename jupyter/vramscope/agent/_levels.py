@@ -625,14 +625,11 @@ class Roots:
             return
         if self.depth == 0 and not self.done:
             self.calls += 1
-            lv = self.levels
-            if lv.t_first is None:
-                lv.t_first = lv.clock()
-            if lv.inputs is None:  # a module's own hook comes from its next call: args only here
-                lv.inputs = _shapes(args, None)
             if id(module) not in self.seen:
                 self.seen[id(module)] = module
                 self._hook(module)
+                # its own pre-hook comes from its next call (its post-hook from this one): args only here
+                self.levels.root_pre(module, args, None)
             if self.calls > PROBE_CALLS:
                 self.finish()
         self.depth += 1
