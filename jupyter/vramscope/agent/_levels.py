@@ -241,18 +241,18 @@ class Levels:
         try:
             n = self.step
             self.step = n + 1
+            ins, self.inputs = self.inputs, None
             left = self.left
             if phase != "train" and not oom and left[phase] > 1:
                 left[phase] -= 1
-                self.ring.append((n, t, self.inputs, phase, self.rec[0]))
+                self.ring.append((n, t, ins, phase, self.rec[0]))
             else:
-                self._read(n, t, phase, oom)
-            self.inputs = None
+                self._read(n, t, ins, phase, oom)
         except Exception:
             log.debug("vramscope: step levels failed", exc_info=True)
         self.cost_s += self.clock() - t
 
-    def _read(self, n, t, phase, oom):
+    def _read(self, n, t, ins, phase, oom):
         """A step whose levels are read: the allocator's counters, and the
         budget when due; the phase's next read comes after its stride, or at
         the budget's next step if sooner."""
@@ -279,7 +279,7 @@ class Levels:
                 a = r = p = -1
             self.reads += 1
             self.read_s += self.clock() - r0
-        self.ring.append((n, t, self.inputs, phase, bool(self.rec[0]), oom, a, r, p))
+        self.ring.append((n, t, ins, phase, bool(self.rec[0]), oom, a, r, p))
         if n >= self.budget_next:
             self._budget(n, phase)
         k = max(1, min(self.strides[phase], self.budget_next - n))
@@ -310,9 +310,9 @@ class Levels:
         if self.extra is None:
             return
         dur, cnt = {}, {}
-        it = itertools.islice(reversed(self.ring), m + 1)  # steps n back to m0
-        newer = next(it)
-        for older in it:
+        es = list(itertools.islice(reversed(self.ring), m + 1))  # steps n back to m0; atomic (drain pops meanwhile)
+        newer = es[0]
+        for older in es[1:]:
             ph = newer[3]
             dur[ph] = dur.get(ph, 0.0) + (newer[1] - older[1])
             cnt[ph] = cnt.get(ph, 0) + 1
