@@ -8,7 +8,7 @@ answer, and the optimizer's step hook called by the loop (torch < 2.0 has no
 global one; nor with_kwargs pre-hooks: pass the inputs positionally).
 
     .venv-torch/bin/python jupyter/tests/bench_levels.py [--model gpt2|mlp] \
-        [--other OLD_levels.py] [--full]
+        [--other OLD_levels.py] [--full] [--cold N]
 
 One process, one thread of torch: WARMUP steps, then BLOCKS blocks of BLOCK
 steps with the levels on and off in turn (ABBA; with --other, a second
@@ -21,7 +21,9 @@ version, the median step, the per-round differences to the "off" blocks
 (noise of tens of microseconds: the agent's own measure is what resolves a
 few), the agent's own measure of its time per step (Levels.cost_s over the
 counted steps), the share of steps read, and the same hooks' cost in a loop
-without the model (warm caches)."""
+without the model (warm caches). --cold N measures without the agent's
+clock instead (cold()): what the hooks add to an iteration that evicts the
+caches, all of it, beside what cost_s says of the same."""
 import argparse
 import importlib.util
 import json
@@ -112,6 +114,63 @@ def load_other(path):
     return mod
 
 
+def cold(mods, n, mb):
+    """Without the model and without the agent's clock: iterations that sweep
+    a buffer of mb MiB and walk a list of dicts (the caches a step leaves)
+    around each hook of a training step (root pre-hook, post-hook while
+    there, optimizer step), with each version's hooks or none, in shuffled
+    order; the difference of the mean iterations is what the hooks add, all
+    of it (their calls, the misses they cause after them), beside cost_s."""
+    import random
+    buf, copy = bytearray(mb << 20), bytearray(mb << 20)
+    junk = [{"k%d" % i: i} for i in range(20000)]
+    x, model = torch.zeros(2, 16), torch.nn.Linear(16, 16)
+
+    def thrash():
+        copy[:] = buf
+        for d in junk[::7]:
+            len(d)
+
+    lvs = {}
+    for name, mod in mods.items():
+        lv = mod.Levels(reader=FakeReader(), grad_enabled=torch.is_grad_enabled)
+        if hasattr(lv, "posted"):
+            lv.posts = lambda on: None  # as Roots.set_posts does
+        for _ in range(40):  # past the start: strides set, post-hooks gone
+            lv.root_pre(model, (x,), {})
+            if getattr(lv, "posted", True):
+                lv.root_post(model, (x,), None)
+            lv.on_optimizer_step(None, (), {})
+        lvs[name] = lv
+    keys = list(lvs) + ["off"]
+    tot = {k: [] for k in keys}
+    c0 = {k: (lv.cost_s, lv.step) for k, lv in lvs.items()}
+    rnd = random.Random(1)
+    pc = time.perf_counter
+    for _ in range(n):
+        order = keys[:]
+        rnd.shuffle(order)
+        for k in order:
+            lv = lvs.get(k)
+            t = pc()
+            thrash()
+            if lv:
+                lv.root_pre(model, (x,), {})
+            thrash()
+            if lv and getattr(lv, "posted", True):
+                lv.root_post(model, (x,), None)
+            thrash()
+            if lv:
+                lv.on_optimizer_step(None, (), {})
+            tot[k].append(pc() - t)
+    out = {"iteration_s": statistics.mean(tot["off"]), "mib": mb, "pairs": n}
+    for k, lv in lvs.items():
+        d = [a - b for a, b in zip(tot[k], tot["off"])]
+        out[k] = {"added_s": statistics.mean(d), "added_se_s": statistics.stdev(d) / len(d) ** 0.5,
+                  "own_s_per_step": (lv.cost_s - c0[k][0]) / (lv.step - c0[k][1])}
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", default="gpt2", choices=("gpt2", "mlp"))
@@ -122,6 +181,7 @@ def main():
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--other", help="another _levels.py, run in blocks of its own beside this one's")
     ap.add_argument("--full", action="store_true", help="start each block with the ring of kept steps full")
+    ap.add_argument("--cold", type=int, metavar="N", help="no model: N rounds of the clock-free measure (cold())")
     a = ap.parse_args()
     torch.manual_seed(0)
     torch.set_num_threads(a.threads)
@@ -131,6 +191,9 @@ def main():
     mods = {"on": _levels}
     if a.other:
         mods["other"] = load_other(a.other)
+    if a.cold:
+        print(json.dumps({"torch": torch.__version__, "python": sys.version.split()[0], "cold": cold(mods, a.cold, 4)}))
+        return
     cur = {"sl": None}  # the StepLevels of the block under way
     reader = FakeReader()
     stop = threading.Event()

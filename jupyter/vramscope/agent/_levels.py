@@ -442,7 +442,12 @@ class Levels:
     def _posts_on(self):
         """An evaluation call while the roots have no post-hooks: give them
         theirs (this call's runs at its end too) and count nesting again."""
-        self.posts(True)
+        try:
+            self.posts(True)
+        except Exception:
+            self.closing = None  # no end to this evaluation step: it goes with the next step
+            log.debug("vramscope: root post-hooks could not come back", exc_info=True)
+            return
         self.posted = True
         self.in_root = 1
 
@@ -627,9 +632,12 @@ class Roots:
             self.calls += 1
             if id(module) not in self.seen:
                 self.seen[id(module)] = module
-                self._hook(module)
-                # its own pre-hook comes from its next call (its post-hook from this one): args only here
-                self.levels.root_pre(module, args, None)
+                try:
+                    self._hook(module)
+                except Exception:
+                    log.debug("vramscope: no hooks on a root module", exc_info=True)
+                else:  # its own pre-hook comes from its next call (its post-hook from this one): args only here
+                    self.levels.root_pre(module, args, None)
             if self.calls > PROBE_CALLS:
                 self.finish()
         self.depth += 1
