@@ -2,11 +2,15 @@
 side by side in one process under `vramscope run` (VRAMSCOPE_RECORD=0: no
 recording windows in either mode): GPT-2 steps in blocks of BLOCK, the
 agent's levels on and off in turn (ABBA), the first SETTLE steps of each
-block not counted (an "on" block starts with the root discovery). Each step
+block not counted (an "on" block starts the levels anew: the root discovery,
+the first strides, the roots' post-hooks for QUIET_STEPS steps). Each step
 ends with torch.cuda.synchronize() (the benchmark's, in both modes). Prints
-a JSON line per config: per config, the median step of each mode, the paired block
+a JSON line per config: the median step of each mode, the paired block
 differences' median, the agent's own measure of its time per step
-(Levels.cost_s), and the cost of one allocator read (Reader.read) alone."""
+(Levels.cost_s) over the counted steps (own_s_per_step) and over the whole
+block as run1 and run2 measured it (own_block_s_per_step), the share of
+steps read, and the cost of one allocator read (Reader.read) alone.
+jupyter/tests/bench_levels.py is its proxy on the CPU (a fake reader)."""
 import json
 import statistics
 import sys
@@ -17,7 +21,7 @@ import torch
 import common
 from vramscope.agent import _agent
 
-BLOCK, SETTLE, BLOCKS, WARMUP = 40, 5, 16, 30
+BLOCK, SETTLE, BLOCKS, WARMUP = 60, 20, 16, 30
 
 
 def levels_off(a):
@@ -48,12 +52,17 @@ def run(layers, embd, heads, batch, seq):
         if not on and a.levels.levels is not None:
             levels_off(a)
         lv = a.levels.levels
-        c0, n0 = (lv.cost_s, lv.step) if lv else (0.0, 0)
-        times = [step() for _ in range(BLOCK)][SETTLE:]
-        own = (lv.cost_s - c0) / max(1, lv.step - n0) if lv else None
-        read = sum(1 for e in list(lv.ring)[-BLOCK:] if e[3] >= 0) / BLOCK if lv else None
-        blocks.append({"on": on, "median_s": statistics.median(times), "own_s_per_step": own,
-                       "stride": lv.stride if lv else None, "read_share": read})
+        b0 = (lv.cost_s, lv.step) if lv else None
+        for _ in range(SETTLE):
+            step()
+        c0, n0, r0 = (lv.cost_s, lv.step, lv.reads) if lv else (0.0, 0, 0)
+        times = [step() for _ in range(BLOCK - SETTLE)]
+        blk = {"on": on, "median_s": statistics.median(times)}
+        if lv:
+            n = max(1, lv.step - n0)
+            blk.update(own_s_per_step=(lv.cost_s - c0) / n, own_block_s_per_step=(lv.cost_s - b0[0]) / (lv.step - b0[1]),
+                       read_share=(lv.reads - r0) / n, stride=lv.stride, posted=lv.posted)
+        blocks.append(blk)
     lv = a.levels.levels or (a._start_levels(torch) or a.levels.levels)
     step()
     step()
@@ -72,15 +81,19 @@ def run(layers, embd, heads, batch, seq):
     off = [b["median_s"] for b in blocks if not b["on"]]
     pairs = [blocks[i]["median_s"] - blocks[i + 1]["median_s"] if blocks[i]["on"] else
              blocks[i + 1]["median_s"] - blocks[i]["median_s"] for i in range(0, BLOCKS, 2)]
-    own = [b["own_s_per_step"] for b in blocks if b["on"] and b["own_s_per_step"] is not None]
+    own = [b["own_s_per_step"] for b in blocks if b["on"]]
+    own_block = [b["own_block_s_per_step"] for b in blocks if b["on"]]
     med_off = statistics.median(off)
     return {"config": dict(layers=layers, embd=embd, batch=batch, seq=seq), "blocks": blocks,
             "median_on_s": statistics.median(on), "median_off_s": med_off,
             "paired_diff_median_s": statistics.median(pairs), "paired_diffs_s": pairs,
             "paired_diff_share": statistics.median(pairs) / med_off,
             "own_s_per_step_median": statistics.median(own), "own_share": statistics.median(own) / med_off,
+            "own_block_s_per_step_median": statistics.median(own_block),
+            "read_share_median": statistics.median(b["read_share"] for b in blocks if b["on"]),
             "read_s_median": statistics.median(reads), "read_after_step_s_median": statistics.median(cold),
-            "stride_end": lv.stride, "ema": dict(lv.ema), "levels_sent_dropped": lv.dropped if lv else None}
+            "stride_end": lv.stride, "strides": dict(lv.strides), "base_s": lv.base, "extra_s": lv.extra,
+            "levels_sent_dropped": lv.dropped}
 
 
 def main():

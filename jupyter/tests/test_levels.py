@@ -2,10 +2,14 @@
 (train, eval, forward), the shapes it keeps, the ring's bound, what goes to
 the daemon, and the peak wrappers. The same code runs against real torch on
 the GPU machine (examples/oom/road.py, docs/road-to-oom.md)."""
+import json
+import os
+import subprocess
 import types
 
 import pytest
 
+from conftest import PKG_PARENT, torch_python
 from vramscope.agent import _levels
 
 
@@ -44,7 +48,7 @@ def make(grad=True):
     clock = Clock()
     state = {"grad": grad, "rec": False}
     lv = _levels.Levels(reader=FakeReader(), recording=lambda: state["rec"], grad_enabled=lambda: state["grad"],
-                        clock=clock, wall=lambda: 1700000000.5)
+                        clock=clock, wall=lambda: 1700000000.5 + clock.t)
     return lv, clock, state
 
 
@@ -68,7 +72,7 @@ def test_train_steps_keep_levels_shapes_and_durations():
     assert (got[1]["allocated"], got[1]["reserved"], got[1]["peak"]) == (120, 200, 900)
     assert got[0]["phase"] == got[1]["phase"] == "train"
     assert "recorded" not in got[0] and got[1]["recorded"] is True
-    assert got[0]["unix_ms"] == 1700000000500
+    assert (got[0]["unix_ms"], got[1]["unix_ms"]) == (1700000000550, 1700000000750)  # the wall clock at each end
     assert lv.drain() == []  # sent once
     assert len(lv.ring) == 2  # kept for snapshots
 
@@ -152,6 +156,47 @@ def test_the_ring_is_bounded_and_unsent_steps_are_counted(monkeypatch):
     assert [e["step"] for e in lv.drain()] == [3, 4, 5, 6, 7]
 
 
+def test_sent_steps_move_to_kept_and_drain_reads_both(monkeypatch):
+    monkeypatch.setattr(_levels, "KEEP_RAW", 2)
+    lv, clock, state = make()
+    state["rec"] = True
+    for n in range(10):
+        train_step(lv, clock, 2, 3 + n, dt=0.01)
+    got = lv.drain(3)
+    assert [e["step"] for e in got] == [0, 1, 2] and len(lv.ring) == 2 and len(lv.kept) == 8
+    got += lv.drain()
+    assert [e["step"] for e in got] == list(range(10))
+    assert all(e["dur_us"] == 10000 for e in got)  # across kept and ring alike
+    assert [e["inputs"][0] for e in got] == [[2, 3 + n] for n in range(10)] and all(e["recorded"] for e in got)
+    assert all(type(d) is int for s in lv.kept[0][6] for d in s)  # kept: plain tuples of ints
+    lv.resend()
+    assert [e["step"] for e in lv.drain()] == list(range(10)) and lv.dropped == 0
+
+
+def test_steps_that_go_unsent_are_counted_once(monkeypatch):
+    monkeypatch.setattr(_levels, "RING", 5)
+    monkeypatch.setattr(_levels, "KEEP_RAW", 2)
+    lv, clock, _ = make()
+    for _ in range(8):
+        lv.on_optimizer_step()
+    assert lv.dropped == 3  # the ring held 5
+    assert [e["step"] for e in lv.drain()] == [3, 4, 5, 6, 7] and len(lv.kept) == 3
+    for _ in range(9):  # nothing drained: the ring drops 8..11 unsent
+        lv.on_optimizer_step()
+    assert [e["step"] for e in lv.drain()] == [12, 13, 14, 15, 16] and lv.dropped == 7
+    lv.resend()
+    assert [e["step"] for e in lv.drain()] == [12, 13, 14, 15, 16] and lv.dropped == 7
+
+
+def test_the_recording_cell_is_read_at_each_step():
+    cell = [False]
+    lv = _levels.Levels(reader=FakeReader(), recording=cell, clock=Clock())
+    lv.on_optimizer_step()
+    cell[0] = True
+    lv.on_optimizer_step()
+    assert ["recorded" in e for e in lv.drain()] == [False, True]
+
+
 def test_params_carry_the_cap():
     lv, clock, _ = make()
     lv.total = 1000
@@ -214,10 +259,9 @@ class Module:
         return _Handle(self.post, fn)
 
     def __call__(self, *args):
-        for h in (*Module.glob_pre.values(),):
-            h(self, args)
-        for h in (*self.pre.values(),):
-            h(self, args, {})
+        pre = [(h, False) for h in Module.glob_pre.values()] + [(h, True) for h in self.pre.values()]
+        for h, kw in pre:  # as torch: the hooks there when the call began
+            h(self, args, {}) if kw else h(self, args)
         for c in self.children:
             c(*args)
         for h in (*Module.glob_post.values(), *self.post.values()):
@@ -258,6 +302,101 @@ def test_roots_are_found_then_only_they_keep_hooks():
     assert got[1]["inputs"] == [[4, 128]]
     roots.remove()
     assert model.pre == {} and loss.post == {}
+
+
+def test_roots_lose_their_post_hooks_in_training_and_get_them_back_for_evaluation():
+    mm = types.SimpleNamespace(register_module_forward_pre_hook=lambda fn: _Handle(Module.glob_pre, fn),
+                               register_module_forward_hook=lambda fn: _Handle(Module.glob_post, fn))
+    torch = types.SimpleNamespace(nn=types.SimpleNamespace(modules=types.SimpleNamespace(module=mm)))
+    lv, clock, state = make()
+    roots = _levels.Roots(torch, lv)
+    lv.posts, lv.on_first_step = roots.set_posts, roots.finish
+    roots.start()
+    model = Module([Module()])
+
+    def train(n, shape=(8, 256)):
+        for _ in range(n):
+            model(T(*shape))
+            clock.t += 0.01
+            lv.on_optimizer_step()
+
+    train(1)
+    assert len(model.pre) == 1 and len(model.post) == 1
+    train(_levels.QUIET_STEPS)
+    assert model.post == {} and not lv.posted  # training alone: no post-hook
+    state["grad"] = False
+    model(T(32, 256))  # evaluation: the hook comes back and ends this call's step
+    model(T(32, 128))
+    state["grad"] = True
+    assert len(model.post) == 1 and lv.posted
+    train(2, (4, 256))
+    got = lv.drain()
+    assert [(e["phase"], e["inputs"][0]) for e in got[-4:]] == [
+        ("eval", [32, 256]), ("eval", [32, 128]), ("train", [4, 256]), ("train", [4, 256])]
+    train(_levels.QUIET_STEPS)
+    assert model.post == {}
+    roots.remove()
+    assert model.pre == {} and model.post == {}
+
+
+CPU_RUN = """
+import json, torch
+from vramscope.agent import _levels
+class Hook:
+    fn = None
+    def __call__(self, _torch, fn):
+        self.fn = fn
+        return self
+    def remove(self):
+        self.fn = None
+hook = Hook()
+lv, (handle, roots) = _levels.start(torch, [False], lambda: None, hook)
+net, lossf = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU()), torch.nn.MSELoss()
+opt = torch.optim.SGD(net.parameters(), lr=0.1)
+out = {}
+with torch.no_grad():  # serving first: every call a step, the first one too
+    for b in (1, 2, 3):
+        net(torch.zeros(b, 8))
+def train(n, b=4):
+    for _ in range(n):
+        x = torch.randn(b, 8)
+        lossf(net(x), x).backward()
+        opt.step()
+        hook.fn(opt, (), {})  # torch >= 2.0 calls it: optimizer's global post-hook
+train(1)
+out["posts_first"] = [len(net._forward_hooks), len(lossf._forward_hooks)]
+train(_levels.QUIET_STEPS + 1)
+out["posts_training"] = [len(net._forward_hooks), len(lossf._forward_hooks)]
+net.eval()
+with torch.no_grad():
+    for b in (5, 6):
+        net(torch.zeros(b, 8))
+out["posts_eval"] = [len(net._forward_hooks), len(lossf._forward_hooks)]
+net.train()
+train(1, 7)
+out["steps"] = [(e["phase"], e.get("inputs")) for e in lv.drain()]
+roots.remove()
+out["posts_removed"] = [len(net._forward_hooks), len(net._forward_pre_hooks)]
+print(json.dumps(out))
+"""
+
+
+def test_real_modules_on_the_cpu():
+    """The hooks on real nn.Modules (torch on the CPU, .venv-torch): a
+    forward's first call is a step of its own; training takes the roots'
+    post-hooks away and an evaluation pass brings them back."""
+    py = torch_python()
+    env = dict(os.environ, PYTHONPATH=PKG_PARENT)
+    res = subprocess.run([py, "-c", CPU_RUN], capture_output=True, text=True, env=env, timeout=120)
+    assert res.returncode == 0, res.stderr[-3000:]
+    out = json.loads(res.stdout.splitlines()[-1])
+    steps = out["steps"]
+    assert steps[:3] == [["forward", [[b, 8]]] for b in (1, 2, 3)]
+    n = _levels.QUIET_STEPS + 2
+    assert steps[3:3 + n] == [["train", [[4, 8]]]] * n
+    assert steps[3 + n:] == [["eval", [[5, 8]]], ["eval", [[6, 8]]], ["train", [[7, 8]]]]
+    assert out["posts_first"] == [1, 1] and out["posts_training"] == [0, 0] and out["posts_eval"] == [1, 1]
+    assert out["posts_removed"] == [0, 0]
 
 
 if __name__ == "__main__":
@@ -325,7 +464,7 @@ def test_hooks_do_nothing_while_torch_compile_traces_them(monkeypatch):
     lv.root_post(None, (), None)
     roots = _levels.Roots(types.SimpleNamespace(), lv)
     roots._pre(object(), (T(4, 8),))
-    assert lv.in_root == 0 and lv.inputs is None and lv.t0 is None and roots.depth == 0 and not roots.seen
+    assert lv.in_root == 0 and lv.inputs is None and lv.t_first is None and roots.depth == 0 and not roots.seen
     monkeypatch.setattr(_levels, "_compiling", lambda: False)
     train_step(lv, clock, 4, 8)
     assert [e["inputs"] for e in lv.drain()] == [[[4, 8], [4, 8]]]

@@ -197,7 +197,7 @@ class Agent:
             log.warning("vramscope: CUDA-init hook failed", exc_info=True)
 
     def _start_levels(self, torch):
-        self.levels.start(torch, lambda: _torch.recording[0], lambda: self._torch_index(torch),
+        self.levels.start(torch, _torch.recording, lambda: self._torch_index(torch),
                           _torch.register_step_hook)
 
     def _torch_index(self, torch):

@@ -18,22 +18,30 @@ What a step is:
 A root module is one called while no other module runs: found with torch's
 global module hooks until the first optimizer step (or PROBE_CALLS root
 calls), then only the roots keep a hook (a global hook slows every module's
-call).
+call). After the first optimizer step only the first root call of a step is
+looked at (a step's other calls are gradient accumulation or a loss module).
 
-Cost: all of it on the training thread, none on the device. The levels are the
-caching allocator's host-side counters (torch._C._cuda_memoryStats, one call
-for the three; it never synchronises the GPU) and the peak is reset with
-torch._C._cuda_resetPeakMemoryStats. The agent measures what it costs a step
-and reads the allocator less often when that passes BUDGET (0.1%) of a step:
-docs/road-to-oom.md has the measured cost. A failing read drops the step's
-levels (-1), never raises. Because the
-peak is reset at every step, torch.cuda.max_memory_allocated and
+Cost: on the training thread, as little as can be; none on the device. A
+step that is not read is, in training, one pre-hook on the root (the inputs'
+shapes, whether gradients are on) and the optimizer's post-hook (one clock()
+and one append of a raw entry to a deque); the roots' post-hooks are there
+only while evaluation or forward steps come (QUIET_STEPS). The agent's
+threads make the entries what is sent (duration, wall time, shapes as lists)
+and keep them (drain). The levels are the caching allocator's host-side
+counters (torch._C._cuda_memoryStats, one call for the three; it never
+synchronises the GPU) and the peak is reset with
+torch._C._cuda_resetPeakMemoryStats. The agent times all it does on the
+training thread (cost_s; read_s the reads) and reads the allocator less often
+when that passes BUDGET (0.1%) of a step: docs/road-to-oom.md has the
+measured cost. A failing read drops the step's levels (-1), never raises.
+Because the peak is reset at every read, torch.cuda.max_memory_allocated and
 max_memory_reserved are wrapped to return the peak since the program's own
 last reset_peak_memory_stats, as they would without the agent
 (memory_stats()'s "peak" fields are per step; VRAMSCOPE_LEVELS=0 turns all of
 this off).
 """
 import collections
+import itertools
 import threading
 import time
 
@@ -51,6 +59,10 @@ MAX_DIMS = 6
 # read's peak covers the steps since the one before (docs/road-to-oom.md).
 BUDGET = 0.001
 MAX_STRIDE = 64
+BUDGET_STEPS = 64  # steps between two settings of the strides, once past the first
+KEEP_RAW = 256  # raw entries left in the training thread's ring (_budget reads the last ones)
+SETTLE_MAX = 8192  # raw entries moved at one drain
+QUIET_STEPS = 16  # training steps without evaluation after which the roots lose their post-hooks
 
 
 def _not_compiling():
@@ -65,34 +77,58 @@ _compiling = _not_compiling
 
 def _shapes(args, kwargs):
     """Shapes of the first MAX_INPUTS tensors among args and kwargs' values
-    (a dict or list argument is looked into one level deep)."""
+    (a dict or list argument is looked into one level deep), as the tensors'
+    own shape objects (torch.Size: a tuple of ints that holds no tensor);
+    as_wire makes them lists. A tensor is a value with a shape and a dtype;
+    what a value's type is (_kinds) is found once per type."""
     out = []
-
-    def add(v):
-        shape = getattr(v, "shape", None)
-        if shape is not None and hasattr(v, "dtype"):
-            if len(shape) <= MAX_DIMS:
-                out.append(tuple(int(d) for d in shape))
-            return
-        if isinstance(v, (list, tuple)):
-            for x in v[:MAX_INPUTS]:
-                if len(out) < MAX_INPUTS and hasattr(x, "shape") and hasattr(x, "dtype"):
-                    add(x)
-        elif isinstance(v, dict):
-            for x in list(v.values())[:8]:
-                if len(out) < MAX_INPUTS and hasattr(x, "shape") and hasattr(x, "dtype"):
-                    add(x)
-
-    for v in args:
-        if len(out) >= MAX_INPUTS:
-            break
-        add(v)
-    if kwargs:
-        for v in kwargs.values():
+    kinds = _kinds
+    for vs in (args, kwargs.values()) if kwargs else (args,):
+        for v in vs:
+            k = kinds.get(type(v)) or _kind(v)
+            if k == _TENSOR:
+                s = getattr(v, "shape", None)
+                if s is not None and len(s) <= MAX_DIMS:
+                    out.append(s)
+            elif k == _SEQ:
+                _inner(out, v[:MAX_INPUTS])
+            elif k == _MAP:
+                _inner(out, list(v.values())[:8])
+            else:
+                continue
             if len(out) >= MAX_INPUTS:
-                break
-            add(v)
+                return tuple(out[:MAX_INPUTS])
     return tuple(out) or None
+
+
+_TENSOR, _SEQ, _MAP, _OTHER, _ASK = 1, 2, 3, 4, 5
+_kinds = {}  # type -> what a value of it is to _shapes
+
+
+def _kind(v):
+    """A value's kind; kept for its type, but for an object with attributes
+    of its own that is no tensor, list or dict (asked again each time)."""
+    if getattr(v, "shape", None) is not None and hasattr(v, "dtype"):
+        k = _TENSOR
+    elif isinstance(v, (list, tuple)):
+        k = _SEQ
+    elif isinstance(v, dict):
+        k = _MAP
+    elif hasattr(v, "__dict__"):
+        return _ASK
+    else:
+        k = _OTHER
+    if len(_kinds) < 256:
+        _kinds[type(v)] = k
+    return k
+
+
+def _inner(out, vs):
+    for x in vs:
+        if len(out) < MAX_INPUTS and hasattr(x, "dtype"):
+            s = getattr(x, "shape", None)
+            if s is not None and len(s) <= MAX_DIMS:
+                out.append(s)
 
 
 class Reader:
@@ -126,166 +162,425 @@ class Reader:
         return out
 
 
-class Levels:
-    """The ring of steps and the hooks that fill it. close() and the root
-    hooks run on the training thread; drain(), cap() and everything() on the
-    agent's threads (deque append and popleft are atomic: no lock)."""
+PHASES = ("train", "eval", "forward")
 
-    def __init__(self, reader=None, recording=lambda: False, grad_enabled=lambda: True, clock=time.perf_counter,
+
+class _Cell:
+    """A recording() function where Levels wants a cell (rec[0])."""
+
+    def __init__(self, fn):
+        self.fn = fn
+
+    def __getitem__(self, _i):
+        return self.fn()
+
+
+class Levels:
+    """The steps and the hooks that record them.
+
+    The training thread (the hooks, on_oom) does the least it can: a step
+    that is not read is one append to `ring` of a raw entry (step, t,
+    inputs, phase, recorded), t the clock at the step's end and inputs the
+    tensors' own shape objects; a read step's entry adds (oom, allocated,
+    reserved, peak). On a read step, every BUDGET_STEPS steps or so, _budget
+    sets the strides from what the hooks and the reads cost (cost_s, read_s)
+    against the durations of the last steps in `ring`.
+
+    The agent's threads (drain, resend, dropped, under `lock`) move the raw
+    entries but the last KEEP_RAW from `ring` to `kept` as they are sent
+    (duration from the step before, wall time, shapes as tuples of ints):
+    the training thread only appends and never frees an old entry, and
+    `sent` is the first step not handed over yet. A deque's append and
+    popleft, and a C-level copy of it, are atomic under the GIL. rec is a
+    cell: rec[0] is whether a recording window is open."""
+
+    def __init__(self, reader=None, recording=(False,), grad_enabled=lambda: True, clock=time.perf_counter,
                  wall=time.time):
-        self.reader = reader  # a Reader, or None until the device is known (set_reader)
-        self.recording = recording
-        self.grad_enabled = grad_enabled
-        self.clock, self.wall = clock, wall
-        self.ring = collections.deque(maxlen=RING)
-        self.fresh = collections.deque(maxlen=RING)  # steps not handed to the daemon yet
-        self.step = 0
-        self.t0 = None  # clock() at the previous step's end (or the first root call)
+        # what the hooks touch at every step first, together
+        self.clock = clock
+        self.in_root = 0
         self.inputs = None  # shapes of the current step's first root call
         self.trained = False  # an optimizer step came
+        self.grad_enabled = grad_enabled
+        self.closing = None  # the phase the root call under way ends ("eval", "forward"), or None
+        self.cost_s = 0.0  # seconds on the training thread, all of it
+        self.left_train = 1  # training steps to the next read
+        self.step = 0  # steps kept: the next step's number
+        self.ring = collections.deque(maxlen=RING)  # raw entries, oldest dropped
+        self.rec = _Cell(recording) if callable(recording) else recording  # rec[0]: recording now
+        self.ttype = None  # the type of the tensors passed to the roots, once seen
+        self.left = {"eval": 1, "forward": 1}  # steps of the other phases to their next read
+        self.t_first = None  # clock() at the first root call: the first step's start
+        self.wall = wall
+        self.reader = reader  # a Reader, or None until the device is known (find_reader)
+        self.find_reader = None  # () -> None: sets reader; tried once, at the first read
+        self.on_first_step = None  # () -> None, at the first optimizer step (Roots.finish)
+        self.posts = None  # (on) -> None: puts or takes away the roots' post-hooks; None: they stay
+        self.posted = True  # the roots have their post-hooks
+        self.quiet = 0  # training steps with post-hooks and no evaluation call
         self.grad_calls = 0  # root calls with gradients before any optimizer step
-        self.in_root = 0
-        self.dropped = 0  # steps lost from fresh before they were sent
         self.failed = 0  # reads that failed
-        self.cost_s = 0.0  # seconds on the training thread
+        self.reads = 0  # reads made (failed ones too)
+        self.read_s = 0.0  # the part of cost_s spent reading the allocator
         self.tally = [0, 0]  # peak allocated and reserved since the program's own last reset
         self.total = 0  # the device's memory, once known
         self.fraction = None  # () -> the memory fraction, or None
-        self.stride = 1  # the stride set last (_budget); strides: by phase
-        self.strides = {}
-        self.since = 0  # steps since the last read
-        self.cost_mark = 0.0
-        self.ema = {}  # by phase, seconds: a step; this bookkeeping with and without a read
+        # the budget: read a phase's step when its countdown `left` runs out, then `left` = its stride
+        self.strides = dict.fromkeys(PHASES, 1)
+        self.stride = 1  # the stride of the phase of the step that set them last
+        self.budget_next = 2  # the step at or after which _budget runs next
+        self.mark = (0, 0.0, 0.0, 0)  # (step, cost_s, read_s, reads) when it last ran
+        self.base = self.extra = None  # seconds a step: the hooks without a read; a read's own
+        # the agent's threads (under lock)
+        self.lock = threading.Lock()
+        self.kept = collections.deque(maxlen=RING)  # entries moved from ring, as sent
+        self.last_raw = None  # the raw entry moved last
+        self.sent = 0  # the first step not handed over yet
+        self.lost = 0  # steps that went before they were handed over
+        self.lost_upto = 0  # the step after the last one counted in lost
 
     # --- the training thread ---------------------------------------------------
 
     def close(self, phase, oom=False):
-        """The current step ended (or ran out of memory): keep its levels."""
-        t = self.clock()
+        """The current step ended (or ran out of memory): keep it."""
+        self._close(self.clock(), phase, oom)
+
+    def _close(self, t, phase, oom):
+        """Keep the step that ended at t; cost_s counts from t. A training
+        step comes here to be read (on_optimizer_step counts them down)."""
         try:
-            t0 = self.t0
-            dur = int((t - t0) * 1e6) if t0 is not None else 0
-            a = r = p = -1
-            self.since += 1
-            measured = self.reader is not None and (oom or self.since >= self.strides.get(phase, 1))
-            if measured:
-                self.since = 0
-                try:
-                    a, r, p, pr = self.reader.read()
-                    tl = self.tally
-                    if p > tl[0]:
-                        tl[0] = p
-                    if pr > tl[1]:
-                        tl[1] = pr
-                except Exception:
-                    self.failed += 1
-                    a = r = p = -1
-            e = (self.step, int(self.wall() * 1000), dur, a, r, p, self.inputs, phase, bool(self.recording()), oom)
-            self.step += 1
-            self.ring.append(e)
-            if len(self.fresh) == RING:
-                self.dropped += 1
-            self.fresh.append(e)
-            self.inputs = None
-            self.t0 = t
+            n = self.step
+            self.step = n + 1
+            ins, self.inputs = self.inputs, None
+            left = self.left
+            if phase != "train" and not oom and left[phase] > 1:
+                left[phase] -= 1
+                self.ring.append((n, t, ins, phase, self.rec[0]))
+            else:
+                self._read(n, t, ins, phase, oom)
         except Exception:
             log.debug("vramscope: step levels failed", exc_info=True)
-            measured, dur = False, 0
         self.cost_s += self.clock() - t
-        self._budget(measured, dur, phase)
 
-    def _budget(self, measured, dur_us, phase):
-        """Keep this bookkeeping within BUDGET of a step: the allocator is read
-        every `stride` steps, stride set from what a step costs with and
-        without a read (moving averages) against the steps' duration, apart
-        for each phase (an evaluation pass's short steps leave the training
-        steps' stride alone)."""
-        spent = self.cost_s - self.cost_mark
-        self.cost_mark = self.cost_s
-        if dur_us <= 0:
+    def _read(self, n, t, ins, phase, oom):
+        """A step whose levels are read: the allocator's counters, and the
+        budget when due; the phase's next read comes after its stride, or at
+        the budget's next step if sooner."""
+        rd = self.reader
+        if rd is None and self.find_reader is not None:
+            find, self.find_reader = self.find_reader, None
+            try:
+                find()
+            except Exception:
+                log.debug("vramscope: no device for step levels", exc_info=True)
+            rd = self.reader
+        a = r = p = -1
+        if rd is not None:
+            r0 = self.clock()
+            try:
+                a, r, p, pr = rd.read()
+                tl = self.tally
+                if p > tl[0]:
+                    tl[0] = p
+                if pr > tl[1]:
+                    tl[1] = pr
+            except Exception:
+                self.failed += 1
+                a = r = p = -1
+            self.reads += 1
+            self.read_s += self.clock() - r0
+        self.ring.append((n, t, ins, phase, bool(self.rec[0]), oom, a, r, p))
+        if n >= self.budget_next:
+            self._budget(n, phase)
+        k = max(1, min(self.strides[phase], self.budget_next - n))
+        if phase == "train":
+            self.left_train = k
+        else:
+            self.left[phase] = k
+
+    def _budget(self, n, phase):
+        """Keep this bookkeeping within BUDGET of a step: a phase's steps are
+        read every `stride`, set from what a step costs without a read (base,
+        over the steps since the last time) and what a read adds (extra, its
+        moving average), against the mean duration of the phase's steps
+        among them (an evaluation pass's short steps leave the training
+        steps' stride alone). Runs on a read step, at steps 2, 4, 8, ...
+        then every BUDGET_STEPS."""
+        m0, c0, r0, k0 = self.mark
+        m = n - m0
+        if m <= 0:
             return
-        ema = self.ema.get(phase)
-        if ema is None:
-            ema = self.ema[phase] = {"dur": 0.0, "read": 0.0, "base": 0.0}
-        ema["dur"] += (dur_us * 1e-6 - ema["dur"]) * 0.1 if ema["dur"] else dur_us * 1e-6
-        k = "read" if measured else "base"
-        ema[k] += (spent - ema[k]) * 0.1 if ema[k] else spent
-        extra = max(0.0, ema["read"] - ema["base"])
-        room = BUDGET * ema["dur"] - ema["base"]
-        self.stride = MAX_STRIDE if room <= 0 else max(1, min(MAX_STRIDE, int(-(-extra // room))))
-        self.strides[phase] = self.stride
+        self.mark = (n, self.cost_s, self.read_s, self.reads)
+        self.budget_next = n + min(n, BUDGET_STEPS)
+        dr, dk = self.read_s - r0, self.reads - k0
+        self.base = max(0.0, self.cost_s - c0 - dr) / m  # the last steps': a start's costs go at once
+        if dk:
+            extra = dr / dk
+            self.extra = extra if self.extra is None else (self.extra + extra) / 2
+        if self.extra is None:
+            return
+        dur, cnt = {}, {}
+        es = list(itertools.islice(reversed(self.ring), m + 1))  # steps n back to m0; atomic (drain pops meanwhile)
+        newer = es[0]
+        for older in es[1:]:
+            ph = newer[3]
+            dur[ph] = dur.get(ph, 0.0) + (newer[1] - older[1])
+            cnt[ph] = cnt.get(ph, 0) + 1
+            newer = older
+        for ph, d in dur.items():
+            room = BUDGET * d / cnt[ph] - self.base
+            s = MAX_STRIDE if room <= 0 else max(1, min(MAX_STRIDE, int(-(-self.extra // room))))
+            self.strides[ph] = s
+            if ph == "train":
+                self.left_train = min(self.left_train, s)
+            elif self.left[ph] > s:
+                self.left[ph] = s
+        self.stride = self.strides[phase]
 
-    def on_optimizer_step(self, *_args, **_kw):
-        """torch.optim's global post-hook (must not raise)."""
+    def on_optimizer_step(self, _opt=None, _args=None, _kwargs=None):
+        """torch.optim's global post-hook (must not raise): a training step
+        ended. _close's work, written out for the step that is not read."""
+        t = self.clock()
+        try:
+            if self.posted:  # else there is no nesting to undo
+                self.in_root = 0  # a forward that raised left no post-hook
+                self.closing = None
+                if not self.trained:
+                    self._first_step()
+                elif self.posts is not None:
+                    self._quiet()
+            k = self.left_train
+            if k > 1:
+                self.left_train = k - 1
+                n = self.step
+                self.step = n + 1
+                self.ring.append((n, t, self.inputs, "train", self.rec[0]))
+                self.inputs = None
+                self.cost_s += self.clock() - t
+                return
+        except Exception:
+            pass
+        self._close(t, "train", False)
+
+    def _first_step(self):
         self.trained = True
-        self.in_root = 0  # a forward that raised left no post-hook
-        self.close("train")
+        first = self.on_first_step
+        if first is not None:
+            try:
+                first()
+            except Exception:
+                log.debug("vramscope: root discovery did not end", exc_info=True)
+
+    def _quiet(self):
+        """A training step with the roots' post-hooks in place: after
+        QUIET_STEPS of them without an evaluation call, take them away."""
+        self.quiet += 1
+        if self.quiet >= QUIET_STEPS:
+            self.quiet = 0
+            self.posts(False)
+            self.posted = False
 
     def root_pre(self, _module, args, kwargs=None):
+        """A root module's forward pre-hook: the step's inputs at its first
+        root call, and whether the call ends a step.
+
+        Before any optimizer step, every root call not inside another is
+        looked at (_forward_call). After it, only the first root call of a
+        step: without gradients it is an evaluation step, which the root's
+        post-hook ends. Those hooks are there only while evaluation steps
+        come (posted): in training the pre-hook does not count nesting and
+        nothing runs at a forward's end."""
         if _compiling():  # traced by torch.compile: stay out of its graph
             return
         t = self.clock()
         try:
-            self.in_root += 1
-            if self.in_root == 1:
-                if self.t0 is None:
-                    self.t0 = t
-                if self.inputs is None:
-                    self.inputs = _shapes(args, kwargs)
+            first = True
+            if self.posted:
+                n = self.in_root
+                self.in_root = n + 1
+                if n or not self.trained:
+                    first = False
+                    if not n:
+                        self._forward_call(args, kwargs, t)
+            if first and self.inputs is None:  # _shapes, written out for tensors and values of no interest
+                ins = []
+                tt = self.ttype
+                u = s = None
+                for v in (*args, *kwargs.values()) if kwargs else args:
+                    if type(v) is tt:
+                        if v is not u:  # labels=input_ids: one shape
+                            u, s = v, v.shape
+                        if len(s) <= 6:  # MAX_DIMS
+                            ins.append(s)
+                    elif v is not None:
+                        ins = self._all_shapes(args, kwargs)
+                        break
+                else:
+                    ins = tuple(ins[:MAX_INPUTS]) if ins else None
+                self.inputs = ins
+                if not self.grad_enabled():
+                    self.closing = "eval"
+                    self.quiet = 0
+                    if not self.posted:
+                        self._posts_on()
+                if self.t_first is None:
+                    self.t_first = t
         except Exception:
             pass
         self.cost_s += self.clock() - t
 
-    def root_post(self, *_args, **_kw):
+    def _forward_call(self, args, kwargs, t):
+        """A root call not inside another before any optimizer step: a step
+        of its own without gradients, or after PROBE_CALLS calls with them."""
+        if self.inputs is None:
+            self.inputs = self._all_shapes(args, kwargs)
+            if self.t_first is None:
+                self.t_first = t
+        if not self.grad_enabled():
+            self.closing = "forward"
+        else:
+            self.grad_calls += 1
+            self.closing = "forward" if self.grad_calls > PROBE_CALLS else None
+
+    def _all_shapes(self, args, kwargs):
+        """_shapes, and the type of the first tensor for root_pre's loop."""
+        for vs in (args, kwargs.values() if kwargs else ()):
+            for v in vs:
+                if (_kinds.get(type(v)) or _kind(v)) == _TENSOR:
+                    self.ttype = type(v)
+                    return _shapes(args, kwargs)
+        return _shapes(args, kwargs)
+
+    def _posts_on(self):
+        """An evaluation call while the roots have no post-hooks: give them
+        theirs (this call's runs at its end too) and count nesting again."""
+        try:
+            self.posts(True)
+        except Exception:
+            self.closing = None  # no end to this evaluation step: it goes with the next step
+            log.debug("vramscope: root post-hooks could not come back", exc_info=True)
+            return
+        self.posted = True
+        self.in_root = 1
+
+    def root_post(self, _module, _args, _out):
+        """A root module's forward hook: ends the step root_pre said it ends."""
         if _compiling():
             return
         t = self.clock()
-        self.in_root = max(0, self.in_root - 1)
-        if self.in_root:
-            self.cost_s += self.clock() - t
-            return
-        try:
-            grad = self.grad_enabled()
-            if self.trained:
-                if not grad:
-                    self.cost_s += self.clock() - t
-                    self.close("eval")
-                    return
-            else:
-                if grad:
-                    self.grad_calls += 1
-                if not grad or self.grad_calls > PROBE_CALLS:
-                    self.cost_s += self.clock() - t
-                    self.close("forward")
-                    return
-        except Exception:
-            pass
+        n = self.in_root - 1
+        if n > 0:
+            self.in_root = n
+        else:
+            self.in_root = 0
+            phase = self.closing
+            if phase is not None:
+                self.closing = None
+                self._close(t, phase, False)
+                return
         self.cost_s += self.clock() - t
 
     def on_oom(self):
         """Inside the out-of-memory observer: the failing step, as far as it went."""
         self.in_root = 0
+        self.closing = None
         self.close("train" if self.trained else "forward", oom=True)
 
     # --- the agent's threads ----------------------------------------------------
 
+    def _settle(self):
+        """Move the raw entries but the newest KEEP_RAW (which _budget reads)
+        into `kept`, made into what is sent: the training thread never frees
+        an old entry, and what stays for long holds plain tuples (which the
+        garbage collector stops tracking), no torch.Size."""
+        ring, kept = self.ring, self.kept
+        k = min(len(ring) - KEEP_RAW, SETTLE_MAX)
+        if k <= 0:
+            return
+        off = self.wall() - self.clock()
+        prev = self.last_raw
+        for _ in range(k):
+            e = ring.popleft()  # the training thread only appends: this is the oldest
+            if len(kept) == kept.maxlen and kept[0][0] >= self.sent:
+                self._lose(kept[0][0], kept[0][0] + 1)
+            kept.append(self._kept(e, prev, off))
+            prev = e
+        self.last_raw = prev
+
+    def _kept(self, e, prev, off):
+        """A raw entry as kept: (step, unix_ms, dur_us, allocated, reserved,
+        peak, inputs, phase, recorded, oom); prev the raw entry before it."""
+        step, t, inputs, phase, rec = e[:5]
+        oom, a, r, p = e[5:] if len(e) > 5 else (False, -1, -1, -1)
+        if prev is not None and prev[0] == step - 1:
+            dur = round((t - prev[1]) * 1e6)
+        elif step == 0 and self.t_first is not None:
+            dur = round((t - self.t_first) * 1e6)
+        else:
+            dur = 0
+        if inputs:
+            inputs = tuple(tuple(int(d) for d in s) for s in inputs)
+        return step, round((t + off) * 1000), dur, a, r, p, inputs, phase, bool(rec), oom
+
+    def _lose(self, lo, hi):
+        """Steps lo..hi-1 went before they were sent (counted once)."""
+        lo = max(lo, self.lost_upto)
+        if hi > lo:
+            self.lost += hi - lo
+            self.lost_upto = hi
+
     def drain(self, n=SEND_MAX):
         """Up to n steps not sent yet, oldest first, as StepLevel dicts."""
-        out = []
-        f = self.fresh
-        while len(out) < n:
-            try:
-                e = f.popleft()
-            except IndexError:
-                break
-            out.append(as_wire(e))
-        return out
+        with self.lock:
+            self._settle()
+            first = self.sent
+            out = []
+            tail = []
+            for e in reversed(self.kept):  # the agent's own: no one appends meanwhile
+                if e[0] < first:
+                    break
+                tail.append(e)
+            tail.reverse()
+            if len(tail) < n:
+                raw = list(self.ring)  # atomic: a C-level copy under the GIL
+                if raw and raw[-1][0] >= first:
+                    off = self.wall() - self.clock()
+                    prev = self.last_raw
+                    for e in raw:
+                        if e[0] >= first:
+                            tail.append(self._kept(e, prev, off))
+                            if len(tail) >= n:
+                                break
+                        prev = e
+            want = first
+            for e in tail[:n]:
+                if e[0] > want:
+                    self._lose(want, e[0])
+                out.append(as_wire(e))
+                want = e[0] + 1
+            if out:
+                self.sent = want
+            return out
 
     def resend(self):
         """After a (re)registration: the daemon may know nothing of this run."""
-        steps = list(self.ring)  # atomic: a C-level copy under the GIL
-        self.fresh.clear()
-        self.fresh.extend(steps)
+        with self.lock:
+            self.sent = max(self._oldest(), self.step - RING)
+
+    def _oldest(self):
+        for q in (self.kept, self.ring):
+            try:
+                return q[0][0]
+            except IndexError:
+                pass
+        return self.step
+
+    @property
+    def dropped(self):
+        """Steps that went before they were sent."""
+        with self.lock:
+            self._lose(self.sent, self._oldest())
+            return self.lost
 
     def cap(self):
         """Bytes the process may use: its memory-fraction cap, else the device's total; 0 unknown."""
@@ -303,6 +598,7 @@ class Levels:
 
 
 def as_wire(e):
+    """A kept entry as a StepLevel."""
     step, unix_ms, dur, a, r, p, inputs, phase, rec, oom = e
     d = {"step": step, "unix_ms": unix_ms, "dur_us": dur, "allocated": a, "reserved": r, "peak": p, "phase": phase}
     if inputs:
@@ -329,7 +625,10 @@ class Roots:
         self.thread = None
         self.calls = 0
         self.seen = {}  # id(module) -> module
-        self.handles = []  # per-root hooks
+        self.handles = []  # per-root pre-hooks
+        self.roots = []
+        self.post_handles = []  # per-root post-hooks, while posted
+        self.posted = True
         self.global_handles = []
         self.done = False
 
@@ -347,14 +646,14 @@ class Roots:
             return
         if self.depth == 0 and not self.done:
             self.calls += 1
-            lv = self.levels
-            if lv.t0 is None:
-                lv.t0 = lv.clock()
-            if lv.inputs is None:  # a module's own hook comes from its next call: args only here
-                lv.inputs = _shapes(args, None)
             if id(module) not in self.seen:
                 self.seen[id(module)] = module
-                self._hook(module)
+                try:
+                    self._hook(module)
+                except Exception:
+                    log.debug("vramscope: no hooks on a root module", exc_info=True)
+                else:  # its own pre-hook comes from its next call (its post-hook from this one): args only here
+                    self.levels.root_pre(module, args, None)
             if self.calls > PROBE_CALLS:
                 self.finish()
         self.depth += 1
@@ -371,10 +670,32 @@ class Roots:
             self.handles.append(module.register_forward_pre_hook(lv.root_pre, with_kwargs=True))
         except TypeError:  # torch < 2.0
             self.handles.append(module.register_forward_pre_hook(lv.root_pre))
+        self.roots.append(module)
+        if self.posted:
+            self._add_post(module)
+
+    def _add_post(self, module):
+        lv = self.levels
         try:
-            self.handles.append(module.register_forward_hook(lv.root_post, always_call=True))
+            self.post_handles.append(module.register_forward_hook(lv.root_post, always_call=True))
         except TypeError:
-            self.handles.append(module.register_forward_hook(lv.root_post))
+            self.post_handles.append(module.register_forward_hook(lv.root_post))
+
+    def set_posts(self, on):
+        """Put or take away the roots' post-hooks (Levels.posts)."""
+        if on:
+            if not self.posted:
+                self.posted = True
+                for m in self.roots:
+                    self._add_post(m)
+            return
+        self.posted = False
+        hs, self.post_handles = self.post_handles, []
+        for h in hs:
+            try:
+                h.remove()
+            except Exception:
+                pass
 
     def on_optimizer_step(self, *_a, **_k):
         self.depth = 0
@@ -393,6 +714,7 @@ class Roots:
 
     def remove(self):
         self.finish()
+        self.set_posts(False)
         hs, self.handles = self.handles, []
         for h in hs:
             try:
@@ -475,21 +797,16 @@ def start(torch, recording, index_fn, register_step_hook):
         if frac is not None:
             lv.fraction = lambda: float(frac(idx))
 
-    close = lv.close
+    lv.find_reader = set_reader  # at the first step's end
 
-    def first_close(phase, oom=False):
-        lv.close = close
-        try:
-            set_reader()
-        except Exception:
-            log.debug("vramscope: no device for step levels", exc_info=True)
-        close(phase, oom)
+    def first_step():
+        roots.depth = 0
+        if not roots.done:
+            roots.finish()
 
-    lv.close = first_close
-
-    def step_hook(*a, **k):
-        roots.on_optimizer_step()
-        lv.on_optimizer_step()
+    lv.on_first_step = first_step
+    lv.posts = roots.set_posts
+    step_hook = lv.on_optimizer_step
 
     handle = register_step_hook(torch, step_hook)
     if handle is None:
