@@ -87,10 +87,21 @@ def _memory_caps(torch, snap):
         return []
 
 
-def _name_into(snap):
+# How long a walk beside the user's step waits for the backward() running.
+WALK_WAIT_S = 10.0
+
+
+def _name_into(snap, beside=False):
     """Add the names of the live CUDA tensors (_tensors) to a snapshot dict as
-    "vramscope_tensors"; off with VRAMSCOPE_NAME_TENSORS=0. Never raises."""
+    "vramscope_tensors"; off with VRAMSCOPE_NAME_TENSORS=0. Never raises.
+    beside: the walk runs on the worker thread beside the user's step, so it
+    holds _torch.graph_lock (no backward() runs meanwhile); no names when a
+    backward holds it for WALK_WAIT_S."""
     if not isinstance(snap, dict) or os.environ.get("VRAMSCOPE_NAME_TENSORS", "1") == "0":
+        return False
+    lock = _torch.graph_lock if beside else None
+    if lock is not None and not lock.acquire(timeout=WALK_WAIT_S):
+        log.info("vramscope: no tensor names: a backward() ran for %.0f s", WALK_WAIT_S)
         return False
     try:
         torch = _torch.imported()
@@ -98,6 +109,9 @@ def _name_into(snap):
     except Exception:
         log.warning("vramscope: naming tensors failed", exc_info=True)
         return False
+    finally:
+        if lock is not None:
+            lock.release()
     if names is None:
         return False
     caps = _memory_caps(torch, snap)
@@ -262,7 +276,7 @@ class Captures:
                 # (if any) is an old window's; keep the allocator's state only.
                 snap["device_traces"] = [[] for _ in snap.get("device_traces") or [()]]
             t1 = time.perf_counter()
-            if _name_into(snap):
+            if _name_into(snap, beside=True):
                 phases["names"] = _ms(t1)
             stream = params.get("stream")
             streamed = None

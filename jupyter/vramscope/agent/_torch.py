@@ -244,6 +244,16 @@ _tls = threading.local()
 _wrapped = []  # (owner, attribute, wrapper)
 _annotating = [False]
 backward_site = [None]  # (file, line) of the backward() call running now, for any thread to read
+# Held by every wrapped backward() call while it runs, and by the tensor walk
+# of a snapshot the daemon asked for (the worker thread, beside the user's
+# step): the walk reads saved tensors, graph nodes and .grad, which autograd's
+# threads release and replace during backward, without the GIL. Read during a
+# backward, they crashed a GPT-2 loop on the H200 (free(): invalid pointer,
+# 0.15 s after a memory warning's snapshot, 2026-12-03). A backward that
+# comes during a walk waits for it (once per snapshot, ~0.2 s); a walk waits
+# for the backward running. The OOM observer's walk runs inside the failing
+# call and takes no lock.
+graph_lock = threading.Lock()
 
 
 def wrap_backward(torch):
@@ -310,9 +320,11 @@ def _backward_wrapper(orig, torch):
         except Exception:
             pass
         t1 = time.perf_counter()
+        graph_lock.acquire()
         try:
             return orig(*args, **kwargs)
         finally:
+            graph_lock.release()
             t2 = time.perf_counter()
             _tls.active = False
             backward_site[0] = site
