@@ -67,3 +67,20 @@ def test_the_oom_observers_walk_takes_no_lock(monkeypatch):
 
     _torch._backward_wrapper(orig, None)()
     assert walked[-1][1] < 1.0 and not _torch.graph_lock.locked()
+
+
+def test_a_backward_inside_a_backward_on_another_thread_does_not_wait(monkeypatch):
+    """Reentrant checkpointing runs backward() on autograd's thread inside the
+    user's backward: it must not wait for the lock its caller holds."""
+    walked = []
+    _fake(monkeypatch, walked)
+    inner = _torch._backward_wrapper(lambda: walked.append(("inner", time.monotonic(), None)), None)
+
+    def outer_orig():
+        t = threading.Thread(target=inner)  # another thread, as autograd's engine
+        t.start()
+        t.join(5)
+        assert not t.is_alive(), "the inner backward waited for the outer one's lock"
+
+    _torch._backward_wrapper(outer_orig, None)()
+    assert [w[0] for w in walked] == ["inner"] and not _torch.graph_lock.locked() and _torch.backward_depth[0] == 0

@@ -100,7 +100,7 @@ def _name_into(snap, beside=False):
     if not isinstance(snap, dict) or os.environ.get("VRAMSCOPE_NAME_TENSORS", "1") == "0":
         return False
     lock = _torch.graph_lock if beside else None
-    if lock is not None and not lock.acquire(timeout=WALK_WAIT_S):
+    if lock is not None and not _torch.walk_lock(WALK_WAIT_S):
         log.info("vramscope: no tensor names: a backward() ran for %.0f s", WALK_WAIT_S)
         return False
     try:

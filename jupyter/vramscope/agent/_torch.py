@@ -252,8 +252,43 @@ backward_site = [None]  # (file, line) of the backward() call running now, for a
 # 0.15 s after a memory warning's snapshot, 2026-12-03). A backward that
 # comes during a walk waits for it (once per snapshot, ~0.2 s); a walk waits
 # for the backward running. The OOM observer's walk runs inside the failing
-# call and takes no lock.
+# call and takes no lock. Only the outermost backward takes it: a backward
+# inside a backward (reentrant checkpointing runs one on autograd's thread)
+# must not wait for its own caller.
 graph_lock = threading.Lock()
+_depth_lock = threading.Lock()
+backward_depth = [0]  # backward() calls running, all threads
+
+
+def _backward_enter():
+    """True when this call is the outermost backward and took graph_lock."""
+    with _depth_lock:
+        outer = backward_depth[0] == 0
+        backward_depth[0] += 1
+    if outer:
+        graph_lock.acquire()
+    return outer
+
+
+def _backward_exit(outer):
+    with _depth_lock:
+        backward_depth[0] -= 1
+    if outer:
+        graph_lock.release()
+
+
+def walk_lock(timeout):
+    """graph_lock for a walk beside the user's step, with no backward running
+    on any thread; False after timeout seconds."""
+    end = time.monotonic() + timeout
+    while graph_lock.acquire(timeout=max(0.0, end - time.monotonic())):
+        if backward_depth[0] == 0:
+            return True
+        graph_lock.release()  # a backward that began beside the outer one's end
+        if time.monotonic() >= end:
+            return False
+        time.sleep(0.005)
+    return False
 
 
 def wrap_backward(torch):
@@ -320,11 +355,11 @@ def _backward_wrapper(orig, torch):
         except Exception:
             pass
         t1 = time.perf_counter()
-        graph_lock.acquire()
+        outer = _backward_enter()
         try:
             return orig(*args, **kwargs)
         finally:
-            graph_lock.release()
+            _backward_exit(outer)
             t2 = time.perf_counter()
             _tls.active = False
             backward_site[0] = site
