@@ -238,3 +238,35 @@ def test_walk_holds_no_tensor_the_job_drops(dev, monkeypatch):
     monkeypatch.setattr(_tensors, "_optimizers", step_goes_on)
     res = _tensors.name_tensors(torch, cpu=dev == "cpu")
     assert res is not None and freed_mid_walk == [True]
+
+
+def test_reentrant_checkpoint_under_the_backward_wrapper(dev):
+    """Reentrant checkpointing calls torch.autograd.backward inside the user's
+    backward (on CUDA, from autograd's device thread): with the agent's
+    wrapper and its graph_lock in place, it must finish, leave no backward
+    counted and the lock free (tests/test_walk_beside_backward.py has the
+    cross-thread case with fakes)."""
+    import threading
+
+    import torch.utils.checkpoint as ck
+
+    from vramscope.agent import _torch as vt
+
+    vt.wrap_backward(torch)
+    try:
+        lin = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.GELU(), torch.nn.Linear(8, 8)).to(dev)
+        x = torch.randn(4, 8, device=dev, requires_grad=True)
+        out = {}
+
+        def run():
+            y = ck.checkpoint(lin, x, use_reentrant=True)
+            y.sum().backward()
+            out["grad"] = lin[0].weight.grad is not None
+
+        t = threading.Thread(target=run, daemon=True)
+        t.start()
+        t.join(60)
+        assert not t.is_alive(), "backward never returned: the reentrant backward waited for its caller's lock"
+        assert out.get("grad") and vt.backward_depth[0] == 0 and not vt.graph_lock.locked()
+    finally:
+        vt.unwrap_backward()
