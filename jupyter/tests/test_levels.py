@@ -280,10 +280,15 @@ class _Handle:
         self.d.pop(self.k, None)
 
 
-def test_roots_are_found_then_only_they_keep_hooks():
+def _hooking_torch():
+    """A torch whose global module hooks go to the fake Module's."""
     mm = types.SimpleNamespace(register_module_forward_pre_hook=lambda fn: _Handle(Module.glob_pre, fn),
                                register_module_forward_hook=lambda fn: _Handle(Module.glob_post, fn))
-    torch = types.SimpleNamespace(nn=types.SimpleNamespace(modules=types.SimpleNamespace(module=mm)))
+    return types.SimpleNamespace(nn=types.SimpleNamespace(modules=types.SimpleNamespace(module=mm)))
+
+
+def test_roots_are_found_then_only_they_keep_hooks():
+    torch = _hooking_torch()
     lv, clock, _ = make()
     roots = _levels.Roots(torch, lv)
     roots.start()
@@ -305,9 +310,7 @@ def test_roots_are_found_then_only_they_keep_hooks():
 
 
 def test_roots_lose_their_post_hooks_in_training_and_get_them_back_for_evaluation():
-    mm = types.SimpleNamespace(register_module_forward_pre_hook=lambda fn: _Handle(Module.glob_pre, fn),
-                               register_module_forward_hook=lambda fn: _Handle(Module.glob_post, fn))
-    torch = types.SimpleNamespace(nn=types.SimpleNamespace(modules=types.SimpleNamespace(module=mm)))
+    torch = _hooking_torch()
     lv, clock, state = make()
     roots = _levels.Roots(torch, lv)
     lv.posts, lv.on_first_step = roots.set_posts, roots.finish
