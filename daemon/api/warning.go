@@ -64,6 +64,6 @@ type GrowingLine struct {
 	File  string `json:"file"`  // as the snapshot records it
 	Line  int    `json:"line"`  // 1-based
 	Bytes int64  `json:"bytes"` // what the finding says it holds
-	Kind  string `json:"kind"`  // the finding's kind: leak, loop_accumulation, cache_growth, unbounded_cache
+	Kind  string `json:"kind"`  // the finding's kind: memory_growth, leak, loop_accumulation, cache_growth, unbounded_cache
 	Title string `json:"title"` // the finding's title
 }

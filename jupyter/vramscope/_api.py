@@ -1524,7 +1524,7 @@ class GrowingLine(TypedDict):
     file: str  # as the snapshot records it
     line: int  # 1-based
     bytes: int  # what the finding says it holds
-    kind: str  # the finding's kind: leak, loop_accumulation, cache_growth, unbounded_cache
+    kind: str  # the finding's kind: memory_growth, leak, loop_accumulation, cache_growth, unbounded_cache
     title: str  # the finding's title
 
 

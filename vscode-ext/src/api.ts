@@ -1719,7 +1719,7 @@ export interface GrowingLine {
   line: number;
   /** what the finding says it holds */
   bytes: number;
-  /** the finding's kind: leak, loop_accumulation, cache_growth, unbounded_cache */
+  /** the finding's kind: memory_growth, leak, loop_accumulation, cache_growth, unbounded_cache */
   kind: string;
   /** the finding's title */
   title: string;
