@@ -51,6 +51,7 @@ func TestExportConnsCap(t *testing.T) {
 	if _, err := get("/"); err != nil {
 		t.Fatal(err)
 	}
+	waitBusy(t, conns, 0) // both idle as the server sees them
 	if _, err := get("/"); err != nil { // the third: the first, idle, makes room
 		t.Fatalf("a newcomer at the cap: %v", err)
 	}
@@ -62,13 +63,17 @@ func TestExportConnsCap(t *testing.T) {
 		t.Errorf("%d connections open, the cap is 2", n)
 	}
 
-	// Two requests in flight hold both places: a newcomer is closed.
+	// Two requests in flight hold both places: a newcomer is closed. The
+	// server marks a connection idle only after its response went out, and a
+	// connection with no request yet counts as idle: so each slow request
+	// starts once the one before is inside its request (else the second
+	// could evict the first before it began; under -race the test then
+	// waited for ever, 2026-12-03).
+	waitBusy(t, conns, 0)
 	slow := make(chan error, 2)
 	for i := 0; i < 2; i++ {
 		go func() { _, err := get("/slow"); slow <- err }()
-	}
-	for conns.busy() < 2 {
-		time.Sleep(10 * time.Millisecond)
+		waitBusy(t, conns, i+1)
 	}
 	if _, err := get("/"); err == nil {
 		t.Error("a newcomer got in with every connection inside a request")
@@ -77,6 +82,16 @@ func TestExportConnsCap(t *testing.T) {
 	for i := 0; i < 2; i++ {
 		if err := <-slow; err != nil {
 			t.Errorf("a request in flight: %v", err)
+		}
+	}
+}
+
+// waitBusy waits until n connections are inside a request (10 s at most).
+func waitBusy(t *testing.T, l *Conns, n int) {
+	t.Helper()
+	for end := time.Now().Add(10 * time.Second); l.busy() != n; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatalf("%d connections inside a request, want %d", l.busy(), n)
 		}
 	}
 }
