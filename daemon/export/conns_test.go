@@ -51,7 +51,8 @@ func TestExportConnsCap(t *testing.T) {
 	if _, err := get("/"); err != nil {
 		t.Fatal(err)
 	}
-	waitBusy(t, conns, 0) // both idle as the server sees them
+	// Both idle as the server sees them, before the third.
+	waitBusy(t, conns, 0)
 	if _, err := get("/"); err != nil { // the third: the first, idle, makes room
 		t.Fatalf("a newcomer at the cap: %v", err)
 	}
