@@ -175,6 +175,12 @@ def adamw8bit_stand_in(torch, params, lr=1e-4, betas=(0.9, 0.999), eps=1e-8, blo
     small, as bnb's fused kernel's do. The quantization is linear (bnb's is a dynamic map): the
     numbers do not matter here, the bytes do."""
 
+    def deq(q, sc, signed, a, e):
+        """Elements a:e of a quantized moment, as fp32."""
+        x = q[a:e].float()
+        x = (x - 127.5) / 127.5 if signed else x / 255.0
+        return x * sc[a // block:(e + block - 1) // block].repeat_interleave(block)[: e - a]
+
     class AdamW8bitStandIn(torch.optim.Optimizer):
         def __init__(self):
             super().__init__(params, dict(lr=lr, betas=betas, eps=eps))
@@ -206,12 +212,8 @@ def adamw8bit_stand_in(torch, params, lr=1e-4, betas=(0.9, 0.999), eps=1e-8, blo
                     for a in range(0, n, chunk):
                         e = min(n, a + chunk)
                         ba, be = a // block, (e + block - 1) // block
-                        def deq(q, sc, signed):
-                            x = q[a:e].float()
-                            x = (x - 127.5) / 127.5 if signed else x / 255.0
-                            return x * sc[ba:be].repeat_interleave(block)[: e - a]
-                        m = deq(st["m"], st["ms"], True).mul_(b1).add_(grad[a:e], alpha=1 - b1)
-                        v = deq(st["v"], st["vs"], False).mul_(b2).addcmul_(grad[a:e], grad[a:e], value=1 - b2)
+                        m = deq(st["m"], st["ms"], True, a, e).mul_(b1).add_(grad[a:e], alpha=1 - b1)
+                        v = deq(st["v"], st["vs"], False, a, e).mul_(b2).addcmul_(grad[a:e], grad[a:e], value=1 - b2)
                         flat[a:e].addcdiv_(m, v.sqrt().add_(eps), value=-g["lr"])
                         for x, q, sc, signed in ((m, st["m"], st["ms"], True), (v, st["v"], st["vs"], False)):
                             pad = torch.nn.functional.pad(x, (0, (be - ba) * block - (e - a)))
