@@ -99,8 +99,7 @@ def _name_into(snap, beside=False):
     backward holds it for WALK_WAIT_S."""
     if not isinstance(snap, dict) or os.environ.get("VRAMSCOPE_NAME_TENSORS", "1") == "0":
         return False
-    lock = _torch.graph_lock if beside else None
-    if lock is not None and not _torch.walk_lock(WALK_WAIT_S):
+    if beside and not _torch.walk_lock(WALK_WAIT_S):
         log.info("vramscope: no tensor names: a backward() ran for %.0f s", WALK_WAIT_S)
         return False
     try:
@@ -110,8 +109,8 @@ def _name_into(snap, beside=False):
         log.warning("vramscope: naming tensors failed", exc_info=True)
         return False
     finally:
-        if lock is not None:
-            lock.release()
+        if beside:
+            _torch.graph_lock.release()
     if names is None:
         return False
     caps = _memory_caps(torch, snap)

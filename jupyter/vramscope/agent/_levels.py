@@ -691,11 +691,7 @@ class Roots:
             return
         self.posted = False
         hs, self.post_handles = self.post_handles, []
-        for h in hs:
-            try:
-                h.remove()
-            except Exception:
-                pass
+        _remove(hs)
 
     def on_optimizer_step(self, *_a, **_k):
         self.depth = 0
@@ -706,21 +702,22 @@ class Roots:
         """Discovery ends: only the roots keep hooks."""
         self.done = True
         hs, self.global_handles = self.global_handles, []
-        for h in hs:
-            try:
-                h.remove()
-            except Exception:
-                pass
+        _remove(hs)
 
     def remove(self):
         self.finish()
         self.set_posts(False)
         hs, self.handles = self.handles, []
-        for h in hs:
-            try:
-                h.remove()
-            except Exception:
-                pass
+        _remove(hs)
+
+
+def _remove(handles):
+    """Remove torch hook handles; one that fails is left."""
+    for h in handles:
+        try:
+            h.remove()
+        except Exception:
+            pass
 
 
 _wrapped = []  # (owner, name, original)
