@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"github.com/vramscope/vramscope/daemon/api"
+	"github.com/vramscope/vramscope/profiler/analyze"
 	"github.com/vramscope/vramscope/profiler/forecast"
 )
 
@@ -28,18 +29,8 @@ func (d *Daemon) onStepLevels(pid int, _ []api.StepLevel, capBytes int64) {
 	d.ObserveLevels(pid, levels, capBytes)
 }
 
-// forecastLevels are the last n steps as the forecast reads them, leaving
-// out those whose allocator the agent did not read (-1) and the step that
-// ran out of memory (measured at the error, not at its end).
+// forecastLevels are the last n steps as the forecast reads them
+// (analyze.ForecastLevels).
 func forecastLevels(steps []api.StepLevel, n int) []forecast.Level {
-	steps = steps[max(0, len(steps)-n):]
-	out := make([]forecast.Level, 0, len(steps))
-	for _, s := range steps {
-		if s.Allocated < 0 || s.Reserved < 0 || s.Peak < 0 || s.OOM {
-			continue
-		}
-		out = append(out, forecast.Level{Step: int(s.Step), TimeS: float64(s.UnixMS) / 1000,
-			Allocated: s.Allocated, Reserved: s.Reserved, Peak: s.Peak})
-	}
-	return out
+	return analyze.ForecastLevels(RoadSteps(steps[max(0, len(steps)-n):]))
 }

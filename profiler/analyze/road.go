@@ -110,24 +110,26 @@ func (r *Result) SetRoad(steps []RoadStep, cap int64) {
 	}
 	road := &Road{Total: len(steps), Cap: cap, Steps: downsampleRoad(steps)}
 	if c, ok := RoadChangeOf(steps, cap, requested); ok {
+		var holder *TensorGroup
 		if c.Kind == "growth" {
-			r.growingHolder(&c)
+			holder = r.growingHolder(&c)
 		}
 		road.Change = &c
 		r.amendOOM(c)
-		r.growthFinding(c)
+		r.growthFinding(c, holder)
 	}
 	r.Road = road
 }
 
 // growingHolder names, in a growth's text, the largest holder the agent's
 // tensor walk found growing at the failure (many entries of one shape
-// family: a cache), when there is one.
-func (r *Result) growingHolder(c *RoadChange) {
+// family: a cache), when there is one; it returns that holder.
+func (r *Result) growingHolder(c *RoadChange) *TensorGroup {
 	if r.Tensors == nil {
-		return
+		return nil
 	}
-	for _, g := range r.Tensors.Groups { // largest first
+	for i := range r.Tensors.Groups { // largest first
+		g := &r.Tensors.Groups[i]
 		if !g.Growing {
 			continue
 		}
@@ -141,14 +143,15 @@ func (r *Result) growingHolder(c *RoadChange) {
 			c.Text += fmt.Sprintf(", %s:%d", g.File, g.Line)
 		}
 		c.Text += ")"
-		return
+		return g
 	}
+	return nil
 }
 
 // growthFinding: a snapshot of a run whose memory grows (the daemon's
 // memory warning takes one) says so, on the line of the holder that grows,
-// while the job still lives.
-func (r *Result) growthFinding(c RoadChange) {
+// while the job still lives; g is the holder that grows, or nil.
+func (r *Result) growthFinding(c RoadChange, g *TensorGroup) {
 	if c.OOM || c.Kind != "growth" {
 		return
 	}
@@ -157,17 +160,12 @@ func (r *Result) growthFinding(c RoadChange) {
 			"with no bound) and free it, bound it or move it to the CPU (.item(), .detach().cpu())",
 		Evidence: Evidence{Numbers: map[string]int64{"road_step": c.Step, "road_growth_steps": int64(c.GrowthSteps),
 			"road_growth_per_step": c.GrowthPerStep, "road_growth_from": c.GrowthFrom, "road_growth_to": c.GrowthTo}}}
-	if r.Tensors != nil {
-		for _, g := range r.Tensors.Groups { // largest first
-			if !g.Growing || g.Name != c.Holder {
-				continue
-			}
-			f.File, f.Line = g.File, g.Line
-			f.Fix = fmt.Sprintf("%s holds %d tensors (%s) and grows by about %s a step: free it, bound it (evict old entries) "+
-				"or keep it on the CPU (.item(), .detach().cpu())", g.Name, g.Tensors, fb(g.Bytes), fb(c.GrowthPerStep))
-			if g.File != "" {
-				f.Evidence.Lines = []EvidenceLine{{File: g.File, Line: g.Line, Bytes: g.Bytes, Note: g.Name}}
-			}
+	if g != nil {
+		f.File, f.Line = g.File, g.Line
+		f.Fix = fmt.Sprintf("%s holds %d tensors (%s) and grows by about %s a step: free it, bound it (evict old entries) "+
+			"or keep it on the CPU (.item(), .detach().cpu())", g.Name, g.Tensors, fb(g.Bytes), fb(c.GrowthPerStep))
+		if g.File != "" {
+			f.Evidence.Lines = []EvidenceLine{{File: g.File, Line: g.Line, Bytes: g.Bytes, Note: g.Name}}
 		}
 	}
 	r.Findings = append(r.Findings, f)
@@ -214,17 +212,29 @@ func RoadChangeOf(steps []RoadStep, cap, requested int64) (RoadChange, bool) {
 		return RoadChange{}, false
 	}
 	f := steps[fi]
-	var all, base []int // same-phase steps before the failing one, oldest first; those measured
-	for i := fi - 1; i >= 0 && len(all) < roadBase; i-- {
-		if steps[i].Phase == f.Phase && !steps[i].OOM {
+	// all: the last roadBase same-phase steps before the failing one, oldest
+	// first; measured: every same-phase step before it the agent measured
+	// (a growth is looked for over them all: a leak is as old as the run, and
+	// the H200's leak grew for 635 steps where the last 200 said 66); base:
+	// the measured among all.
+	var all, measured []int
+	for i := fi - 1; i >= 0; i-- {
+		s := steps[i]
+		if s.Phase != f.Phase || s.OOM {
+			continue
+		}
+		if len(all) < roadBase {
 			all = append(all, i)
+		}
+		if s.Peak >= 0 && s.Allocated >= 0 {
+			measured = append(measured, i)
 		}
 	}
 	slices.Reverse(all)
-	for _, i := range all {
-		if steps[i].Peak >= 0 && steps[i].Allocated >= 0 {
-			base = append(base, i)
-		}
+	slices.Reverse(measured)
+	var base []int
+	if len(all) > 0 {
+		base = measured[sort.SearchInts(measured, all[0]):]
 	}
 	if len(base) < 3 {
 		return RoadChange{}, false
@@ -259,15 +269,6 @@ func RoadChangeOf(steps []RoadStep, cap, requested int64) (RoadChange, bool) {
 		c.Text = inputText(steps, all, fi, c, cap, name)
 		return c, true
 	}
-	// A growth is looked for over every measured step of the phase, not the
-	// last roadBase: a leak is as old as the run (the H200's leak grew for
-	// 635 steps; the last 200 said 66).
-	var measured []int
-	for i := 0; i < fi; i++ {
-		if s := steps[i]; s.Phase == f.Phase && !s.OOM && s.Peak >= 0 && s.Allocated >= 0 {
-			measured = append(measured, i)
-		}
-	}
 	if g, ok := growth(steps, measured, cap); ok {
 		c.Kind = "growth"
 		c.GrowthSteps, c.GrowthPerStep, c.GrowthFrom, c.GrowthTo = g.steps, g.rate, g.from, g.to
@@ -276,7 +277,7 @@ func RoadChangeOf(steps []RoadStep, cap, requested int64) (RoadChange, bool) {
 		if !f.OOM && cap > 0 {
 			// When it will be full is the warner's projection (the step peaks'
 			// trend, less the allocator's cache), not the level at step end.
-			if p := forecast.Project(forecastLevels(steps[:fi+1]), cap, forecast.Default()); p.Growing {
+			if p := forecast.Project(ForecastLevels(steps[:fi+1]), cap, forecast.Default()); p.Growing {
 				c.Text += fmt.Sprintf("; the step peaks' trend reaches the %s the process may use at step %d, %d steps after step %d",
 					fb(cap), p.Step, p.StepsLeft, p.LastStep)
 				if p.SecondsLeft > 0 {
@@ -414,9 +415,11 @@ func growth(steps []RoadStep, base []int, cap int64) (growthRun, bool) {
 	return growthRun{steps: int(steps[run[len(run)-1]].Step-steps[run[0]].Step) + 1, rate: rate, from: from, to: to}, true
 }
 
-// forecastLevels are the measured steps as profiler/forecast reads them
-// (as the daemon's warner does: daemon/road_hook.go).
-func forecastLevels(steps []RoadStep) []forecast.Level {
+// ForecastLevels are the steps as profiler/forecast reads them, leaving out
+// those whose allocator the agent did not read (-1) and the step that ran out
+// of memory (measured at the error, not at its end): the daemon's warner and
+// a snapshot's road project from the same levels.
+func ForecastLevels(steps []RoadStep) []forecast.Level {
 	out := make([]forecast.Level, 0, len(steps))
 	for _, s := range steps {
 		if s.Allocated < 0 || s.Reserved < 0 || s.Peak < 0 || s.OOM {
