@@ -118,16 +118,24 @@ func microBatches(batch int64) []int64 {
 }
 
 func (a *FitAnswer) addMicroBatch(s FitSize, budget int64) {
+	if p, ok := a.Model.largestMicroBatch(s, budget, FitVariant{}); ok {
+		v := p.Variant
+		p.Kind, p.Title = PlanMicroBatch, fmt.Sprintf("micro-batch %d × %d accumulation", v.MicroBatch, v.Accumulation)
+		p.Cost = fmt.Sprintf("the same samples per optimizer step in %d forward/backward passes of %d; "+
+			"smaller matrix products may use the GPU less well (not estimated)", v.Accumulation, v.MicroBatch)
+		a.Plans = append(a.Plans, p)
+	}
+}
+
+// largestMicroBatch is v with the largest micro-batch dividing the batch that fits.
+func (m *FitModel) largestMicroBatch(s FitSize, budget int64, v FitVariant) (FitPlan, bool) {
 	for _, mb := range microBatches(s.Batch) {
-		v := FitVariant{MicroBatch: mb, Accumulation: s.Batch / mb}
-		if p, ok := a.Model.try(s, budget, v); ok {
-			p.Kind, p.Title = PlanMicroBatch, fmt.Sprintf("micro-batch %d × %d accumulation", mb, v.Accumulation)
-			p.Cost = fmt.Sprintf("the same samples per optimizer step in %d forward/backward passes of %d; "+
-				"smaller matrix products may use the GPU less well (not estimated)", v.Accumulation, mb)
-			a.Plans = append(a.Plans, p)
-			return
+		v.MicroBatch, v.Accumulation = mb, s.Batch/mb
+		if p, ok := m.try(s, budget, v); ok {
+			return p, true
 		}
 	}
+	return FitPlan{}, false
 }
 
 // addCheckpoint: the fewest blocks, from the first, whose checkpointing fits;
@@ -225,12 +233,9 @@ func (a *FitAnswer) addOptimizer8bit(s FitSize, budget int64) {
 	title := "8-bit optimizer state"
 	if !ok && len(a.Plans) == 0 {
 		// Nothing in PyTorch fits: 8-bit state with the largest micro-batch that then fits.
-		for _, mb := range microBatches(s.Batch) {
-			v := FitVariant{Optimizer8bit: true, MicroBatch: mb, Accumulation: s.Batch / mb}
-			if p, ok = a.Model.try(s, budget, v); ok {
-				title = fmt.Sprintf("8-bit optimizer state, micro-batch %d × %d accumulation", mb, v.Accumulation)
-				break
-			}
+		if p, ok = a.Model.largestMicroBatch(s, budget, FitVariant{Optimizer8bit: true}); ok {
+			title = fmt.Sprintf("8-bit optimizer state, micro-batch %d × %d accumulation", p.Variant.MicroBatch,
+				p.Variant.Accumulation)
 		}
 	}
 	if !ok {
