@@ -59,14 +59,20 @@ func h200Runs(t *testing.T, name string) []h200Run {
 	return doc.Runs
 }
 
+// h200Model is the model of a workload's recording, read once into models.
+func h200Model(t *testing.T, models map[string]*analyze.FitModel, name string) *analyze.FitModel {
+	m := models[name]
+	if m == nil {
+		rec := h200Recorded[name]
+		m = fitModelOf(t, filepath.Join(h200Dir, rec.file+".pickle"), rec.size)
+		models[name] = m
+	}
+	return m
+}
+
 // h200Predict replays run r from its workload's recording.
 func h200Predict(t *testing.T, models map[string]*analyze.FitModel, r h200Run) analyze.FitPrediction {
-	m := models[r.Name]
-	if m == nil {
-		rec := h200Recorded[r.Name]
-		m = fitModelOf(t, filepath.Join(h200Dir, rec.file+".pickle"), rec.size)
-		models[r.Name] = m
-	}
+	m := h200Model(t, models, r.Name)
 	v := analyze.FitVariant{MicroBatch: r.MicroBatch, Accumulation: r.Accumulation, Optimizer8bit: r.Optimizer8 != "",
 		Expandable: r.Expandable}
 	for i := range r.Checkpoint { // the plans checkpoint the first blocks
@@ -184,8 +190,7 @@ func TestFitNoLongerAdvisesWhatRanOutOnH200(t *testing.T) {
 			continue
 		}
 		n++
-		h200Predict(t, models, r) // loads the model
-		a := models[r.Name].PlanFor(analyze.FitSize{Batch: r.Batch, Seq: r.Seq}, r.Cap)
+		a := h200Model(t, models, r.Name).PlanFor(analyze.FitSize{Batch: r.Batch, Seq: r.Seq}, r.Cap)
 		for _, p := range a.Plans {
 			v := p.Variant
 			if v.MicroBatch == r.MicroBatch && v.Accumulation == r.Accumulation && len(v.Checkpoint) == len(r.Checkpoint) {
@@ -204,9 +209,7 @@ func TestFitNoLongerAdvisesWhatRanOutOnH200(t *testing.T) {
 // it, so no PyTorch plan fits; 8-bit state with a micro-batch does, and says
 // it needs bitsandbytes.
 func TestFit8bitWithMicroBatchWhenNothingElseFits(t *testing.T) {
-	rec := h200Recorded["gpt2m"]
-	m := fitModelOf(t, filepath.Join(h200Dir, rec.file+".pickle"), rec.size)
-	a := m.PlanFor(analyze.FitSize{Batch: 16, Seq: 256}, 6597069766)
+	a := h200Model(t, map[string]*analyze.FitModel{}, "gpt2m").PlanFor(analyze.FitSize{Batch: 16, Seq: 256}, 6597069766)
 	if len(a.Plans) != 1 {
 		t.Fatalf("plans %+v; want the one 8-bit plan", a.Plans)
 	}
