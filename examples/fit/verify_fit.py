@@ -362,7 +362,14 @@ def main():
     ap.add_argument("--margin-budgets", action="store_true",
                     help="also plan 8x the recorded batch for a budget between its allocated and reserved peaks "
                     "(where expandable_segments is the plan)")
+    ap.add_argument("--plan-only", action="store_true",
+                    help="with --snapshots: plan and write OUT/fit_verify.json, measure nothing (no GPU needed)")
+    ap.add_argument("--reuse", metavar="FILE",
+                    help="a fit_verify.json of an earlier run: a plan run there as it is planned now (same workload, "
+                    "size, budget and variant) keeps that measurement (marked reused_from) and is not run again")
     args = ap.parse_args()
+    if args.plan_only and not args.snapshots:
+        ap.error("--plan-only plans from the recordings of --snapshots")
     os.makedirs(args.out, exist_ok=True)
     if args.trace:
         return trace_plans(args)
@@ -419,13 +426,18 @@ def main():
         env = {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"} if run.get("expandable") else {}
         return spawn({"what": "measure", "workload": w, "run": run}, env)
     doc = {"started_utc": started, "steps": STEPS, "recorded": recorded, "runs": runs, "answers": answers}
+    if args.reuse:
+        reuse(runs, args.reuse)
+    if args.plan_only:
+        for r in runs:
+            r.setdefault("measured", {})
 
     def save():
         doc["seconds"] = round(time.time() - t0, 1)
         with open(os.path.join(args.out, "fit_verify.json"), "w") as f:
             json.dump(doc, f, indent=1)
     save()  # a run cut short by the time limit still leaves what it measured
-    futures = {pool.submit(measure, run): run for run in runs}
+    futures = {pool.submit(measure, run): run for run in runs if "measured" not in run}
     for fut in concurrent.futures.as_completed(futures):
         futures[fut]["measured"] = fut.result()
         save()
@@ -438,6 +450,27 @@ def main():
         else:
             print(r["name"], r["label"], json.dumps(m)[:300])
     print("done in %.0f s" % (time.time() - t0))
+
+
+def run_key(r):
+    """What makes two plan runs the same run: workload, size, budget, variant."""
+    return json.dumps([r["name"], r["batch"], r["seq"], r.get("cap"), r.get("micro_batch") or 0,
+                       r.get("accumulation") or 0, r.get("checkpoint") or [], bool(r.get("expandable")),
+                       bool(r.get("optimizer_8bit"))])
+
+
+def reuse(runs, path):
+    """Give each run measured in the earlier run at path that measurement."""
+    with open(path) as f:
+        old = json.load(f)
+    done = {run_key(r): r for r in old.get("runs", []) if r.get("cap") and "max_allocated" in (r.get("measured") or {})}
+    n = 0
+    for r in runs:
+        o = done.get(run_key(r))
+        if o is not None and r.get("cap"):
+            r["measured"] = dict(o["measured"], reused_from="%s (%s)" % (os.path.basename(path), old.get("started_utc")))
+            n += 1
+    print("reused %d of %d runs from %s" % (n, len(runs), path), flush=True)
 
 
 def trace_plans(args):

@@ -69,21 +69,10 @@ func (s *simAllocator) pool(size int64) *simPool {
 // nil when the limit refuses it.
 func (s *simAllocator) alloc(size int64) *simBlock {
 	p := s.pool(size)
-	b := p.take(size)
-	if b != nil && s.expandable && !b.seg.small && s.unmapped > 0 {
-		remap := min(size, s.unmapped)
-		if s.limit > 0 && s.reserved+remap > s.limit {
-			s.unmapFree(p)
-		}
-		if s.limit > 0 && s.reserved+remap > s.limit {
-			p.put(b)
-			s.oom = true
-			return nil
-		}
-		s.unmapped -= remap
-		s.reserved += remap
-		s.peakReserved = max(s.peakReserved, s.reserved)
+	if s.expandable && size > allocSmall && len(p.segs) > 0 {
+		return s.allocExpandable(p, size)
 	}
+	b := p.take(size)
 	if b == nil {
 		b = s.grow(p, size)
 		if b == nil {
@@ -92,9 +81,44 @@ func (s *simAllocator) alloc(size int64) *simBlock {
 		}
 	}
 	s.split(p, b, size)
+	s.taken(b)
+	return b
+}
+
+func (s *simAllocator) taken(b *simBlock) {
 	b.free = false
 	s.allocated += b.size
 	s.peakAllocated = max(s.peakAllocated, s.allocated)
+}
+
+// allocExpandable serves a request from the large pool's expandable
+// segment: a free block, else pages mapped at the segment's end. The
+// request's pages must be mapped: those of a free block are taken to be
+// unmapped first (as far as any are). Past the limit every other free page
+// is given back (PyTorch unmaps them and tries again), and the request fails
+// only when what is then mapped and the request pass it.
+func (s *simAllocator) allocExpandable(p *simPool, size int64) *simBlock {
+	b := p.take(size)
+	var grown int64 // bytes added to the segment
+	if b == nil {
+		b, grown = s.extend(p, size)
+	}
+	s.split(p, b, size)
+	s.taken(b)
+	remap := min(b.size-grown, s.unmapped) // the block's bytes that were free before, unmapped first
+	s.unmapped -= remap
+	s.reserved += grown + remap
+	if s.limit > 0 && s.reserved > s.limit {
+		s.unmapFree(p)
+		if s.reserved > s.limit { // the request goes back, and the pages mapped for it
+			s.free(b)
+			s.unmapped += grown + remap
+			s.reserved -= grown + remap
+			s.oom = true
+			return nil
+		}
+	}
+	s.peakReserved = max(s.peakReserved, s.reserved)
 	return b
 }
 
@@ -151,13 +175,9 @@ func segmentSize(size int64) int64 {
 	return (size + allocRoundUp - 1) / allocRoundUp * allocRoundUp
 }
 
-// grow reserves memory for a request no free block serves: a new segment,
-// or the last one extended (expandable). It releases the free segments
-// first when the limit would be passed.
+// grow reserves a new segment for a request no free block serves. It
+// releases the free segments first when the limit would be passed.
 func (s *simAllocator) grow(p *simPool, size int64) *simBlock {
-	if s.expandable && size > allocSmall && len(p.segs) > 0 {
-		return s.extend(p, size)
-	}
 	seg := segmentSize(size)
 	if s.limit > 0 && s.reserved+seg > s.limit {
 		s.release()
@@ -173,8 +193,10 @@ func (s *simAllocator) grow(p *simPool, size int64) *simBlock {
 	return g.first
 }
 
-// extend maps pages at the end of an expandable segment.
-func (s *simAllocator) extend(p *simPool, size int64) *simBlock {
+// extend adds pages at the end of the pool's expandable segment, enough
+// for size with its free last block, and returns that block (out of the
+// free list) and the bytes added; allocExpandable accounts for them.
+func (s *simAllocator) extend(p *simPool, size int64) (*simBlock, int64) {
 	g := p.segs[len(p.segs)-1]
 	last := g.first
 	for last.next != nil {
@@ -185,23 +207,15 @@ func (s *simAllocator) extend(p *simPool, size int64) *simBlock {
 		need -= last.size
 	}
 	need = (need + allocRoundUp - 1) / allocRoundUp * allocRoundUp
-	if s.limit > 0 && s.reserved+need > s.limit {
-		s.unmapFree(p) // at the limit the free pages go back, as PyTorch unmaps them
-		if s.reserved+need > s.limit {
-			return nil
-		}
-	}
-	s.reserved += need
-	s.peakReserved = max(s.peakReserved, s.reserved)
 	g.size += need
 	if last.free {
 		p.remove(last)
 		last.size += need
-		return last
+		return last, need
 	}
 	b := &simBlock{seg: g, off: last.off + last.size, size: need, free: true, prev: last}
 	last.next = b
-	return b
+	return b, need
 }
 
 // release gives back every wholly free segment (what the allocator does
@@ -263,14 +277,14 @@ func (s *simAllocator) seedFree(n int64) {
 	s.peakReserved = max(s.peakReserved, s.reserved)
 }
 
-// unmapFree gives back the pages of the expandable pool's free blocks.
+// unmapFree gives back the pages of the expandable pool's free blocks (what
+// of them is still mapped, in whole pages).
 func (s *simAllocator) unmapFree(p *simPool) {
 	var free int64
 	for _, b := range p.free {
 		free += b.size
 	}
-	free -= s.unmapped
-	free = free / allocRoundUp * allocRoundUp
+	free = (free - s.unmapped) / allocRoundUp * allocRoundUp
 	if free > 0 {
 		s.reserved -= free
 		s.unmapped += free
