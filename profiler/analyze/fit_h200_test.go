@@ -2,6 +2,7 @@ package analyze_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -254,5 +255,55 @@ func TestFitFinalPlansOnH200(t *testing.T) {
 	}
 	if ran != 15 || eight != 3 || exp != 2 || oom != 1 {
 		t.Fatalf("%d plans ran (%d 8-bit, %d expandable), %d out of memory; want 15 (3, 2), 1", ran, eight, exp, oom)
+	}
+}
+
+// TestFitNearTheBudgetGetsExpandableOnH200: the plan that ran out of memory
+// in the final run (gpt2m, checkpointing of h.0–h.19 under 9.22 GiB, its
+// reserved peak predicted at 94% of the budget) is advised for the same
+// snapshot, size and budget only with expandable segments; and no plan
+// advised without them for any budget of that run has a reserved peak
+// within 5% of the budget less its margin.
+func TestFitNearTheBudgetGetsExpandableOnH200(t *testing.T) {
+	models := map[string]*analyze.FitModel{}
+	n, caps := 0, map[string]bool{}
+	for _, r := range h200Runs(t, "fit_verify_final.json") {
+		if r.Name == "oom" || r.Name == "oom_notrace" {
+			continue
+		}
+		a := h200Model(t, models, r.Name).PlanFor(analyze.FitSize{Batch: r.Batch, Seq: r.Seq}, r.Cap)
+		if k := fmt.Sprint(r.Name, r.Cap); !caps[k] {
+			caps[k] = true
+			for _, p := range a.Plans {
+				if !p.Variant.Expandable && float64(p.Predicted.Reserved)*1.05 > 0.95*float64(r.Cap) {
+					t.Errorf("%s under %d: %q advised without expandable segments, reserved %d", r.Name, r.Cap, p.Title,
+						p.Predicted.Reserved)
+				}
+				if p.Variant.Expandable && (p.Setting == "" || !strings.Contains(p.Title, "expandable segments")) {
+					t.Errorf("%s: %q runs with expandable segments but does not say so (setting %q)", r.Name, p.Title, p.Setting)
+				}
+			}
+		}
+		if !r.Measured.OOM {
+			continue
+		}
+		n++
+		same := 0
+		for _, p := range a.Plans {
+			v := p.Variant
+			if v.MicroBatch == r.MicroBatch && len(v.Checkpoint) == len(r.Checkpoint) && !v.Optimizer8bit {
+				same++
+				if !v.Expandable {
+					t.Errorf("%s under %d: %q advised again without expandable segments", r.Name, r.Cap, p.Title)
+				}
+			}
+		}
+		if same != 1 {
+			t.Errorf("%s under %d: the plan that ran out is advised %d times with expandable segments; plans %v", r.Name,
+				r.Cap, same, a.Plans)
+		}
+	}
+	if n != 1 {
+		t.Fatalf("%d plans ran out of memory in the final run", n)
 	}
 }
