@@ -270,3 +270,31 @@ def test_reentrant_checkpoint_under_the_backward_wrapper(dev):
         assert out.get("grad") and vt.backward_depth[0] == 0 and not vt.graph_lock.locked()
     finally:
         vt.unwrap_backward()
+
+
+def test_autograd_grad_holds_the_graph_lock(dev):
+    """torch.autograd.grad (a gradient penalty) is a backward pass too: under
+    the agent's wrapper it holds graph_lock while it runs, and a grad inside
+    a backward() (double backward) does not wait for its caller."""
+    from vramscope.agent import _torch as vt
+
+    vt.wrap_backward(torch)
+    try:
+        seen = []
+        w = torch.randn(8, 8, device=dev, requires_grad=True)
+        x = torch.randn(4, 8, device=dev, requires_grad=True)
+
+        def hook(g):
+            seen.append((vt.graph_lock.locked(), vt.backward_depth[0]))
+            return g
+
+        y = (x @ w).tanh()
+        y.register_hook(hook)
+        (gx,) = torch.autograd.grad(y.sum(), x, create_graph=True)
+        assert seen == [(True, 1)], seen
+        penalty = (gx.norm() - 1) ** 2
+        penalty.backward()
+        assert w.grad is not None and vt.backward_depth[0] == 0 and not vt.graph_lock.locked()
+    finally:
+        vt.unwrap_backward()
+    assert not getattr(torch.autograd.grad, "__vramscope__", False)

@@ -294,15 +294,17 @@ def walk_lock(timeout):
 def wrap_backward(torch):
     """Run each torch.Tensor.backward / torch.autograd.backward call inside
     record_function("vramscope.backward@FILE:LINE") of its caller, so that the
-    allocator's external_annotations mark when the backward of that line ran."""
+    allocator's external_annotations mark when the backward of that line ran;
+    they and torch.autograd.grad hold graph_lock while they run."""
     _annotating[0] = True
     if _wrapped:
         return
-    for owner, attr in ((torch.Tensor, "backward"), (torch.autograd, "backward")):
+    for owner, attr, wrap in ((torch.Tensor, "backward", _backward_wrapper), (torch.autograd, "backward", _backward_wrapper),
+                              (torch.autograd, "grad", _grad_wrapper)):
         orig = getattr(owner, attr, None)
         if orig is None or getattr(orig, "__vramscope__", False):
             continue
-        w = _backward_wrapper(orig, torch)
+        w = wrap(orig, torch)
         setattr(owner, attr, w)
         _wrapped.append((owner, attr, w))
 
@@ -372,3 +374,23 @@ def _backward_wrapper(orig, torch):
 
     backward.__vramscope__ = True
     return backward
+
+
+def _grad_wrapper(orig, _torch_module):
+    """torch.autograd.grad runs a backward pass too (gradient penalties,
+    higher-order gradients): it holds graph_lock like backward(), without an
+    annotation (torch.compile's tracing calls it, and must see no profiler
+    call)."""
+
+    @functools.wraps(orig)
+    def grad(*args, **kwargs):
+        if not _annotating[0]:
+            return orig(*args, **kwargs)
+        outer = _backward_enter()
+        try:
+            return orig(*args, **kwargs)
+        finally:
+            _backward_exit(outer)
+
+    grad.__vramscope__ = True
+    return grad
