@@ -84,3 +84,113 @@ def test_a_backward_inside_a_backward_on_another_thread_does_not_wait(monkeypatc
 
     _torch._backward_wrapper(outer_orig, None)()
     assert [w[0] for w in walked] == ["inner"] and not _torch.graph_lock.locked() and _torch.backward_depth[0] == 0
+
+
+# --- the walk at a step's end, on the training thread ------------------------------
+
+from vramscope.agent import _levels  # noqa: E402
+
+
+class _Steps:
+    """A training thread: optimizer steps every 10 ms on a Levels."""
+
+    def __init__(self, lv, inside=None):
+        self.lv, self.stop, self.inside = lv, threading.Event(), inside
+        self.t = threading.Thread(target=self.run, daemon=True)
+
+    def run(self):
+        while not self.stop.is_set():
+            time.sleep(0.01)
+            if self.inside is not None:
+                self.inside(self.lv.on_optimizer_step)
+            else:
+                self.lv.on_optimizer_step()
+
+    def __enter__(self):
+        self.t.start()
+        return self
+
+    def __exit__(self, *a):
+        self.stop.set()
+        self.t.join(5)
+
+
+def _trained():
+    lv = _levels.Levels()
+    lv.trained = True
+    return lv
+
+
+def test_at_step_end_runs_on_the_training_thread():
+    lv = _trained()
+    with _Steps(lv) as steps:
+        ran, got = lv.at_step_end(lambda: threading.get_ident(), 5)
+    assert ran and got == steps.t.ident and lv.wanted is None
+
+
+def test_at_step_end_without_optimizer_steps_returns_at_once():
+    lv = _levels.Levels()
+    t0 = time.monotonic()
+    assert lv.at_step_end(lambda: 1, 5) == (False, None)
+    assert time.monotonic() - t0 < 0.5
+
+
+def test_at_step_end_withdrawn_after_its_time_never_runs():
+    lv = _trained()
+    calls = []
+    assert lv.at_step_end(lambda: calls.append(1), 0.05) == (False, None)  # no step ends meanwhile
+    lv.on_optimizer_step()
+    assert calls == [] and lv.wanted is None
+
+
+def test_at_step_end_waits_out_a_step_inside_backward():
+    """An optimizer step inside backward (per-parameter steps in gradient
+    hooks) is no safe point: the walk waits for a step's end outside one."""
+    lv = _trained()
+    seen = []
+    n = [0]
+
+    def inside(step):
+        n[0] += 1
+        if n[0] <= 5:  # the first steps come inside a backward()
+            _torch.backward_depth[0] += 1
+            try:
+                step()
+            finally:
+                _torch.backward_depth[0] -= 1
+        else:
+            step()
+
+    with _Steps(lv, inside):
+        ran, _ = lv.at_step_end(lambda: seen.append(_torch.backward_depth[0]) or n[0], 5,
+                                ready=lambda: _torch.backward_depth[0] == 0)
+    assert ran and seen == [0] and n[0] > 5
+
+
+def test_a_snapshot_beside_a_training_loop_is_named_at_a_step_end(monkeypatch):
+    walked = []
+    _fake(monkeypatch, walked)
+    ident = []
+    orig = _tensors.name_tensors
+
+    def name_tensors(torch):
+        ident.append(threading.get_ident())
+        return orig(torch)
+
+    monkeypatch.setattr(_tensors, "name_tensors", name_tensors)
+    sl = _levels.StepLevels()
+    sl.levels, sl.hooks = _trained(), ("handle", "roots")
+    with _Steps(sl.levels) as steps:
+        snap = {}
+        assert _capture._name_into(snap, beside=True, levels=sl)
+    assert ident == [steps.t.ident] and "vramscope_tensors" in snap
+    assert not walked[0][2]  # no lock: no backward runs at a step's end
+
+
+def test_a_snapshot_beside_a_program_without_steps_is_named_under_the_lock(monkeypatch):
+    walked = []
+    _fake(monkeypatch, walked)
+    sl = _levels.StepLevels()
+    sl.levels, sl.hooks = _levels.Levels(), ("handle", "roots")
+    assert _capture._name_into({}, beside=True, levels=sl)
+    assert walked[0][2]  # on this thread, holding graph_lock

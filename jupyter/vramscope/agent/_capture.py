@@ -91,26 +91,51 @@ def _memory_caps(torch, snap):
 WALK_WAIT_S = 10.0
 
 
-def _name_into(snap, beside=False):
+def _walk_beside(torch, levels):
+    """The tensor walk of a snapshot taken beside the user's step. In a
+    program that makes optimizer steps it runs on the training thread at the
+    next step's end (where no forward or backward runs, and the held memory
+    is what outlives a step); otherwise, or when no step ends within three
+    steps' time (at least 1 s, at most WALK_WAIT_S), on this thread under
+    _torch.graph_lock, which no backward() holds meanwhile. The walk reads
+    saved tensors, graph nodes and .grad, which autograd's threads release
+    and replace without the GIL: read during a backward they crashed a GPT-2
+    loop on the H200 (free(): invalid pointer, 2026-12-03). None when
+    neither came in time."""
+    if levels is not None:
+        wait = min(WALK_WAIT_S, max(1.0, 3 * levels.recent_step_s()))
+        ran, names = levels.at_step_end(lambda: _tensors.name_tensors(torch), wait,
+                                        ready=lambda: _torch.backward_depth[0] == 0)
+        if ran:
+            return names
+    if not _torch.walk_lock(WALK_WAIT_S):
+        log.info("vramscope: no tensor names: a backward() ran for %.0f s", WALK_WAIT_S)
+        return None
+    try:
+        return _tensors.name_tensors(torch)
+    finally:
+        _torch.graph_lock.release()
+
+
+def _name_into(snap, beside=False, levels=None):
     """Add the names of the live CUDA tensors (_tensors) to a snapshot dict as
     "vramscope_tensors"; off with VRAMSCOPE_NAME_TENSORS=0. Never raises.
-    beside: the walk runs on the worker thread beside the user's step, so it
-    holds _torch.graph_lock (no backward() runs meanwhile); no names when a
-    backward holds it for WALK_WAIT_S."""
+    beside: the snapshot was taken beside the user's step, and the walk must
+    not run while autograd releases what it reads (_walk_beside; levels the
+    process's StepLevels)."""
     if not isinstance(snap, dict) or os.environ.get("VRAMSCOPE_NAME_TENSORS", "1") == "0":
-        return False
-    if beside and not _torch.walk_lock(WALK_WAIT_S):
-        log.info("vramscope: no tensor names: a backward() ran for %.0f s", WALK_WAIT_S)
         return False
     try:
         torch = _torch.imported()
-        names = _tensors.name_tensors(torch) if torch is not None else None
+        if torch is None:
+            names = None
+        elif beside:
+            names = _walk_beside(torch, levels)
+        else:
+            names = _tensors.name_tensors(torch)
     except Exception:
         log.warning("vramscope: naming tensors failed", exc_info=True)
         return False
-    finally:
-        if beside:
-            _torch.graph_lock.release()
     if names is None:
         return False
     caps = _memory_caps(torch, snap)
@@ -275,7 +300,7 @@ class Captures:
                 # (if any) is an old window's; keep the allocator's state only.
                 snap["device_traces"] = [[] for _ in snap.get("device_traces") or [()]]
             t1 = time.perf_counter()
-            if _name_into(snap, beside=True):
+            if _name_into(snap, beside=True, levels=self.levels):
                 phases["names"] = _ms(t1)
             stream = params.get("stream")
             streamed = None

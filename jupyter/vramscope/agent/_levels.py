@@ -175,6 +175,43 @@ class _Cell:
         return self.fn()
 
 
+class SafePoint:
+    """fn, asked for by one thread and run once by the training thread at a
+    step's end (Levels.at_step_end); the asker may withdraw it until then."""
+
+    def __init__(self, fn, ready):
+        self.fn = fn
+        self.ready = ready
+        self.lock = threading.Lock()
+        self.state = 0  # 0 waiting, 1 taken, 2 withdrawn
+        self.done = threading.Event()
+        self.result = None
+
+    def take(self):
+        """On the training thread: run fn unless withdrawn or not ready;
+        whether it is done with (ran, or was withdrawn)."""
+        if self.state == 0 and not self.ready():
+            return False
+        with self.lock:
+            if self.state:
+                return True
+            self.state = 1
+        try:
+            self.result = self.fn()
+        except Exception:
+            log.debug("vramscope: the work asked for at a step's end failed", exc_info=True)
+        finally:
+            self.done.set()
+        return True
+
+    def withdraw(self):
+        """On the asker's thread: True when fn will not run."""
+        with self.lock:
+            if self.state == 0:
+                self.state = 2
+            return self.state == 2
+
+
 class Levels:
     """The steps and the hooks that record them.
 
@@ -238,6 +275,7 @@ class Levels:
         self.sent = 0  # the first step not handed over yet
         self.lost = 0  # steps that went before they were handed over
         self.lost_upto = 0  # the step after the last one counted in lost
+        self.wanted = None  # a SafePoint another thread asked for (at_step_end)
 
     # --- the training thread ---------------------------------------------------
 
@@ -340,6 +378,8 @@ class Levels:
     def on_optimizer_step(self, _opt=None, _args=None, _kwargs=None):
         """torch.optim's global post-hook (must not raise): a training step
         ended. _close's work, written out for the step that is not read."""
+        if self.wanted is not None:
+            self._run_wanted()
         t = self.clock()
         try:
             if self.posted:  # else there is no nesting to undo
@@ -361,6 +401,39 @@ class Levels:
         except Exception:
             pass
         self._close(t, "train", False)
+
+    def _run_wanted(self):
+        """What another thread asked to run at a step's end (at_step_end)."""
+        sp = self.wanted
+        try:
+            if sp is not None and sp.take():
+                self.wanted = None
+        except Exception:
+            pass
+
+    def at_step_end(self, fn, timeout, ready=lambda: True):
+        """Run fn() on the training thread at the end of its next optimizer
+        step, where neither forward nor backward runs (from another thread;
+        ready() must hold then, else a later step's end is waited for).
+        Returns (True, fn's result), or (False, None) when the program makes
+        no optimizer steps or none ended within timeout seconds."""
+        if not self.trained:
+            return False, None
+        sp = SafePoint(fn, ready)
+        self.wanted = sp
+        if not sp.done.wait(timeout) and sp.withdraw():
+            if self.wanted is sp:
+                self.wanted = None
+            return False, None
+        sp.done.wait()  # taken: it finishes
+        return True, sp.result
+
+    def recent_step_s(self):
+        """The last step's duration in seconds, from the ring (0.0 unknown)."""
+        es = list(itertools.islice(reversed(self.ring), 2))  # atomic (drain pops meanwhile)
+        if len(es) == 2 and es[0][0] == es[1][0] + 1:
+            return max(0.0, es[0][1] - es[1][1])
+        return 0.0
 
     def _first_step(self):
         self.trained = True
@@ -857,6 +930,15 @@ class StepLevels:
 
     def cost_s(self):
         return self.levels.cost_s if self.levels is not None else 0.0
+
+    def at_step_end(self, fn, timeout, ready=lambda: True):
+        """Levels.at_step_end; (False, None) without levels."""
+        if self.levels is None or self.hooks is None:
+            return False, None
+        return self.levels.at_step_end(fn, timeout, ready)
+
+    def recent_step_s(self):
+        return self.levels.recent_step_s() if self.levels is not None else 0.0
 
     def stop(self):
         """Remove the hooks and the wrappers of torch's peak functions (the ring stays)."""
