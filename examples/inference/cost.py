@@ -77,7 +77,38 @@ def cycle(a, model, fn):
             i += 1
         agent = detach() if mode != "off" else None
         blocks.append({"mode": mode, "times": times, "agent": agent})
-    return {"blocks": blocks, "summary": summary(blocks, modes)}
+    out = {"blocks": blocks, "summary": summary(blocks, modes)}
+    slow = out["summary"].get("record", {}).get("paired_mean") or a.record_slowdown
+    out["own"] = own(blocks, slow)
+    return out
+
+
+def own(blocks, record_slowdown):
+    """What the default blocks cost by the agent's own measures, where the
+    blocks' times are too noisy to resolve it: the share of each block spent
+    in its hooks and backward wrapper (on the user's thread), the share its
+    threads ran (an upper bound of the GIL they took), and the share
+    recorded (windows open) times what recording costs (record_slowdown:
+    the record blocks' paired slowdown of this run, or --record-slowdown).
+    Medians over the default blocks."""
+    rows = []
+    for b in blocks:
+        ag = b.get("agent") or {}
+        smp, cost = ag.get("sampling") or {}, ag.get("cost") or {}
+        since = smp.get("since_s") or 0.0
+        if b["mode"] != "default" or since <= 0:
+            continue
+        hooks = (cost.get("hook_s", 0.0) + cost.get("levels_s", 0.0) + cost.get("backward_wrapper_s", 0.0)) / since
+        threads = cost.get("agent_threads_cpu_s", 0.0) / since
+        duty = smp.get("recorded_s", 0.0) / since
+        row = {"duty": duty, "hooks_share": hooks, "threads_share": threads}
+        if record_slowdown is not None:
+            row["bound"] = duty * max(0.0, record_slowdown) + hooks + threads
+        rows.append(row)
+    if not rows:
+        return None
+    med = {k: statistics.median(r[k] for r in rows) for k in rows[0]}
+    return dict(med, blocks=len(rows), record_slowdown=record_slowdown)
 
 
 def summary(blocks, modes):
@@ -134,6 +165,9 @@ def main():
     ap.add_argument("--scale", type=float, default=6.0)
     ap.add_argument("--period-s", type=float, default=None)
     ap.add_argument("--seconds", type=float, default=20.0)
+    ap.add_argument("--record-slowdown", type=float, default=None,
+                    help="what recording all along costs this workload (0.26 = +26%%), for the own bound when "
+                    "the cycle has no record blocks")
     a = ap.parse_args()
     build, fn = WORKLOADS[a.workload]
     model = build()

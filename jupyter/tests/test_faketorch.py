@@ -291,8 +291,10 @@ def test_sampled_recording_windows(daemon, env, spawn):
     assert records(c(CALLS)) == [("all", False), (None, False), ("all", True), (None, False), ("all", True),
                                  (None, False)]
     st = c("vramscope.status()['sampling']")
+    duty = st.pop("recorded_s"), st.pop("since_s")
     assert st == {"sampled": True, "recording_now": False, "steps": 12, "windows": 3, "recorded_steps": 5,
                   "clock_windows": 0}
+    assert 0 < duty[0] < duty[1], duty  # seconds recorded, of those since the agent began
     cost = c("vramscope.status()['cost']")
     assert cost["hook_s"] > 0 and cost["agent_threads_cpu_s"] > 0, cost
     c("vramscope.detach()")

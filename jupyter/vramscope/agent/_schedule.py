@@ -134,11 +134,16 @@ class Schedule:
         # Seconds spent inside on_step (on the training thread), recording
         # switches included: the agent's own measure of what it costs a step.
         self.hook_s = 0.0
+        # Seconds recorded (windows open) and since begin(): the default
+        # mode's duty, which with what recording costs bounds its cost.
+        self.recorded_s = 0.0
+        self.began_t = None
 
     def begin(self):
         """Start recording (the warm-up window), hook optimizer steps and start the clock.
         With warmup=0 and warmup_allocs=0 there is no warm-up window: the first
         window is the steps' or the clock's."""
+        self.began_t = time.monotonic()
         if self.sample and self.sample["warmup"] == 0 and self.sample["warmup_allocs"] == 0:
             with self.cond:
                 self.on = False
@@ -169,6 +174,8 @@ class Schedule:
             except Exception:
                 pass
         with self.cond:
+            if self.on:
+                self.recorded_s += time.monotonic() - self.opened_t
             self.on = False
             self.cond.notify_all()
         c = self.clock
@@ -177,9 +184,12 @@ class Schedule:
 
     def state(self):
         with self.cond:
+            now = time.monotonic()
+            rec = self.recorded_s + (now - self.opened_t if self.on else 0.0)
             return {"sampled": bool(self.sample and self.hook is not None), "recording_now": self.on,
                     "steps": self.step, "windows": self.windows, "recorded_steps": self.recorded_steps,
-                    "clock_windows": self.clock_windows}
+                    "clock_windows": self.clock_windows, "recorded_s": round(rec, 6),
+                    "since_s": round(now - self.began_t, 6) if self.began_t is not None else 0.0}
 
     def on_step(self, *_args, **_kw):
         """After every optimizer step: close a finished window, or open one when
@@ -218,6 +228,8 @@ class Schedule:
 
     def _close(self):
         self._stop()
+        if self.on:
+            self.recorded_s += time.monotonic() - self.opened_t
         self.on = self.by_clock = self.warming = False
         self.last_start = self.step
         self.closed_t = time.monotonic()
