@@ -88,3 +88,30 @@ def test_hooks_stay_out_of_torch_compile(levels):
             fn(torch.randint(0, 1000, (4, 16), device="cuda"))
     assert not dict(counters["graph_break"]), dict(counters["graph_break"])
     assert not [w for w in caught if "get_ident" in str(w.message) or "perf_counter" in str(w.message)]
+
+
+def test_an_optimizer_in_backward_makes_one_step_per_backward(levels):
+    """Per-parameter optimizers stepping in post-accumulate-grad hooks (the
+    PyTorch tutorial's optimizer in backward; torchtune's optimizer_in_bwd):
+    one training step per backward(), not one per parameter."""
+    if not hasattr(torch.Tensor, "register_post_accumulate_grad_hook"):
+        pytest.skip("torch < 2.1: no post-accumulate-grad hooks")
+    _torch.wrap_backward(torch)
+    try:
+        net, loss = Net().cuda(), torch.nn.CrossEntropyLoss()
+        opts = {p: torch.optim.SGD([p], lr=0.1) for p in net.parameters()}
+
+        def step(p):
+            opts[p].step()
+            opts[p].zero_grad()
+
+        for p in net.parameters():
+            p.register_post_accumulate_grad_hook(step)
+        for seq in (16, 32, 64):
+            ids = torch.randint(0, 1000, (4, seq), device="cuda")
+            loss(net(ids).flatten(0, 1), ids.flatten()).backward()
+        got = levels.drain()
+    finally:
+        _torch.unwrap_backward()
+    assert len(opts) == 3 and [e["phase"] for e in got] == ["train"] * 3, got
+    assert [e["inputs"][0] for e in got] == [[4, 16], [4, 32], [4, 64]]

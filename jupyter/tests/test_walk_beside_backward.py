@@ -3,6 +3,7 @@ never run at once (vramscope/agent/_torch.py graph_lock): the walk reads
 saved tensors and .grad, which autograd's threads release and replace during
 backward without the GIL; on the H200 a memory warning's snapshot taken
 beside a GPT-2 loop crashed it (free(): invalid pointer)."""
+import sys
 import threading
 import time
 import types
@@ -194,3 +195,53 @@ def test_a_snapshot_beside_a_program_without_steps_is_named_under_the_lock(monke
     sl.levels, sl.hooks = _levels.Levels(), ("handle", "roots")
     assert _capture._name_into({}, beside=True, levels=sl)
     assert walked[0][2]  # on this thread, holding graph_lock
+
+
+# --- optimizer steps inside backward() ----------------------------------------------
+
+
+def _fake_step_hooks(monkeypatch):
+    """A torch.optim.optimizer with the global step post-hooks; returns step()."""
+    hooks = {}
+    mod = types.ModuleType("torch.optim.optimizer")
+
+    class Handle:
+        def __init__(self, k):
+            self.k = k
+
+        def remove(self):
+            hooks.pop(self.k, None)
+
+    def register_optimizer_step_post_hook(fn):
+        hooks[len(hooks)] = fn
+        return Handle(len(hooks) - 1)
+
+    mod.register_optimizer_step_post_hook = register_optimizer_step_post_hook
+    for name, m in (("torch", types.ModuleType("torch")), ("torch.optim", types.ModuleType("torch.optim")),
+                    ("torch.optim.optimizer", mod)):
+        monkeypatch.setitem(sys.modules, name, m)
+    monkeypatch.setattr(_torch, "_annotating", [True])
+    return lambda: [h("opt", (), {}) for h in list(hooks.values())]
+
+
+def test_steps_inside_a_backward_end_with_it_once(monkeypatch):
+    step = _fake_step_hooks(monkeypatch)
+    calls = []
+    handle = _torch.register_step_hook(None, lambda opt, a, k: calls.append((opt, _torch.backward_depth[0])))
+    backward = _torch._backward_wrapper(lambda: [step() for _ in range(3)], None)  # three parameters' steps
+    backward()
+    assert calls == [(None, 0)]  # once, after the backward
+    step()
+    assert calls[-1] == ("opt", 0)  # a step outside a backward: at once
+    handle.remove()
+    calls.clear()
+    other = _torch.register_step_hook(None, lambda opt, a, k: calls.append("other"))
+    gone = _torch.register_step_hook(None, lambda opt, a, k: calls.append("gone"))
+
+    def steps_then_detach():
+        step()
+        gone.remove()  # the agent detached during the backward: its deferred call goes too
+
+    _torch._backward_wrapper(steps_then_detach, None)()
+    other.remove()
+    assert calls == ["other"] and not _torch._deferred

@@ -9,7 +9,9 @@ beside the snapshot: its report draws the road, its finding says what changed
 at the step that failed (docs/road-to-oom.md).
 
 What a step is:
-- "train": ended by an optimizer step (torch.optim's global post-hook);
+- "train": ended by an optimizer step (torch.optim's global post-hook; the
+  steps of an optimizer in backward end one step, with the backward:
+  _torch.register_step_hook);
 - "eval": a call of a root module without gradients (no_grad, inference_mode)
   in a program that makes optimizer steps: evaluation between steps;
 - "forward": a call of a root module in a program that has made no optimizer

@@ -146,16 +146,40 @@ def stop_recording(torch):
 
 def register_step_hook(torch, fn):
     """torch.optim's global post-hook of every optimizer's step (torch >= 2.0);
-    returns its handle, or None where torch has none."""
+    returns its handle, or None where torch has none.
+
+    A step inside a backward() is an optimizer in backward (one optimizer per
+    parameter stepping in its gradient hook, as torchtune's optimizer_in_bwd
+    does): the training step is the backward, so fn runs once, as the
+    outermost backward ends (_backward_exit), not once per parameter."""
     try:
         from torch.optim.optimizer import register_optimizer_step_post_hook
     except Exception:
         return None
+    depth = backward_depth
+
+    def hook(opt, args, kwargs):
+        if depth[0]:
+            _deferred[fn] = True
+            return None
+        return fn(opt, args, kwargs)
+
     try:
-        return register_optimizer_step_post_hook(fn)
+        return _StepHandle(register_optimizer_step_post_hook(hook), fn)
     except Exception:
         log.debug("could not hook optimizer steps", exc_info=True)
         return None
+
+
+class _StepHandle:
+    """torch's handle of a step hook; removing it also drops fn's deferred call."""
+
+    def __init__(self, handle, fn):
+        self.handle, self.fn = handle, fn
+
+    def remove(self):
+        _deferred.pop(self.fn, None)
+        self.handle.remove()
 
 
 _oom_attached = False
@@ -275,6 +299,23 @@ def _backward_exit(outer):
         backward_depth[0] -= 1
     if outer:
         graph_lock.release()
+        if _deferred:
+            _run_deferred()
+
+
+# Step hooks an optimizer step inside a backward() called (register_step_hook):
+# each runs once as the outermost backward ends, on the thread that called it.
+_deferred = {}
+
+
+def _run_deferred():
+    fns = list(_deferred)
+    _deferred.clear()
+    for fn in fns:
+        try:
+            fn(None, (), {})
+        except Exception:
+            log.debug("vramscope: a step hook after backward() failed", exc_info=True)
 
 
 def walk_lock(timeout):
