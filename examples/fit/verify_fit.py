@@ -247,6 +247,7 @@ def child_measure(w, run):
     elif run.get("optimizer_8bit"):
         opt = adamw8bit_stand_in(torch, model.parameters())
     checkpointed(model, run.get("checkpoint") or [])
+    at_oom = attach_oom_state(torch)
     times = []
     try:
         for _ in range(STEPS):
@@ -257,9 +258,33 @@ def child_measure(w, run):
             times.append(time.perf_counter() - t0)
     except torch.OutOfMemoryError as e:
         return {"oom": True, "message": str(e).splitlines()[0][:200], "max_allocated": torch.cuda.max_memory_allocated(),
-                "max_reserved": torch.cuda.max_memory_reserved()}
+                "max_reserved": torch.cuda.max_memory_reserved(), "at_oom": at_oom}
     return {"oom": False, "max_allocated": torch.cuda.max_memory_allocated(), "max_reserved": torch.cuda.max_memory_reserved(),
             "step_s": sorted(times)[len(times) // 2]}
+
+
+def attach_oom_state(torch):
+    """The allocator's state when a request fails, read in its out-of-memory
+    observer (before the step's tensors unwind): what was allocated and
+    reserved, how much of it lay free in split blocks, and the largest free
+    block; a dict filled at the failure."""
+    state = {}
+
+    def observer(device, requested, device_allocated, device_free):
+        try:
+            st = torch.cuda.memory_stats()
+            segs = torch.cuda.memory_snapshot()
+            free = [b["size"] for sg in segs for b in sg["blocks"] if b["state"] == "inactive"]
+            state.update(requested=int(requested), allocated=st["allocated_bytes.all.current"],
+                         reserved=st["reserved_bytes.all.current"], inactive_split=st["inactive_split_bytes.all.current"],
+                         largest_free=max(free, default=0), free_blocks=len(free), segments=len(segs))
+        except Exception as e:  # the run's result matters more than this
+            state["error"] = repr(e)
+
+    attach = getattr(torch._C, "_cuda_attach_out_of_memory_observer", None)
+    if attach is not None:
+        attach(observer)
+    return state
 
 
 def child_trace(w, run, out):
