@@ -107,7 +107,9 @@ def _walk_beside(torch, levels):
         ran, names = levels.at_step_end(lambda: _tensors.name_tensors(torch), wait,
                                         ready=lambda: _torch.backward_depth[0] == 0)
         if ran:
+            log.info("vramscope: the tensor walk ran at a step's end")
             return names
+        log.info("vramscope: no step ended in %.1f s: the tensor walk runs beside the program", wait)
     if not _torch.walk_lock(WALK_WAIT_S):
         log.info("vramscope: no tensor names: a backward() ran for %.0f s", WALK_WAIT_S)
         return None
