@@ -268,9 +268,11 @@ _tls = threading.local()
 _wrapped = []  # (owner, attribute, wrapper)
 _annotating = [False]
 backward_site = [None]  # (file, line) of the backward() call running now, for any thread to read
-# Held by every wrapped backward() call while it runs, and by the tensor walk
-# of a snapshot the daemon asked for (the worker thread, beside the user's
-# step): the walk reads saved tensors, graph nodes and .grad, which autograd's
+# Held by every wrapped backward() and torch.autograd.grad call while it runs,
+# and by the tensor walk of a snapshot the daemon asked for when it runs on
+# the worker thread beside the user's step (a program without optimizer
+# steps, or none ended in time; else it runs at a step's end, _capture's
+# _walk_beside): the walk reads saved tensors, graph nodes and .grad, which autograd's
 # threads release and replace during backward, without the GIL. Read during a
 # backward, they crashed a GPT-2 loop on the H200 (free(): invalid pointer,
 # 0.15 s after a memory warning's snapshot, 2026-12-03). A backward that
