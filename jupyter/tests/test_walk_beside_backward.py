@@ -182,6 +182,8 @@ def test_a_snapshot_beside_a_training_loop_is_named_at_a_step_end(monkeypatch):
     sl = _levels.StepLevels()
     sl.levels, sl.hooks = _trained(), ("handle", "roots")
     with _Steps(sl.levels) as steps:
+        while sl.levels.step < 2:  # the loop is under way
+            time.sleep(0.005)
         snap = {}
         assert _capture._name_into(snap, beside=True, levels=sl)
     assert ident == [steps.t.ident] and "vramscope_tensors" in snap
@@ -245,3 +247,21 @@ def test_steps_inside_a_backward_end_with_it_once(monkeypatch):
     _torch._backward_wrapper(steps_then_detach, None)()
     other.remove()
     assert calls == ["other"] and not _torch._deferred
+
+
+def test_a_snapshot_between_training_cells_does_not_wait_for_a_step(monkeypatch):
+    """A notebook after its training cell (steps made, none under way): the
+    walk runs at once beside the program, not after waiting for a step."""
+    walked = []
+    _fake(monkeypatch, walked)
+    lv = _trained()
+    for _ in range(3):
+        lv.on_optimizer_step()
+    sl = _levels.StepLevels()
+    sl.levels, sl.hooks = lv, ("handle", "roots")
+    assert lv.next_step_in() >= 1.0  # the steps just ended: one may come
+    lv.clock = lambda: time.perf_counter() + 5.0  # 5 s later, none came
+    assert lv.next_step_in() == 0.0
+    t0 = time.monotonic()
+    assert _capture._name_into({}, beside=True, levels=sl)
+    assert time.monotonic() - t0 < 0.5 and walked[0][2]  # at once, under the lock

@@ -95,15 +95,16 @@ def _walk_beside(torch, levels):
     """The tensor walk of a snapshot taken beside the user's step. In a
     program that makes optimizer steps it runs on the training thread at the
     next step's end (where no forward or backward runs, and the held memory
-    is what outlives a step); otherwise, or when no step ends within three
-    steps' time (at least 1 s, at most WALK_WAIT_S), on this thread under
-    _torch.graph_lock, which no backward() holds meanwhile. The walk reads
+    is what outlives a step); otherwise (no training step is under way, or
+    none ends within three steps' time, at least 1 s, at most WALK_WAIT_S:
+    Levels.next_step_in), on this thread under _torch.graph_lock, which no
+    backward() holds meanwhile. The walk reads
     saved tensors, graph nodes and .grad, which autograd's threads release
     and replace without the GIL: read during a backward they crashed a GPT-2
     loop on the H200 (free(): invalid pointer, 2026-12-03). None when
     neither came in time."""
-    if levels is not None:
-        wait = min(WALK_WAIT_S, max(1.0, 3 * levels.recent_step_s()))
+    wait = min(WALK_WAIT_S, levels.next_step_in()) if levels is not None else 0.0
+    if wait > 0:
         ran, names = levels.at_step_end(lambda: _tensors.name_tensors(torch), wait,
                                         ready=lambda: _torch.backward_depth[0] == 0)
         if ran:

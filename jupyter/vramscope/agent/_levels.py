@@ -430,12 +430,19 @@ class Levels:
         sp.done.wait()  # taken: it finishes
         return True, sp.result
 
-    def recent_step_s(self):
-        """The last step's duration in seconds, from the ring (0.0 unknown)."""
+    def next_step_in(self):
+        """How long to wait for the next training step's end: three times the
+        last step's duration, at least 1 s; 0 when the program is not making
+        training steps now (the last step kept is not one, or none ended in
+        twice a step and a second: a notebook between cells, a long
+        evaluation)."""
         es = list(itertools.islice(reversed(self.ring), 2))  # atomic (drain pops meanwhile)
-        if len(es) == 2 and es[0][0] == es[1][0] + 1:
-            return max(0.0, es[0][1] - es[1][1])
-        return 0.0
+        if not es or es[0][3] != "train":
+            return 0.0
+        dur = es[0][1] - es[1][1] if len(es) == 2 and es[1][0] == es[0][0] - 1 else 1.0
+        if self.clock() - es[0][1] > 2 * dur + 1.0:
+            return 0.0
+        return max(1.0, 3 * dur)
 
     def _first_step(self):
         self.trained = True
@@ -939,8 +946,8 @@ class StepLevels:
             return False, None
         return self.levels.at_step_end(fn, timeout, ready)
 
-    def recent_step_s(self):
-        return self.levels.recent_step_s() if self.levels is not None else 0.0
+    def next_step_in(self):
+        return self.levels.next_step_in() if self.levels is not None else 0.0
 
     def stop(self):
         """Remove the hooks and the wrappers of torch's peak functions (the ring stays)."""
