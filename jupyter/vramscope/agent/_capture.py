@@ -98,11 +98,10 @@ def _walk_beside(torch, levels):
     is what outlives a step); otherwise (no training step is under way, or
     none ends within three steps' time, at least 1 s, at most WALK_WAIT_S:
     Levels.next_step_in), on this thread under _torch.graph_lock, which no
-    backward() holds meanwhile. The walk reads
-    saved tensors, graph nodes and .grad, which autograd's threads release
-    and replace without the GIL: read during a backward they crashed a GPT-2
-    loop on the H200 (free(): invalid pointer, 2026-12-03). None when
-    neither came in time."""
+    backward() holds meanwhile. The walk reads saved tensors, graph nodes
+    and .grad, which autograd's threads release and replace without the
+    GIL: read during a backward they crashed a GPT-2 loop on the H200
+    (free(): invalid pointer, 2026-12-03). None when neither came in time."""
     wait = min(WALK_WAIT_S, levels.next_step_in()) if levels is not None else 0.0
     if wait > 0:
         ran, names = levels.at_step_end(lambda: _tensors.name_tensors(torch), wait,

@@ -272,8 +272,8 @@ backward_site = [None]  # (file, line) of the backward() call running now, for a
 # and by the tensor walk of a snapshot the daemon asked for when it runs on
 # the worker thread beside the user's step (a program without optimizer
 # steps, or none ended in time; else it runs at a step's end, _capture's
-# _walk_beside): the walk reads saved tensors, graph nodes and .grad, which autograd's
-# threads release and replace during backward, without the GIL. Read during a
+# _walk_beside): the walk reads saved tensors, graph nodes and .grad, which
+# autograd's threads release and replace during backward, without the GIL. Read during a
 # backward, they crashed a GPT-2 loop on the H200 (free(): invalid pointer,
 # 0.15 s after a memory warning's snapshot, 2026-12-03). A backward that
 # comes during a walk waits for it (once per snapshot, ~0.2 s); a walk waits
