@@ -174,18 +174,21 @@ class Schedule:
             except Exception:
                 pass
         with self.cond:
-            if self.on:
-                self.recorded_s += time.monotonic() - self.opened_t
+            self.recorded_s = self._recorded(time.monotonic())
             self.on = False
             self.cond.notify_all()
         c = self.clock
         if c is not None and c is not threading.current_thread():
             c.join(1.0)
 
+    def _recorded(self, now):
+        """Seconds recorded up to now, the open window's included (under self.cond)."""
+        return self.recorded_s + (now - self.opened_t if self.on else 0.0)
+
     def state(self):
         with self.cond:
             now = time.monotonic()
-            rec = self.recorded_s + (now - self.opened_t if self.on else 0.0)
+            rec = self._recorded(now)
             return {"sampled": bool(self.sample and self.hook is not None), "recording_now": self.on,
                     "steps": self.step, "windows": self.windows, "recorded_steps": self.recorded_steps,
                     "clock_windows": self.clock_windows, "recorded_s": round(rec, 6),
@@ -228,11 +231,10 @@ class Schedule:
 
     def _close(self):
         self._stop()
-        if self.on:
-            self.recorded_s += time.monotonic() - self.opened_t
+        self.closed_t = time.monotonic()
+        self.recorded_s = self._recorded(self.closed_t)
         self.on = self.by_clock = self.warming = False
         self.last_start = self.step
-        self.closed_t = time.monotonic()
 
     # --- the clock: windows in wall-clock time where no step comes --------------
 
