@@ -516,6 +516,9 @@ class TensorGroup(_TensorGroupRequired, total=False):
     file: str  # (omitted when empty)
     line: int  # (omitted when empty)
     growing: bool  # (omitted when empty) Growing: a holder of many entries of one shape family, a cache that grows (holderGrows).
+    made_file: str  # (omitted when empty) MadeFile and MadeLine are the user line that allocated most of its blocks, by the stacks recorded for them (a holder's File and Line are where its frame was when the agent looked: for a local, the line that frame was running, not the one that fills it); MadeBytes are the bytes allocated there.
+    made_line: int  # (omitted when empty)
+    made_bytes: int  # (omitted when empty)
 
 
 class AnalyzeEvidence(TypedDict, total=False):

@@ -111,9 +111,7 @@ func (dg *devDiag) namedEvidence(f *Finding, od oomDiag) {
 		if i < 3 {
 			parts = append(parts, fmt.Sprintf("%s %s (%s)", fb(g.Bytes), strings.ReplaceAll(g.Kind, "_", " "), g.Name))
 		}
-		if g.File != "" && g.Line > 0 {
-			f.Evidence.Lines = append(f.Evidence.Lines, EvidenceLine{File: g.File, Line: g.Line, Bytes: g.Bytes, Note: g.Name})
-		}
+		f.Evidence.Lines = append(f.Evidence.Lines, g.evidenceLines()...)
 	}
 	f.Evidence.Numbers["named"] = t.NamedBytes + t.LineBytes
 	f.Title += fmt.Sprintf("; filled by %s; %.0f%% of the memory named", strings.Join(parts, ", "), 100*t.NamedShare)
@@ -144,13 +142,35 @@ func (dg *devDiag) growingHolder(od oomDiag) *TensorGroup {
 	return nil
 }
 
-// growingFix names the cache that grows and where it is defined.
+// growingFix names the cache that grows, where it is held and the line that fills it.
 func growingFix(g *TensorGroup) string {
 	where := ""
 	if g.File != "" && g.Line > 0 {
 		where = fmt.Sprintf(" (%s:%d)", g.File, g.Line)
 	}
-	return fmt.Sprintf("a cache that grows: %s%s holds %d tensors of one shape family, %s; "+
+	return fmt.Sprintf("a cache that grows: %s%s holds %d tensors of one shape family, %s%s; "+
 		"bound it (evict old entries, functools.lru_cache(maxsize=...), fewer distinct keys) or clear it",
-		g.Name, where, g.Tensors, fb(g.Bytes))
+		g.Name, where, g.Tensors, fb(g.Bytes), g.madeText())
+}
+
+// madeText says where the group's tensors were made, when the recorded
+// stacks name a line other than the holder's.
+func (g *TensorGroup) madeText() string {
+	if g.MadeFile == "" || g.MadeFile == g.File && g.MadeLine == g.Line {
+		return ""
+	}
+	return fmt.Sprintf(", %s of them made at %s:%d", fb(g.MadeBytes), g.MadeFile, g.MadeLine)
+}
+
+// evidenceLines are the holder's line and, when the recorded stacks name
+// another, the line that made its tensors.
+func (g *TensorGroup) evidenceLines() []EvidenceLine {
+	var out []EvidenceLine
+	if g.File != "" && g.Line > 0 {
+		out = append(out, EvidenceLine{File: g.File, Line: g.Line, Bytes: g.Bytes, Note: g.Name})
+	}
+	if g.madeText() != "" {
+		out = append(out, EvidenceLine{File: g.MadeFile, Line: g.MadeLine, Bytes: g.MadeBytes, Note: g.Name + ": made here"})
+	}
+	return out
 }

@@ -150,6 +150,19 @@ func (o *origins) userFrame(s profiler.StackID) (profiler.Frame, bool) {
 	return profiler.Frame{}, false
 }
 
+// allocLine is the user line of origin id's recorded stack: a real stack's,
+// or the stack a block allocated before the trace kept; false for the other
+// synthetic origins (gaps, tensor names) and stacks with no user frame.
+func (o *origins) allocLine(id int32) (profiler.Frame, bool) {
+	if id >= 0 {
+		return o.userFrame(profiler.StackID(id))
+	}
+	if s := o.syn[-id-1]; s.kind == "pretrace" && s.stack != 0 {
+		return o.userFrame(s.stack)
+	}
+	return profiler.Frame{}, false
+}
+
 // place names a source line in words ("train.py:31"): by the name the
 // caller gave its file (Options.FileNames: "cell [3]" for a notebook cell's
 // file), else by the file's base name.

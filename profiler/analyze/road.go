@@ -139,8 +139,8 @@ func (r *Result) growingHolder(c *RoadChange) *TensorGroup {
 			when = "in this snapshot"
 		}
 		c.Text += fmt.Sprintf("; what grew: %s (%s in %d tensors %s", g.Name, fb(g.Bytes), g.Tensors, when)
-		if g.File != "" {
-			c.Text += fmt.Sprintf(", %s:%d", g.File, g.Line)
+		if file, line := g.MadeAt(); file != "" {
+			c.Text += fmt.Sprintf(", %s:%d", file, line)
 		}
 		c.Text += ")"
 		return g
@@ -161,12 +161,11 @@ func (r *Result) growthFinding(c RoadChange, g *TensorGroup) {
 		Evidence: Evidence{Numbers: map[string]int64{"road_step": c.Step, "road_growth_steps": int64(c.GrowthSteps),
 			"road_growth_per_step": c.GrowthPerStep, "road_growth_from": c.GrowthFrom, "road_growth_to": c.GrowthTo}}}
 	if g != nil {
-		f.File, f.Line = g.File, g.Line
-		f.Fix = fmt.Sprintf("%s holds %d tensors (%s) and grows by about %s a step: free it, bound it (evict old entries) "+
-			"or keep it on the CPU (.item(), .detach().cpu())", g.Name, g.Tensors, fb(g.Bytes), fb(c.GrowthPerStep))
-		if g.File != "" {
-			f.Evidence.Lines = []EvidenceLine{{File: g.File, Line: g.Line, Bytes: g.Bytes, Note: g.Name}}
-		}
+		f.File, f.Line = g.MadeAt() // the growing line: where its tensors are made
+		f.Fix = fmt.Sprintf("%s holds %d tensors (%s%s) and grows by about %s a step: free it, bound it (evict old "+
+			"entries) or keep it on the CPU (.item(), .detach().cpu())", g.Name, g.Tensors, fb(g.Bytes), g.madeText(),
+			fb(c.GrowthPerStep))
+		f.Evidence.Lines = g.evidenceLines()
 	}
 	r.Findings = append(r.Findings, f)
 }

@@ -114,12 +114,19 @@ func TestRoadOfARecordedLeak(t *testing.T) {
 	if g == nil {
 		t.Fatalf("no memory_growth finding in the warning's snapshot: %+v", r.Findings)
 	}
-	if !strings.HasSuffix(g.File, "leak.py") || g.Line != 37 || g.Severity != "warning" {
-		t.Errorf("finding on %s:%d (%s); want leak.py:37, the kept.append line as the walk names it", g.File, g.Line, g.Severity)
+	// The walk found kept in main while main ran line 37 (the forward); the
+	// stacks recorded in the sampling windows say its tensors are made at
+	// line 41, kept.append: the growing line, where the finding goes.
+	if !strings.HasSuffix(g.File, "leak.py") || g.Line != 41 || g.Severity != "warning" {
+		t.Errorf("finding on %s:%d (%s); want leak.py:41, the kept.append line", g.File, g.Line, g.Severity)
+	}
+	if len(g.Evidence.Lines) != 2 || g.Evidence.Lines[0].Line != 37 || g.Evidence.Lines[1].Line != 41 ||
+		!strings.Contains(g.Fix, "8.00 MiB of them made at /work/main/examples/road/leak.py:41") {
+		t.Errorf("evidence %+v, fix %q; want the holder's line 37 and the line 41 that made 8 recorded tensors", g.Evidence.Lines, g.Fix)
 	}
 	// The warner said "full at step 619" from the same steps.
 	for _, want := range []string{"Memory had been growing for 261 steps at 1.00 MiB/step", "reaches the 3.00 GiB the process may use at step 6",
-		"at step 619, 359 steps after step 260", "what grew: kept[*] in main (leak.py:37) (261.00 MiB in 261 tensors in this snapshot"} {
+		"at step 619, 359 steps after step 260", "what grew: kept[*] in main (leak.py:37) (261.00 MiB in 261 tensors in this snapshot, /work/main/examples/road/leak.py:41)"} {
 		if !strings.Contains(g.Title, want) {
 			t.Errorf("title %q lacks %q", g.Title, want)
 		}

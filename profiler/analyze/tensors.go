@@ -46,6 +46,22 @@ type TensorGroup struct {
 	// Growing: a holder of many entries of one shape family, a cache that
 	// grows (holderGrows).
 	Growing bool `json:"growing,omitempty"`
+	// MadeFile and MadeLine are the user line that allocated most of its
+	// blocks, by the stacks recorded for them (a holder's File and Line are
+	// where its frame was when the agent looked: for a local, the line that
+	// frame was running, not the one that fills it); MadeBytes are the
+	// bytes allocated there.
+	MadeFile  string `json:"made_file,omitempty"`
+	MadeLine  int    `json:"made_line,omitempty"`
+	MadeBytes int64  `json:"made_bytes,omitempty"`
+}
+
+// MadeAt is where the group's tensors were made, else where it was found.
+func (g *TensorGroup) MadeAt() (string, int) {
+	if g.MadeFile != "" {
+		return g.MadeFile, g.MadeLine
+	}
+	return g.File, g.Line
 }
 
 // maxTensorGroups bounds the section.
@@ -62,6 +78,7 @@ type tensorIndex struct {
 	groups map[groupKey]*TensorGroup
 	origin map[groupKey]int32
 	family map[groupKey]*shapeFamily
+	made   map[groupKey]map[profiler.Frame]int64 // bytes by the user line that allocated them
 }
 
 type groupKey struct{ kind, name string }
@@ -75,7 +92,8 @@ func newTensorIndex(w *profiler.TensorNames) *tensorIndex {
 		return nil
 	}
 	x := &tensorIndex{walk: w, byAddr: make(map[[2]uint64]*profiler.NamedTensor, len(w.Entries)),
-		groups: map[groupKey]*TensorGroup{}, origin: map[groupKey]int32{}, family: map[groupKey]*shapeFamily{}}
+		groups: map[groupKey]*TensorGroup{}, origin: map[groupKey]int32{}, family: map[groupKey]*shapeFamily{},
+		made: map[groupKey]map[profiler.Frame]int64{}}
 	for i := range w.Entries {
 		e := &w.Entries[i]
 		x.byAddr[[2]uint64{uint64(e.Device), e.Addr}] = e
@@ -242,6 +260,7 @@ func (x *tensorIndex) section(live, named, lines int64) *Tensors {
 	}
 	for k, g := range x.groups {
 		g.Growing = x.holderGrows(k, g)
+		g.MadeFile, g.MadeLine, g.MadeBytes = x.madeAt(k)
 		t.Groups = append(t.Groups, *g)
 	}
 	sort.Slice(t.Groups, func(i, j int) bool {
@@ -257,13 +276,34 @@ func (x *tensorIndex) section(live, named, lines int64) *Tensors {
 	return t
 }
 
-// countNamed counts one block alive at snapshot time for the section.
+// madeAt is the user line that allocated the most of group k's bytes, among
+// the blocks whose stacks were recorded (ties: the first line in the file).
+func (x *tensorIndex) madeAt(k groupKey) (string, int, int64) {
+	var best profiler.Frame
+	var top int64
+	for f, n := range x.made[k] {
+		if n > top || n == top && (f.File < best.File || f.File == best.File && f.Line < best.Line) {
+			best, top = f, n
+		}
+	}
+	return best.File, best.Line, top
+}
+
+// countNamed counts one block alive at snapshot time for the section; o is
+// its origin, whose recorded stack may say which user line allocated it.
 func (a *analysis) countNamed(name *profiler.NamedTensor, o int32, size int64) {
 	a.liveBytes += size
 	switch {
 	case name != nil:
 		a.namedBytes += size
 		a.names.count(name, size)
+		if f, ok := a.origins.allocLine(o); ok {
+			k := a.names.key(name)
+			if a.names.made[k] == nil {
+				a.names.made[k] = map[profiler.Frame]int64{}
+			}
+			a.names.made[k][profiler.Frame{File: f.File, Line: f.Line}] += size
+		}
 		if name.Module != "" {
 			x := a.origins.at(o)
 			x.module = flame.JoinModules(x.module, name.Module)

@@ -604,6 +604,10 @@ export interface TensorGroup {
   tensors: number;
   /** Growing: a holder of many entries of one shape family, a cache that grows (holderGrows). */
   growing?: boolean;
+  /** MadeFile and MadeLine are the user line that allocated most of its blocks, by the stacks recorded for them (a holder's File and Line are where its frame was when the agent looked: for a local, the line that frame was running, not the one that fills it); MadeBytes are the bytes allocated there. */
+  made_file?: string;
+  made_line?: number;
+  made_bytes?: number;
 }
 
 /** Evidence backs a finding with numbers, source lines and a time range. */
