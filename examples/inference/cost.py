@@ -24,6 +24,7 @@ prints one JSON line: the iterations' times and the agent's own status.
 import argparse
 import json
 import os
+import signal
 import statistics
 import sys
 import time
@@ -64,20 +65,36 @@ def timed(fn, model, i):
     return time.perf_counter() - t
 
 
-def cycle(a, model, fn):
+class Cut(Exception):
+    """SIGTERM (a time limit): the blocks that ended are still printed."""
+
+
+def _cut(signum, frame):
+    raise Cut()
+
+
+def cycle(a, model, fn, t0):
     modes = a.cycle.split(",")
     blocks = []
     i = 0
-    for b in range(a.blocks):
-        mode = modes[b % len(modes)]
-        attach(mode, a.scale, a.period_s)
-        times, end = [], time.perf_counter() + a.block_s
-        while time.perf_counter() < end:
-            times.append(timed(fn, model, i))
-            i += 1
-        agent = detach() if mode != "off" else None
-        blocks.append({"mode": mode, "times": times, "agent": agent})
-    out = {"blocks": blocks, "summary": summary(blocks, modes)}
+    cut = False
+    signal.signal(signal.SIGTERM, _cut)
+    try:
+        for b in range(a.blocks):
+            mode = modes[b % len(modes)]
+            attach(mode, a.scale, a.period_s)
+            times, end = [], time.perf_counter() + a.block_s
+            while time.perf_counter() < end:
+                times.append(timed(fn, model, i))
+                i += 1
+            agent = detach() if mode != "off" else None
+            blocks.append({"mode": mode, "times": times, "agent": agent})
+            print("block %d %s: %d calls, mean %.4f s (at %.1f s)" % (b, mode, len(times), statistics.fmean(times),
+                                                                      time.perf_counter() - t0), file=sys.stderr,
+                  flush=True)
+    except Cut:
+        cut = True
+    out = {"blocks": blocks, "summary": summary(blocks, modes), "cut_by_sigterm": cut}
     slow = out["summary"].get("record", {}).get("paired_mean") or a.record_slowdown
     out["own"] = own(blocks, slow)
     return out
@@ -169,12 +186,14 @@ def main():
                     help="what recording all along costs this workload (0.26 = +26%%), for the own bound when "
                     "the cycle has no record blocks")
     a = ap.parse_args()
+    t0 = time.perf_counter()
     build, fn = WORKLOADS[a.workload]
     model = build()
     for i in range(2):  # warm the kernels and the allocator's cache
         fn(model, i)
     torch.cuda.synchronize()
-    r = cycle(a, model, fn) if a.cycle else steady(a, model, fn)
+    print("built and warmed in %.1f s" % (time.perf_counter() - t0), file=sys.stderr, flush=True)
+    r = cycle(a, model, fn, t0) if a.cycle else steady(a, model, fn)
     r.update(workload=a.workload, torch=torch.__version__, device=torch.cuda.get_device_name(0),
              utc=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), argv=sys.argv[1:])
     print(json.dumps(r), flush=True)
