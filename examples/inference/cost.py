@@ -157,6 +157,7 @@ def summary(blocks, modes):
 
 def steady(a, model, fn):
     """One mode for --seconds: whatever this process runs under."""
+    under = "vramscope" in sys.modules  # vramscope run's boot imports it; a plain process has not
     times, i, t0 = [], 0, time.perf_counter()
     while time.perf_counter() - t0 < a.seconds:
         times.append(timed(fn, model, i))
@@ -168,9 +169,12 @@ def steady(a, model, fn):
         agent = {"sampling": vramscope.status().get("sampling"), "cost": vramscope.status().get("cost")}
     except Exception:
         pass
-    return {"iterations": len(times), "wall_s": time.perf_counter() - t0, "mean_s": statistics.fmean(times[1:]),
-            "median_s": statistics.median(times[1:]), "times": times, "agent": agent,
-            "under_agent": "vramscope" in sys.modules}
+    out = {"iterations": len(times), "wall_s": time.perf_counter() - t0, "mean_s": statistics.fmean(times[1:]),
+           "median_s": statistics.median(times[1:]), "times": times, "agent": agent,
+           "under_agent": under}
+    if agent:  # the agent's own measure over the whole process, warm-up included (own())
+        out["own"] = own([{"mode": "default", "agent": agent}], a.record_slowdown)
+    return out
 
 
 def main():
