@@ -31,8 +31,8 @@ llama_lora_gc, agent_gpt2).
 A window starts with an empty history (clear_history), so each recorded
 window is consistent with the allocator's state while it is open: a snapshot
 is taken only while recording is on. A snapshot asked for between windows
-opens the next window at once (at the next step boundary, or at the clock's
-next tick in a program without steps) and is taken once that window has
+opens the next window at once (at the next step boundary, or, in a program
+without steps, by the clock, which the request wakes) and is taken once that window has
 recorded `window` whole steps or `window_s` seconds; the window stays open
 until the snapshot is taken. If a training program made no step for a while
 (paused) but less than `period_s`, the snapshot is the allocator's state
@@ -54,9 +54,10 @@ from ._common import log
 DEFAULTS = {"every": 100, "window": 2, "warmup": 3, "period_s": 30.0, "window_s": 0.3, "warmup_allocs": 20000}
 FLOATS = ("period_s", "window_s")
 STALLED = "stalled"  # wait_recorded: no step came; take the allocator's state only
-# How often the clock thread wakes: it bounds how late a clock window opens for
-# a snapshot. Each wake-up takes the GIL for some microseconds.
+# The clock thread's first wait, and its wait after an error reading its state.
 TICK_S = 0.05
+# The longest it sleeps when nothing is due (next_wait); snapshots wake it.
+IDLE_S = 5.0
 # During the warm-up the clock asks the allocator how many allocations it
 # served (torch.cuda.memory_stats, ~0.1 ms) this often.
 COUNT_S = 0.25
@@ -131,6 +132,7 @@ class Schedule:
         self.clock_windows = 0
         self.clock = None
         self.quit = threading.Event()
+        self.wake = threading.Event()  # the clock: look now (a snapshot waits, one was released, the end)
         # Seconds spent inside on_step (on the training thread), recording
         # switches included: the agent's own measure of what it costs a step.
         self.hook_s = 0.0
@@ -168,6 +170,7 @@ class Schedule:
     def end(self):
         h, self.hook = self.hook, None
         self.quit.set()
+        self.wake.set()
         if h is not None:
             try:
                 h.remove()
@@ -240,35 +243,44 @@ class Schedule:
 
     def _run_clock(self):
         wait = TICK_S
-        while not self.quit.wait(wait):
+        while not self.quit.is_set():
+            self.wake.wait(wait)
+            self.wake.clear()  # a wake after this is seen by the next wait; before it, by this tick
+            if self.quit.is_set():
+                return
             try:
-                now = time.monotonic()
-                self.tick(now)
+                self.tick(time.monotonic())
                 wait = self.next_wait(time.monotonic())
             except Exception:
                 log.warning("vramscope: sampling clock failed; it stops", exc_info=True)
                 return
 
     def next_wait(self, now):
-        """How long the clock sleeps: a tick, or less when a clock window is to
-        open or close before the next one, so that a window records window_s
-        and not window_s rounded up to ticks (a 15 ms window lasted one 50 ms
-        tick on the H200: 3x the duty). Read without the lock: a stale value
-        costs one tick."""
+        """How long the clock sleeps: until the next thing it has to do — the
+        open clock window's end (so a window records window_s, not window_s
+        rounded up to a 50 ms tick: a 15 ms window lasted 50 ms on the H200,
+        three times the duty), the warm-up's next count, the next window due —
+        at most IDLE_S; a snapshot asked for (wait_recorded) or released wakes
+        it at once. Waking 20 times a second cost the clock thread 0.2% of a
+        core on the H200 (examples/inference/threads.py). Read without the lock:
+        a stale value costs one early wake."""
         try:
             if self.on:
-                if not self.by_clock or self.warming:
-                    return TICK_S
-                left = self.opened_t + self.sample["window_s"] - now
-            elif self.idle(now):
-                left = self.closed_t + self.sample["period_s"] - self.sample["window_s"] - now
+                if not self.by_clock:
+                    return IDLE_S  # the steps' window: the steps close it
+                if self.warming:
+                    left = self.counted_t + COUNT_S - now
+                else:
+                    left = self.opened_t + self.sample["window_s"] - now
             else:
-                return TICK_S
+                left = self.closed_t + self.sample["period_s"] - self.sample["window_s"] - now
+                if self.last_step_t is not None:  # the clock acts once no step came for period_s
+                    left = max(left, self.last_step_t + self.sample["period_s"] - now)
         except Exception:
             return TICK_S
-        # Past due and still not done (a window held for a snapshot, a clock
-        # that may not open one): the tick's pace, never a spin.
-        return TICK_S if left <= 0 else min(TICK_S, left)
+        # Past due and not done (a window held for a snapshot, a clock that may
+        # not open one): until woken, never a spin.
+        return IDLE_S if left <= 0 else min(IDLE_S, left)
 
     def idle(self, now):
         """No optimizer step for period_s (or none ever): the clock's turn."""
@@ -322,6 +334,7 @@ class Schedule:
                 self.hold += 1
                 return None
             self.want += 1
+            self.wake.set()  # the clock opens its window now, not at its next wake
             first = self.step
             try:
                 while not (self.on and (self.since_start >= self.sample["window"] or self.left <= 0 or
@@ -343,6 +356,7 @@ class Schedule:
     def release(self):
         with self.cond:
             self.hold = max(0, self.hold - 1)
+        self.wake.set()  # a clock window held past its end closes now
 
     def recording(self):
         with self.cond:
