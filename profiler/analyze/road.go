@@ -149,8 +149,9 @@ func (r *Result) growingHolder(c *RoadChange) *TensorGroup {
 }
 
 // growthFinding: a snapshot of a run whose memory grows (the daemon's
-// memory warning takes one) says so, on the line of the holder that grows,
-// while the job still lives; g is the holder that grows, or nil.
+// memory warning takes one) says so first, on the line that makes the
+// holder's tensors, while the job still lives; g is the holder that grows,
+// or nil.
 func (r *Result) growthFinding(c RoadChange, g *TensorGroup) {
 	if c.OOM || c.Kind != "growth" {
 		return
@@ -167,7 +168,9 @@ func (r *Result) growthFinding(c RoadChange, g *TensorGroup) {
 			fb(c.GrowthPerStep))
 		f.Evidence.Lines = g.evidenceLines()
 	}
-	r.Findings = append(r.Findings, f)
+	// First: it is why a warning's snapshot was taken, and what the editor
+	// and the notebook lead with (the daemon adds its own findings after it).
+	r.Findings = append([]Finding{f}, r.Findings...)
 }
 
 // amendOOM adds the change to the out-of-memory finding's title and numbers.

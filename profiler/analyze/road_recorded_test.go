@@ -65,6 +65,13 @@ type storedRoad struct {
 // the daemon kept beside it (the same name, .levels.json.gz), its road set.
 func roadOf(t *testing.T, file string) (*analyze.Result, storedRoad) {
 	t.Helper()
+	return roadOfAfter(t, file, nil)
+}
+
+// roadOfAfter is roadOf with before run on the analysis before its road is
+// set, as the daemon adds its own findings first (daemon.go, Augment).
+func roadOfAfter(t *testing.T, file string, before func(*analyze.Result)) (*analyze.Result, storedRoad) {
+	t.Helper()
 	dir := filepath.Join("testdata", "road")
 	path := filepath.Join(dir, file)
 	if strings.HasSuffix(file, ".gz") {
@@ -87,6 +94,9 @@ func roadOf(t *testing.T, file string) (*analyze.Result, storedRoad) {
 	var stored storedRoad
 	if err := json.NewDecoder(zr).Decode(&stored); err != nil {
 		t.Fatalf("%s: %v", f.Name(), err)
+	}
+	if before != nil {
+		before(r)
 	}
 	r.SetRoad(stored.Levels, stored.Cap)
 	return r, stored
@@ -113,6 +123,15 @@ func TestRoadOfARecordedLeak(t *testing.T) {
 	}
 	if g == nil {
 		t.Fatalf("no memory_growth finding in the warning's snapshot: %+v", r.Findings)
+	}
+	// On the H200 the daemon's findings came first ("other processes hold
+	// 13.07 GiB on this GPU", "GPU idle 51%"): the growth it was taken for leads.
+	r2, _ := roadOfAfter(t, "leak_warning.pickle.gz", func(r *analyze.Result) {
+		r.Findings = append(r.Findings, analyze.Finding{Kind: "non_pytorch_memory", Severity: "warning",
+			Title: "other processes hold 13.07 GiB on this GPU (pids 482,506,516,490)"})
+	})
+	if r2.Findings[0].Kind != analyze.KindMemoryGrowth || len(r2.Findings) != len(r.Findings)+1 {
+		t.Errorf("the warning's snapshot leads with %q; want the growth it was taken for", r2.Findings[0].Title)
 	}
 	// The walk found kept in main while main ran line 37 (the forward); the
 	// stacks recorded in the sampling windows say its tensors are made at
