@@ -4,7 +4,8 @@
     vramscope run -- python3 examples/inference/threads.py --workload generate32 --seconds 40
 
 Every 5 s it reads each agent thread's CPU seconds (the link, the capture
-worker, the sampling clock) and the schedule's state, and prints one JSON
+worker, the sampling clock, the stack sampler; the run of 2026-12-03 had no
+stack sampler column) and the schedule's state, and prints one JSON
 line at the end: the per-thread CPU over each interval, so the warm-up's
 share and the steady rate are apart.
 """
@@ -21,12 +22,13 @@ from workloads import WORKLOADS  # noqa: E402
 
 
 def threads():
-    from vramscope.agent import _agent
+    from vramscope.agent import _agent, _stacks
 
     a = _agent._agent
     if a is None:
         return None
-    ts = {"link": a.link.thread, "worker": a.captures.worker, "clock": a.recording.clock()}
+    ts = {"link": a.link.thread, "worker": a.captures.worker, "clock": a.recording.clock(),
+          "stacks": getattr(_stacks._sampler, "thread", None)}
     out = {k: _agent._thread_cpu_s(t) for k, t in ts.items()}
     out["sampling"] = a.recording.status().get("sampling")
     return out
@@ -54,7 +56,7 @@ def main():
         if not xa or not xb:
             continue
         row = {"from_s": round(ta, 2), "to_s": round(tb, 2), "calls": ib - ia}
-        for k in ("link", "worker", "clock"):
+        for k in ("link", "worker", "clock", "stacks"):
             row[k + "_cpu_share"] = round((xb[k] - xa[k]) / (tb - ta), 6)
         sb = xb.get("sampling") or {}
         row["recording_now"], row["windows"] = sb.get("recording_now"), sb.get("windows")

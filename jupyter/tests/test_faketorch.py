@@ -297,6 +297,13 @@ def test_sampled_recording_windows(daemon, env, spawn):
     assert 0 < duty[0] < duty[1], duty  # seconds recorded, of those since the agent began
     cost = c("vramscope.status()['cost']")
     assert cost["hook_s"] > 0 and cost["agent_threads_cpu_s"] > 0, cost
+    # the stack sampler's thread is among the agent's threads counted: the
+    # cost read between two reads of the four threads' CPU lies between them
+    four = ("(lambda a, s: sum(a._thread_cpu_s(t) for t in (a._agent.link.thread, a._agent.captures.worker, "
+            "a._agent.recording.clock(), s._sampler.thread)))(__import__('vramscope.agent._agent', fromlist=['x']), "
+            "__import__('vramscope.agent._stacks', fromlist=['x']))")
+    before, counted, after = c("(%s, vramscope.status()['cost']['agent_threads_cpu_s'], %s)" % (four, four))
+    assert 0 < before <= counted + 1e-6 and counted <= after + 1e-6, (before, counted, after)
     c("vramscope.detach()")
     n = len(c(CALLS))
     c("O._fake_step()")  # the hook is gone with the agent

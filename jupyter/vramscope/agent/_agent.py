@@ -282,11 +282,13 @@ class Agent:
     def cost(self):
         """What the agent has cost the process so far, as it measures itself:
         seconds inside the optimizer-step hook and the backward wrapper (on the
-        training thread), and the CPU seconds of its own threads (which take the
-        GIL from the training thread at worst). docs/oom-naming.md uses them to
+        training thread), and the CPU seconds of its own threads — the link, the
+        capture worker, the sampling clock and the stack sampler — (which take
+        the GIL from the training thread at worst). docs/oom-naming.md uses them to
         bound the default mode's cost per step."""
         threads = 0.0
-        for t in (self.link.thread, self.captures.worker, self.recording.clock()):
+        sampler = _stacks._sampler  # the stack sampler's thread: left out before (docs/inference.md)
+        for t in (self.link.thread, self.captures.worker, self.recording.clock(), getattr(sampler, "thread", None)):
             threads += _thread_cpu_s(t)
         return {"hook_s": round(self.recording.hook_s(), 6), "levels_s": round(self.levels.cost_s(), 6),
                 "backward_wrapper_s": round(_torch.wrapper_s[0], 6),
