@@ -152,25 +152,3 @@ func growingFix(g *TensorGroup) string {
 		"bound it (evict old entries, functools.lru_cache(maxsize=...), fewer distinct keys) or clear it",
 		g.Name, where, g.Tensors, fb(g.Bytes), g.madeText())
 }
-
-// madeText says where the group's tensors were made, when the recorded
-// stacks name a line other than the holder's.
-func (g *TensorGroup) madeText() string {
-	if g.MadeFile == "" || g.MadeFile == g.File && g.MadeLine == g.Line {
-		return ""
-	}
-	return fmt.Sprintf(", %s of them made at %s:%d", fb(g.MadeBytes), g.MadeFile, g.MadeLine)
-}
-
-// evidenceLines are the holder's line and, when the recorded stacks name
-// another, the line that made its tensors.
-func (g *TensorGroup) evidenceLines() []EvidenceLine {
-	var out []EvidenceLine
-	if g.File != "" && g.Line > 0 {
-		out = append(out, EvidenceLine{File: g.File, Line: g.Line, Bytes: g.Bytes, Note: g.Name})
-	}
-	if g.madeText() != "" {
-		out = append(out, EvidenceLine{File: g.MadeFile, Line: g.MadeLine, Bytes: g.MadeBytes, Note: g.Name + ": made here"})
-	}
-	return out
-}

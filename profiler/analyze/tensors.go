@@ -1,6 +1,7 @@
 package analyze
 
 import (
+	"fmt"
 	"regexp"
 	"slices"
 	"sort"
@@ -62,6 +63,28 @@ func (g *TensorGroup) MadeAt() (string, int) {
 		return g.MadeFile, g.MadeLine
 	}
 	return g.File, g.Line
+}
+
+// madeText says where the group's tensors were made, when the recorded
+// stacks name a line other than the holder's.
+func (g *TensorGroup) madeText() string {
+	if g.MadeFile == "" || g.MadeFile == g.File && g.MadeLine == g.Line {
+		return ""
+	}
+	return fmt.Sprintf(", %s of them made at %s:%d", fb(g.MadeBytes), g.MadeFile, g.MadeLine)
+}
+
+// evidenceLines are the holder's line and, when the recorded stacks name
+// another, the line that made its tensors.
+func (g *TensorGroup) evidenceLines() []EvidenceLine {
+	var out []EvidenceLine
+	if g.File != "" && g.Line > 0 {
+		out = append(out, EvidenceLine{File: g.File, Line: g.Line, Bytes: g.Bytes, Note: g.Name})
+	}
+	if g.madeText() != "" {
+		out = append(out, EvidenceLine{File: g.MadeFile, Line: g.MadeLine, Bytes: g.MadeBytes, Note: g.Name + ": made here"})
+	}
+	return out
 }
 
 // maxTensorGroups bounds the section.
@@ -170,8 +193,8 @@ func (x *tensorIndex) key(e *profiler.NamedTensor) groupKey {
 	return groupKey{kind: e.Kind, name: groupName(e.Name)}
 }
 
-// count adds a live block named e to its group.
-func (x *tensorIndex) count(e *profiler.NamedTensor, size int64) {
+// count adds a live block named e to its group, whose key it returns.
+func (x *tensorIndex) count(e *profiler.NamedTensor, size int64) groupKey {
 	k := x.key(e)
 	g := x.groups[k]
 	if g == nil {
@@ -189,6 +212,7 @@ func (x *tensorIndex) count(e *profiler.NamedTensor, size int64) {
 	case f.rank != len(e.Shape):
 		f.rank = -1
 	}
+	return k
 }
 
 // minGrowingEntries is the fewest tensors a growing holder has. A model's
@@ -276,6 +300,14 @@ func (x *tensorIndex) section(live, named, lines int64) *Tensors {
 	return t
 }
 
+// madeBy counts size bytes of group k as allocated at line f.
+func (x *tensorIndex) madeBy(k groupKey, f profiler.Frame, size int64) {
+	if x.made[k] == nil {
+		x.made[k] = map[profiler.Frame]int64{}
+	}
+	x.made[k][profiler.Frame{File: f.File, Line: f.Line}] += size
+}
+
 // madeAt is the user line that allocated the most of group k's bytes, among
 // the blocks whose stacks were recorded (ties: the first line in the file).
 func (x *tensorIndex) madeAt(k groupKey) (string, int, int64) {
@@ -296,13 +328,9 @@ func (a *analysis) countNamed(name *profiler.NamedTensor, o int32, size int64) {
 	switch {
 	case name != nil:
 		a.namedBytes += size
-		a.names.count(name, size)
+		k := a.names.count(name, size)
 		if f, ok := a.origins.allocLine(o); ok {
-			k := a.names.key(name)
-			if a.names.made[k] == nil {
-				a.names.made[k] = map[profiler.Frame]int64{}
-			}
-			a.names.made[k][profiler.Frame{File: f.File, Line: f.Line}] += size
+			a.names.madeBy(k, f, size)
 		}
 		if name.Module != "" {
 			x := a.origins.at(o)
