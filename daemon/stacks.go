@@ -8,8 +8,8 @@ import (
 	"github.com/vramscope/vramscope/profiler/idle"
 )
 
-// Bounds of the stack samples kept: per process (about 20 minutes of the
-// training thread at 25 Hz, less with more threads sampled), and processes
+// Bounds of the stack samples kept: per process (about 50 minutes of the
+// training thread at the agent's default 10 Hz, less with more threads sampled), and processes
 // (the one whose newest sample is oldest is dropped). A process's samples
 // outlive its agent: a finished job is asked about afterwards.
 const (

@@ -32,7 +32,7 @@ import time
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from workloads import WORKLOADS  # noqa: E402
+from workloads import SHAPES, WORKLOADS  # noqa: E402
 
 DEFAULT_PERIOD_S, DEFAULT_WINDOW_S = 30.0, 0.3
 
@@ -73,6 +73,19 @@ def _cut(signum, frame):
     raise Cut()
 
 
+def discovering():
+    """Whether the attached agent still looks for the root modules with
+    torch's global module hooks (its first PROBE_CALLS root calls without an
+    optimizer step: once per process, and once per block here)."""
+    try:
+        from vramscope.agent import _agent
+
+        hooks = _agent._agent.levels.hooks
+        return hooks is not None and not hooks[1].done
+    except Exception:
+        return False
+
+
 def cycle(a, model, fn, t0):
     modes = a.cycle.split(",")
     blocks = []
@@ -83,18 +96,21 @@ def cycle(a, model, fn, t0):
         for b in range(a.blocks):
             mode = modes[b % len(modes)]
             attach(mode, a.scale, a.period_s)
-            times, end = [], time.perf_counter() + a.block_s
+            times, calls, found, end = [], [], [], time.perf_counter() + a.block_s
             while time.perf_counter() < end:
+                found.append(discovering())
                 times.append(timed(fn, model, i))
+                calls.append(i)
                 i += 1
             agent = detach() if mode != "off" else None
-            blocks.append({"mode": mode, "times": times, "agent": agent})
+            blocks.append({"mode": mode, "times": times, "calls": calls, "discovering": found, "agent": agent})
             print("block %d %s: %d calls, mean %.4f s (at %.1f s)" % (b, mode, len(times), statistics.fmean(times),
                                                                       time.perf_counter() - t0), file=sys.stderr,
                   flush=True)
     except Cut:
         cut = True
-    out = {"blocks": blocks, "summary": summary(blocks, modes), "cut_by_sigterm": cut}
+    out = {"blocks": blocks, "summary": summary(blocks, modes), "cut_by_sigterm": cut,
+           "by_call": by_call(blocks, modes, SHAPES.get(a.workload, 1))}
     slow = out["summary"].get("record", {}).get("paired_mean") or a.record_slowdown
     out["own"] = own(blocks, slow)
     return out
@@ -126,6 +142,58 @@ def own(blocks, record_slowdown):
         return None
     med = {k: statistics.median(r[k] for r in rows) for k in rows[0]}
     return dict(med, blocks=len(rows), record_slowdown=record_slowdown)
+
+
+def by_call(blocks, modes, shapes):
+    """Each mode against off, call by call: a call's time over the median of
+    the same call (its number modulo `shapes`) in the off blocks, so a block's
+    mix of request sizes does not count. Each block's mean ratio is paired
+    with the off blocks beside it (their ratios, near 1); the first block of
+    each mode, each block's first call and the calls made while the agent
+    still looked for its root modules (`discovering`: once per process,
+    once per block here) are left out; those calls' mean ratio is given
+    apart ("discovery")."""
+    kept = blocks[len(modes):]
+    ref = {}
+    for b in kept:
+        if b["mode"] == "off":
+            for c, t in list(zip(b["calls"], b["times"]))[1:]:
+                ref.setdefault(c % shapes, []).append(t)
+    ref = {k: statistics.median(v) for k, v in ref.items()}
+    rows, found = [], {}
+    for b in kept:
+        rs = []
+        for j, (c, t, d) in enumerate(zip(b["calls"], b["times"], b["discovering"])):
+            r = t / ref[c % shapes] if c % shapes in ref else None
+            if r is None or j == 0:
+                continue
+            if d:
+                found.setdefault(b["mode"], []).append(r)
+            else:
+                rs.append(r)
+        rows.append((b["mode"], statistics.fmean(rs) if rs else None, len(rs)))
+    out = {"shapes": shapes}
+    for m in modes:
+        if m == "off":
+            continue
+        diffs, calls = [], 0
+        for j, (mode, mean, n) in enumerate(rows):
+            if mode != m or mean is None:
+                continue
+            near = [rows[k][1] for k in (j - 1, j + 1)
+                    if 0 <= k < len(rows) and rows[k][0] == "off" and rows[k][1] is not None]
+            if near:
+                diffs.append(mean / statistics.fmean(near) - 1)
+                calls += n
+        if not diffs:
+            continue
+        se = statistics.stdev(diffs) / len(diffs) ** 0.5 if len(diffs) > 1 else None
+        out[m] = {"paired_mean": statistics.fmean(diffs), "paired_se": se,
+                  "ci95": [statistics.fmean(diffs) - 2 * se, statistics.fmean(diffs) + 2 * se] if se else None,
+                  "blocks": len(diffs), "calls": calls,
+                  "discovery": {"calls": len(found.get(m, [])),
+                                "mean_ratio": statistics.fmean(found[m]) if found.get(m) else None}}
+    return out
 
 
 def summary(blocks, modes):

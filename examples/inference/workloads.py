@@ -52,6 +52,11 @@ def gpt2_small():
     return gpt2(layers=12, embd=768, heads=12, positions=1024)
 
 
+# How many different iterations a workload cycles through: iteration i does
+# what iteration i + SHAPES[name] does (serve: 8 batch sizes x 5 prompt
+# lengths), so cost.py compares each call with the same call in the off blocks.
+SHAPES = {"serve": 40}
+
 # workload name -> (model builder, one iteration)
 WORKLOADS = {
     "generate": (gpt2, lambda m, i: generate(m)),

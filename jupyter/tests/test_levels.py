@@ -245,6 +245,22 @@ def test_peak_wrappers_keep_the_programs_own_peak():
     assert not getattr(torch.cuda.max_memory_allocated, "__vramscope__", False)
 
 
+def test_counters_peak_is_the_programs_own_after_the_reads_reset_it():
+    """agent.torch's max_allocated comes from the allocator's peak in the same
+    read as the levels; the levels reset that peak at each read, so the
+    program's peak since its own reset is kept in the tally (as wrap_peaks)."""
+    sl = _levels.StepLevels()
+    assert sl.peak(0, 300) == 300  # no levels: the allocator's own
+    lv, clock, _ = make()
+    sl.levels = lv
+    lv.reader.peak = 5000
+    lv.on_optimizer_step()  # the read resets the allocator's peak; the tally keeps 5000
+    assert sl.peak(0, 300) == 5000
+    assert sl.peak(1, 300) == 300  # another device: torch's own
+    lv.tally[0] = 0  # the program's reset_peak_memory_stats
+    assert sl.peak(0, 300) == 300
+
+
 class Module:
     """nn.Module's hook calls, as far as Roots uses them."""
     glob_pre, glob_post = {}, {}
@@ -307,6 +323,33 @@ def test_roots_are_found_then_only_they_keep_hooks():
     assert got[1]["inputs"] == [[4, 128]]
     roots.remove()
     assert model.pre == {} and loss.post == {}
+
+
+def test_discovery_ends_once_the_root_calls_find_no_new_root():
+    """Without an optimizer step (generation, serving), the global hooks go
+    after SETTLE_CALLS root calls in a row that found no new root, not after
+    PROBE_CALLS: every module call pays for them meanwhile."""
+    torch = _hooking_torch()
+    lv, clock, _ = make(grad=False)
+    roots = _levels.Roots(torch, lv)
+    roots.start()
+    model, head = Module([Module()]), Module()
+    model(T(1, 8))
+    for _ in range(_levels.SETTLE_CALLS - 2):
+        model(T(1, 1))
+    head(T(1, 4))  # a second root, found before the settling ends: counting starts again
+    assert Module.glob_pre and not roots.done
+    for _ in range(_levels.SETTLE_CALLS - 1):
+        model(T(1, 1))
+    assert Module.glob_pre and not roots.done
+    model(T(1, 1))
+    assert not Module.glob_pre and not Module.glob_post and roots.done
+    assert set(roots.seen) == {id(model), id(head)} and roots.calls == 2 * _levels.SETTLE_CALLS
+    assert roots.calls < _levels.PROBE_CALLS
+    model(T(2, 1))  # the roots' own hooks go on: each call a forward step
+    head(T(2, 4))
+    assert [e["inputs"] for e in lv.drain()][-2:] == [[[2, 1]], [[2, 4]]]
+    roots.remove()
 
 
 def test_roots_lose_their_post_hooks_in_training_and_get_them_back_for_evaluation():

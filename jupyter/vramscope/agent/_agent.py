@@ -212,7 +212,8 @@ class Agent:
             idx = self._torch_index(torch)
             if idx is None:
                 return None
-            a, r, m = _torch.counters(torch, idx)
+            a, r, p = _torch.counters(torch, idx)
+            m = self.levels.peak(idx, p)
         except Exception:
             log.debug("torch counters failed", exc_info=True)
             return None

@@ -18,9 +18,9 @@ What a step is:
   step (generation, evaluation, serving): without gradients at once, with
   gradients after PROBE_CALLS root calls and still no optimizer step.
 A root module is one called while no other module runs: found with torch's
-global module hooks until the first optimizer step (or PROBE_CALLS root
-calls), then only the roots keep a hook (a global hook slows every module's
-call). After the first optimizer step only the first root call of a step is
+global module hooks until the first optimizer step, or SETTLE_CALLS root
+calls in a row that found no new root (PROBE_CALLS at most), then only the
+roots keep a hook (a global hook slows every module's call). After the first optimizer step only the first root call of a step is
 looked at (a step's other calls are gradient accumulation or a loss module).
 
 Cost: on the training thread, as little as can be; none on the device. A
@@ -52,7 +52,12 @@ from ._common import _env_off, log
 RING = 100_000  # steps kept, oldest dropped
 SEND_MAX = 3000  # steps in one agent.levels message (daemon/api MaxLevelsSent)
 LEVELS_EVERY = 2.0  # seconds between agent.levels notifications
-PROBE_CALLS = 64  # root calls without an optimizer step before discovery ends
+PROBE_CALLS = 64  # root calls without an optimizer step before discovery ends, at most
+# ... or fewer: SETTLE_CALLS root calls in a row that found no new root end it. The global
+# hooks put two Python calls and torch's slow call path on every module call: a request loop
+# (GPT-2 medium, 16 new tokens a request) ran its calls 60% slower while they were on (H200,
+# 2026-12-03), for its first ~4 requests with PROBE_CALLS alone.
+SETTLE_CALLS = 8
 MAX_INPUTS = 4  # tensor shapes kept per step
 MAX_DIMS = 6
 # What the bookkeeping may cost the training thread, as a share of a step:
@@ -698,7 +703,8 @@ def as_wire(e):
 class Roots:
     """Finds the root modules with torch's global module hooks (depth 0 on the
     thread that first calls a module), gives each a hook of its own, and drops
-    the global hooks at the first optimizer step or after PROBE_CALLS root calls."""
+    the global hooks at the first optimizer step, after SETTLE_CALLS root
+    calls in a row found no new root, or after PROBE_CALLS root calls."""
 
     def __init__(self, torch, levels):
         self.torch = torch
@@ -706,6 +712,7 @@ class Roots:
         self.depth = 0
         self.thread = None
         self.calls = 0
+        self.found_at = 0  # calls when the last new root was found
         self.seen = {}  # id(module) -> module
         self.handles = []  # per-root pre-hooks
         self.roots = []
@@ -736,7 +743,8 @@ class Roots:
                     log.debug("vramscope: no hooks on a root module", exc_info=True)
                 else:  # its own pre-hook comes from its next call (its post-hook from this one): args only here
                     self.levels.root_pre(module, args, None)
-            if self.calls > PROBE_CALLS:
+                self.found_at = self.calls
+            if self.calls > PROBE_CALLS or self.calls - self.found_at >= SETTLE_CALLS:
                 self.finish()
         self.depth += 1
 
@@ -939,6 +947,14 @@ class StepLevels:
 
     def cost_s(self):
         return self.levels.cost_s if self.levels is not None else 0.0
+
+    def peak(self, index, p):
+        """max_memory_allocated(index) from the allocator's own peak p, which
+        the reads reset at each step (wrap_peaks' rule)."""
+        lv = self.levels
+        if lv is None or lv.reader is None or lv.reader.index != index:
+            return p
+        return max(p, lv.tally[0])
 
     def at_step_end(self, fn, timeout, ready=lambda: True):
         """Levels.at_step_end; (False, None) without levels."""

@@ -201,10 +201,18 @@ def attach_oom_observer(torch, callback):
 
 
 def counters(torch, index):
-    """(allocated, reserved, max_allocated) of torch's caching allocator on a device.
-    Cheap; returns zeros (and never initialises CUDA) when CUDA is not initialised."""
-    c = torch.cuda
-    return int(c.memory_allocated(index)), int(c.memory_reserved(index)), int(c.max_memory_allocated(index))
+    """(allocated, reserved, peak allocated) of torch's caching allocator on a
+    device, in one read of its counters (torch._C._cuda_memoryStats; the
+    public calls flatten the whole stats dict in Python, once each). The peak
+    is the allocator's own, which the step levels reset at each read:
+    StepLevels.peak makes it max_memory_allocated's. Never initialises CUDA."""
+    raw = getattr(getattr(torch, "_C", None), "_cuda_memoryStats", None)
+    if raw is None:
+        c = torch.cuda
+        return int(c.memory_allocated(index)), int(c.memory_reserved(index)), int(c.max_memory_allocated(index))
+    s = raw(index)
+    a = s["allocated_bytes"]["all"]
+    return int(a["current"]), int(s["reserved_bytes"]["all"]["current"]), int(a["peak"])
 
 
 def allocations(torch, index):
@@ -225,7 +233,7 @@ def used_device(torch):
     best, most = None, 0
     try:
         for i in range(int(torch.cuda.device_count())):
-            r = int(torch.cuda.memory_reserved(i))
+            r = counters(torch, i)[1]
             if r > most:
                 best, most = i, r
     except Exception:
