@@ -58,10 +58,17 @@ def detach():
     return {"sampling": (st or {}).get("sampling"), "cost": (st or {}).get("cost")}
 
 
+CPU = []  # the calling thread's CPU seconds of each timed call, in order (beside its wall time)
+
+
 def timed(fn, model, i):
-    t = time.perf_counter()
+    """One call's wall seconds; its CPU seconds on this thread go to CPU. The
+    host's speed steps by 2x for tens of seconds (docs/inference.md): the CPU
+    time says whether a slow stretch was this thread's work or the host's."""
+    t, c = time.perf_counter(), time.thread_time()
     fn(model, i)
     torch.cuda.synchronize()
+    CPU.append(time.thread_time() - c)
     return time.perf_counter() - t
 
 
@@ -97,13 +104,15 @@ def cycle(a, model, fn, t0):
             mode = modes[b % len(modes)]
             attach(mode, a.scale, a.period_s)
             times, calls, found, end = [], [], [], time.perf_counter() + a.block_s
+            c0 = len(CPU)
             while time.perf_counter() < end:
                 found.append(discovering())
                 times.append(timed(fn, model, i))
                 calls.append(i)
                 i += 1
             agent = detach() if mode != "off" else None
-            blocks.append({"mode": mode, "times": times, "calls": calls, "discovering": found, "agent": agent})
+            blocks.append({"mode": mode, "times": times, "calls": calls, "discovering": found, "agent": agent,
+                           "cpu": CPU[c0:]})
             print("block %d %s: %d calls, mean %.4f s (at %.1f s)" % (b, mode, len(times), statistics.fmean(times),
                                                                       time.perf_counter() - t0), file=sys.stderr,
                   flush=True)
@@ -238,7 +247,7 @@ def steady(a, model, fn):
     except Exception:
         pass
     out = {"iterations": len(times), "wall_s": time.perf_counter() - t0, "mean_s": statistics.fmean(times[1:]),
-           "median_s": statistics.median(times[1:]), "times": times, "agent": agent,
+           "median_s": statistics.median(times[1:]), "times": times, "cpu": CPU[-len(times):], "agent": agent,
            "under_agent": under}
     if agent:  # the agent's own measure over the whole process, warm-up included (own())
         out["own"] = own([{"mode": "default", "agent": agent}], a.record_slowdown)
