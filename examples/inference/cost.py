@@ -82,8 +82,9 @@ def _cut(signum, frame):
 
 def discovering():
     """Whether the attached agent still looks for the root modules with
-    torch's global module hooks (its first PROBE_CALLS root calls without an
-    optimizer step: once per process, and once per block here)."""
+    torch's global module hooks (without an optimizer step, until SETTLE_CALLS
+    root calls in a row found no new one: once per process, and once per
+    block here)."""
     try:
         from vramscope.agent import _agent
 

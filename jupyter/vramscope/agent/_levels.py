@@ -20,8 +20,9 @@ What a step is:
 A root module is one called while no other module runs: found with torch's
 global module hooks until the first optimizer step, or SETTLE_CALLS root
 calls in a row that found no new root (PROBE_CALLS at most), then only the
-roots keep a hook (a global hook slows every module's call). After the first optimizer step only the first root call of a step is
-looked at (a step's other calls are gradient accumulation or a loss module).
+roots keep a hook (a global hook slows every module's call). After the
+first optimizer step only the first root call of a step is looked at (a
+step's other calls are gradient accumulation or a loss module).
 
 Cost: on the training thread, as little as can be; none on the device. A
 step that is not read is, in training, one pre-hook on the root (the inputs'

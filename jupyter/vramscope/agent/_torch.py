@@ -205,7 +205,10 @@ def counters(torch, index):
     device, in one read of its counters (torch._C._cuda_memoryStats; the
     public calls flatten the whole stats dict in Python, once each). The peak
     is the allocator's own, which the step levels reset at each read:
-    StepLevels.peak makes it max_memory_allocated's. Never initialises CUDA."""
+    StepLevels.peak makes it max_memory_allocated's. Zeros (and CUDA left
+    alone) before CUDA is initialised."""
+    if not cuda_initialized(torch):
+        return 0, 0, 0
     raw = getattr(getattr(torch, "_C", None), "_cuda_memoryStats", None)
     if raw is None:
         c = torch.cuda
