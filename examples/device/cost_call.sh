@@ -6,13 +6,7 @@
 # output goes to $OUT as it ends. Run by the device tool from the repository root, .gpu/vramscope.gz
 # carried (examples/device/next_call.sh says how to build it); ~300 s.
 set -u
-gunzip -kf .gpu/vramscope.gz; B=$PWD/.gpu/vramscope
-export PYTHONPATH=$PWD/jupyter PYTHONUNBUFFERED=1
-D=$(mktemp -d /tmp/vsd.XXXX)
-$B serve --socket $D/s --data-dir $D/data > $OUT/daemon.log 2>&1 &
-DPID=$!
-sleep 1
-export VRAMSCOPE_SOCKET=$D/s
+. examples/device/daemon.sh
 echo "threads $(date -u +%FT%TZ)" >> $OUT/when.txt
 timeout 70 $B run --socket $D/s -- python3 examples/inference/threads.py --workload serve --seconds 35 > $OUT/threads_serve.json 2> $OUT/threads_serve.err
 python3 -c "

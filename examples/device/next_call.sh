@@ -11,13 +11,7 @@
 # and cost.py leaves its calls out and records each call's CPU time on the calling thread beside its wall
 # time (a slow stretch that is the host's shows in wall time only).
 set -u
-gunzip -kf .gpu/vramscope.gz; B=$PWD/.gpu/vramscope
-export PYTHONPATH=$PWD/jupyter PYTHONUNBUFFERED=1
-D=$(mktemp -d /tmp/vsd.XXXX)
-$B serve --socket $D/s --data-dir $D/data > $OUT/daemon.log 2>&1 &
-DPID=$!
-sleep 1
-export VRAMSCOPE_SOCKET=$D/s
+. examples/device/daemon.sh
 L=$OUT/log.txt
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader >> $L
 echo "threads serve $(date -u +%FT%TZ)" >> $L

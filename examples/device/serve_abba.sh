@@ -6,12 +6,7 @@
 # from the repository root with .gpu/vramscope.gz carried (examples/device/next_call.sh says how to build it).
 set -u
 ORDER=${1:-P A S A P S}; SECS=${2:-30}
-gunzip -kf .gpu/vramscope.gz; B=$PWD/.gpu/vramscope
-export PYTHONPATH=$PWD/jupyter PYTHONUNBUFFERED=1
-D=$(mktemp -d /tmp/vsd.XXXX)
-$B serve --socket $D/s --data-dir $D/data > $OUT/daemon.log 2>&1 &
-DPID=$!
-sleep 1
+. examples/device/daemon.sh
 n=0
 for m in $ORDER; do
   n=$((n+1)); echo "$n $m $(date -u +%FT%TZ)" >> $OUT/when.txt
