@@ -445,6 +445,41 @@ def test_real_modules_on_the_cpu():
     assert out["posts_removed"] == [0, 0]
 
 
+CPU_SERVE = """
+import json, torch
+from torch.nn.modules import module as mm
+from vramscope.agent import _levels
+lv, (handle, roots) = _levels.start(torch, [False], lambda: None, lambda _t, _fn: object())
+block = lambda: torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.GELU(), torch.nn.LayerNorm(8))
+net = torch.nn.Sequential(*[block() for _ in range(4)])
+out = {"global": []}
+with torch.no_grad():  # a request loop: no optimizer step ever
+    for i in range(_levels.SETTLE_CALLS + 4):
+        net(torch.zeros(1 + i % 3, 8))
+        out["global"].append(len(mm._global_forward_pre_hooks) + len(mm._global_forward_hooks))
+out["calls"], out["done"], out["roots"] = roots.calls, roots.done, len(roots.roots)
+out["steps"] = [(e["phase"], e.get("inputs")) for e in lv.drain()]
+roots.remove()
+print(json.dumps(out))
+"""
+
+
+def test_real_modules_lose_the_global_hooks_once_no_new_root_comes():
+    """Real nn.Modules without an optimizer step (torch on the CPU): torch's
+    global module hooks, which slow every module's call, are gone after
+    SETTLE_CALLS root calls that found no new root, and each root call is
+    still a step with its inputs."""
+    py = torch_python()
+    env = dict(os.environ, PYTHONPATH=PKG_PARENT)
+    res = subprocess.run([py, "-c", CPU_SERVE], capture_output=True, text=True, env=env, timeout=120)
+    assert res.returncode == 0, res.stderr[-3000:]
+    out = json.loads(res.stdout.splitlines()[-1])
+    k = _levels.SETTLE_CALLS
+    assert out["global"] == [2] * k + [0] * 4  # the (k+1)th root call took them away
+    assert out["done"] and out["roots"] == 1 and out["calls"] == k + 1
+    assert out["steps"] == [["forward", [[1 + i % 3, 8]]] for i in range(k + 4)]
+
+
 if __name__ == "__main__":
     raise SystemExit(pytest.main([__file__, "-q"]))
 
