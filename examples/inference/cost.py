@@ -15,6 +15,10 @@ each mode and the first iteration of each block are left out):
            the warm-up is once per process, not once per block; timed apart)
   record   recording all along (VRAMSCOPE_SAMPLE=off): what a recorded window costs
 
+Within one attach, call by call (the tightest pairing; docs/inference.md):
+
+    python3 examples/inference/cost.py --workload serve --alternate --seconds 120
+
 Across processes (plain python against `vramscope run`, the true defaults):
 
     python3 examples/inference/cost.py --workload eval --seconds 20
@@ -233,6 +237,75 @@ def summary(blocks, modes):
     return out
 
 
+def alternate(a, model, fn, t0):
+    """Within one attach, call by call: each call is run three times in a row,
+    with the agent's parts off (no root hooks, no stack sampler), on (the
+    default's parts), and on with the allocator's history recorded during the
+    call, in an order that rotates (off/on/record, on/record/off, ...); the
+    host's speed, which steps by 2x for tens of seconds on the H200's host,
+    is the same for the three. The clock opens no window here (its period is
+    1e9 s): its windows' cost is the recorded share (1% by default) times
+    what recording costs (the record calls). The link and the clock's thread
+    stay on in all three: their share is the agent's own measure (`own`)."""
+    import vramscope
+    from vramscope.agent import _agent, _torch as vt
+
+    vramscope.attach(socket=os.environ.get("VRAMSCOPE_SOCKET"), sample="period_s=1e9,window_s=0.3,warmup=0,warmup_allocs=0")
+    i = 0
+    while discovering() and i < 64:  # the root discovery, once per attach: not timed
+        fn(model, i)
+        i += 1
+    if not _agent._parts(True):
+        raise SystemExit("the agent's parts cannot be switched (no root hooks yet?)")
+    ag = _agent._agent
+
+    def steady_threads_cpu():  # the threads on in every mode: the link, the capture worker, the clock
+        return sum(_agent._thread_cpu_s(t) for t in (ag.link.thread, ag.captures.worker, ag.recording.clock()))
+
+    orders = (("off", "on", "record"), ("on", "record", "off"), ("record", "off", "on"))
+    rows, cut, end = [], False, time.perf_counter() + a.seconds
+    w0, c0 = time.perf_counter(), steady_threads_cpu()
+    signal.signal(signal.SIGTERM, _cut)
+    try:
+        while time.perf_counter() < end:
+            row = {"call": i}
+            for mode in orders[len(rows) % 3]:
+                _agent._parts(mode != "off")
+                if mode == "record":
+                    vt.start_recording(torch, 100_000, "python", clear=True)
+                row[mode] = timed(fn, model, i)
+                row[mode + "_cpu"] = CPU[-1]
+                if mode == "record":
+                    vt.stop_recording(torch)
+            _agent._parts(True)
+            rows.append(row)
+            i += 1
+    except Cut:
+        cut = True
+    threads = (steady_threads_cpu() - c0) / max(1e-9, time.perf_counter() - w0)
+    vt.stop_recording(torch)
+    agent = detach()
+    out = {"rows": rows, "cut_by_sigterm": cut, "agent": agent, "warm_calls": rows[0]["call"] if rows else i,
+           "steady_threads_share": threads}
+    for mode in ("on", "record"):
+        for key in ("", "_cpu"):
+            rs = [r[mode + key] / r["off" + key] - 1 for r in rows if r["off" + key] > 0]
+            if len(rs) > 1:
+                m, se = statistics.fmean(rs), statistics.stdev(rs) / len(rs) ** 0.5
+                out[mode + key] = {"mean": m, "se": se, "ci95": [m - 2 * se, m + 2 * se],
+                                   "median": statistics.median(rs), "pairs": len(rs)}
+    if "on" in out and "record" in out:
+        duty = 0.01  # the default's: window_s / period_s
+        est = out["on"]["mean"] + duty * out["record"]["mean"] + threads
+        se = (out["on"]["se"] ** 2 + (duty * out["record"]["se"]) ** 2) ** 0.5
+        out["default_estimate"] = {"mean": est, "ci95": [est - 2 * se, est + 2 * se], "duty": duty,
+                                   "threads_share_added": threads,
+                                   "note": "on-off, plus duty x (record-off), plus the CPU share of the link, "
+                                           "worker and clock threads (on in all three modes; an upper bound of "
+                                           "what they take from the program)"}
+    return out
+
+
 def steady(a, model, fn):
     """One mode for --seconds: whatever this process runs under."""
     under = "vramscope" in sys.modules  # vramscope run's boot imports it; a plain process has not
@@ -259,6 +332,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--workload", choices=sorted(WORKLOADS), required=True)
     ap.add_argument("--cycle", default="")
+    ap.add_argument("--alternate", action="store_true",
+                    help="one attach; each call run with the agent's parts off, on, and recording (--seconds)")
     ap.add_argument("--blocks", type=int, default=12)
     ap.add_argument("--block-s", type=float, default=5.0)
     ap.add_argument("--scale", type=float, default=6.0)
@@ -275,7 +350,10 @@ def main():
         fn(model, i)
     torch.cuda.synchronize()
     print("built and warmed in %.1f s" % (time.perf_counter() - t0), file=sys.stderr, flush=True)
-    r = cycle(a, model, fn, t0) if a.cycle else steady(a, model, fn)
+    if a.alternate:
+        r = alternate(a, model, fn, t0)
+    else:
+        r = cycle(a, model, fn, t0) if a.cycle else steady(a, model, fn)
     r.update(workload=a.workload, torch=torch.__version__, device=torch.cuda.get_device_name(0),
              utc=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), argv=sys.argv[1:])
     print(json.dumps(r), flush=True)

@@ -352,6 +352,68 @@ def test_discovery_ends_once_the_root_calls_find_no_new_root():
     roots.remove()
 
 
+def test_paused_roots_make_no_steps_and_resume_as_they_were():
+    """StepLevels.pause (the cost measurement's off calls): the roots' hooks
+    go and come back; calls while paused are no steps."""
+    torch = _hooking_torch()
+    lv, clock, _ = make(grad=False)
+    sl = _levels.StepLevels()
+    sl.levels = lv
+    roots = _levels.Roots(torch, lv)
+    assert not sl.pause(True)  # no hooks yet
+    sl.hooks = (None, roots)
+    roots.start()
+    model = Module([Module()])
+    assert not sl.pause(True)  # discovery still on: nothing to pause
+    for b in range(_levels.SETTLE_CALLS + 1):
+        model(T(b + 1, 4))
+    assert roots.done and len(model.pre) == 1 and len(model.post) == 1
+    n = len(lv.drain())
+    assert sl.pause(True) and model.pre == {} and model.post == {}
+    model(T(50, 4))
+    assert lv.drain() == []
+    assert sl.pause(False) and len(model.pre) == 1 and len(model.post) == 1
+    assert sl.pause(False) and len(model.pre) == 1  # twice: still one of each
+    model(T(60, 4))
+    got = lv.drain()
+    assert n == _levels.SETTLE_CALLS + 1 and [e["inputs"] for e in got] == [[[60, 4]]]
+    roots.remove()
+
+
+def test_agent_parts_off_and_on_between_calls(monkeypatch):
+    """_agent._parts (cost.py --alternate): off takes the roots' hooks away
+    and stops the stack sampler's thread; on brings both back."""
+    from vramscope.agent import _agent, _stacks
+
+    torch = _hooking_torch()
+    lv, clock, _ = make(grad=False)
+    sl = _levels.StepLevels()
+    sl.levels, roots = lv, _levels.Roots(torch, lv)
+    sl.hooks = (None, roots)
+    sent = []
+    fake = types.SimpleNamespace(levels=sl, start_stacks=lambda: _stacks.start(lambda m, p: sent.append(m)))
+    monkeypatch.setattr(_agent, "_agent", fake)
+    monkeypatch.delenv("VRAMSCOPE_STACK_HZ", raising=False)
+    roots.start()
+    model = Module([Module()])
+    try:
+        assert not _agent._parts(False)  # discovery on: nothing is taken away
+        for _ in range(_levels.SETTLE_CALLS + 1):
+            model(T(1, 4))
+        fake.start_stacks()
+        first = _stacks.sampler()
+        assert first is not None and first.thread.is_alive()
+        assert _agent._parts(False)
+        assert model.pre == {} and _stacks.sampler() is None
+        first.thread.join(2)
+        assert not first.thread.is_alive()  # no thread wakes in the off calls
+        assert _agent._parts(True)
+        assert len(model.pre) == 1 and _stacks.sampler() is not None and _stacks.sampler().thread.is_alive()
+    finally:
+        _stacks.stop()
+        roots.remove()
+
+
 def test_roots_lose_their_post_hooks_in_training_and_get_them_back_for_evaluation():
     torch = _hooking_torch()
     lv, clock, state = make()

@@ -20,6 +20,7 @@ Test hooks (not for production use):
   that file (entries reported as -1), so dumps and OOM captures can be tested
   without torch or a GPU;
 - _simulate_oom(...): runs the out-of-memory observer as torch would.
+- _parts(on): takes the root hooks and the stack sampler away or back (cost measurements).
 
 The Agent is made of parts, each with its own state: the link to the daemon
 (_link.Link, the vramscope-agent thread), the recording and its schedule
@@ -349,6 +350,23 @@ def _oom_observer(device, alloc, device_total, device_free):
 def _simulate_oom(device=0, requested=1 << 30, device_total=80 << 30, device_free=1 << 20):
     """Test hook: run the out-of-memory observer as torch would (use with VRAMSCOPE_TEST_SNAPSHOT)."""
     _oom_observer(device, requested, device_total, device_free)
+
+
+def _parts(on):
+    """For measuring what the attached agent's parts cost a program, call by
+    call (examples/inference/cost.py --alternate): on=False takes away the
+    root modules' hooks and stops the stack sampler; on=True gives both back.
+    The link, the sampling clock and the OOM observer stay. Call it between
+    two of the program's calls, on its thread; False when there is no agent or
+    its root discovery has not ended."""
+    a = _agent
+    if a is None or not a.levels.pause(not on):
+        return False
+    if on:
+        a.start_stacks()
+    else:
+        _stacks.stop()
+    return True
 
 
 def _notify(method, params):

@@ -756,14 +756,34 @@ class Roots:
             self.depth = max(0, self.depth - 1)
 
     def _hook(self, module):
+        self._add_pre(module)
+        self.roots.append(module)
+        if self.posted:
+            self._add_post(module)
+
+    def _add_pre(self, module):
         lv = self.levels
         try:
             self.handles.append(module.register_forward_pre_hook(lv.root_pre, with_kwargs=True))
         except TypeError:  # torch < 2.0
             self.handles.append(module.register_forward_pre_hook(lv.root_pre))
-        self.roots.append(module)
-        if self.posted:
-            self._add_post(module)
+
+    def pause(self):
+        """Take the roots' hooks away, keeping the roots (between two of
+        their calls): their calls cost nothing and are no steps until resume."""
+        hs, self.handles = self.handles, []
+        ps, self.post_handles = self.post_handles, []
+        _remove(hs)
+        _remove(ps)
+
+    def resume(self):
+        """Give the roots their hooks back, as they had them before pause."""
+        if self.handles:
+            return
+        for m in self.roots:
+            self._add_pre(m)
+            if self.posted:
+                self._add_post(m)
 
     def _add_post(self, module):
         lv = self.levels
@@ -948,6 +968,16 @@ class StepLevels:
 
     def cost_s(self):
         return self.levels.cost_s if self.levels is not None else 0.0
+
+    def pause(self, on):
+        """Take the root modules' hooks away (on=True) or give them back, once
+        discovery is over; False when there are none to pause (for measuring
+        what the hooks cost: _agent._parts)."""
+        if self.hooks is None or not self.hooks[1].done:
+            return False
+        roots = self.hooks[1]
+        roots.pause() if on else roots.resume()
+        return True
 
     def peak(self, index, p):
         """max_memory_allocated(index) from the allocator's own peak p, which
