@@ -245,12 +245,14 @@ def alternate(a, model, fn, t0):
     host's speed, which steps by 2x for tens of seconds on the H200's host,
     is the same for the three. The clock opens no window here (its period is
     1e9 s): its windows' cost is the recorded share (1% by default) times
-    what recording costs (the record calls). The link and the clock's thread
-    stay on in all three: their share is the agent's own measure (`own`)."""
+    what recording costs (the record calls). The link's, the worker's and
+    the clock's threads stay on in all three: their CPU share over the calls
+    is added (`steady_threads_share`)."""
     import vramscope
     from vramscope.agent import _agent, _torch as vt
 
-    vramscope.attach(socket=os.environ.get("VRAMSCOPE_SOCKET"), sample="period_s=1e9,window_s=0.3,warmup=0,warmup_allocs=0")
+    vramscope.attach(socket=os.environ.get("VRAMSCOPE_SOCKET"),
+                     sample="period_s=1e9,window_s=0.3,warmup=0,warmup_allocs=0")
     i = 0
     while discovering() and i < 64:  # the root discovery, once per attach: not timed
         fn(model, i)
