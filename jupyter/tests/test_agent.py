@@ -193,6 +193,19 @@ def test_hung_daemon_costs_nothing(env, tmp):
     assert out["status"]["registered"] is False
 
 
+def test_queued_notifications_reach_the_daemon_at_exit(daemon, env, spawn):
+    """The link's thread drains its queue once a second (POLL): what was
+    queued just before the interpreter exits is sent by the exit handler."""
+    c = spawn(no_torch(env), ATTACH)
+    daemon.wait_register(pid=c.pid)
+    assert c.wait("vramscope.status()['registered']")
+    c("exec import time; time.sleep(1.2); vramscope.agent._agent._notify('agent.torch', {'marker': 7})")
+    rc, _out, err = c.quit()
+    assert rc == 0, err
+    got = daemon.wait_torch(pid=c.pid, timeout=5)
+    assert got.get("marker") == 7
+
+
 def test_bounded_queue_drops_instead_of_blocking(env, spawn):
     c = spawn(no_torch(env), ATTACH)  # no daemon: nothing drains the queue
     setup = ("exec import time; _t = time.perf_counter(); "

@@ -109,6 +109,7 @@ class Agent:
             log.warning("vramscope: could not start the stack sampler", exc_info=True)
 
     def shutdown(self, wait=2.0):
+        self.link.flush()
         self.stop.set()
         _stacks.stop()
         if self.import_hook is not None:
@@ -459,6 +460,7 @@ def _at_exit():
             _say("oom-exit", "the daemon did not take the out-of-memory snapshot within %.0f s; saved to %s "
                  "(handed over when a daemon is back)" % (wait, spooled))
     try:
+        a.link.flush()
         a.stop.set()
         a.link.close()
     except Exception:

@@ -208,6 +208,19 @@ class Link:
         except queue.Full:
             self.dropped += 1
 
+    def flush(self):
+        """Send the steps not sent yet and every queued notification now, from
+        the calling thread (a detach, the interpreter's exit: the link's thread
+        drains at most every POLL seconds and may not wake again). Never raises;
+        nothing is sent when not connected."""
+        if not self.connected:
+            return
+        try:
+            self._send_levels()
+            self._drain()
+        except Exception:
+            log.debug("vramscope: flush at the end failed", exc_info=True)
+
     def _drain(self):
         for _ in range(QUEUE_MAX):
             try:
