@@ -239,7 +239,7 @@ def summary(blocks, modes):
 
 def alternate(a, model, fn, t0):
     """Within one attach, call by call: each call is run three times in a row,
-    with the agent's parts off (no root hooks, no stack sampler), on (the
+    with the agent's parts off (no root hooks, the stack sampler paused), on (the
     default's parts), and on with the allocator's history recorded during the
     call, in an order that rotates (off/on/record, on/record/off, ...); the
     host's speed, which steps by 2x for tens of seconds on the H200's host,

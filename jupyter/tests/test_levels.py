@@ -5,6 +5,7 @@ the GPU machine (examples/oom/road.py, docs/road-to-oom.md)."""
 import json
 import os
 import subprocess
+import time
 import types
 
 import pytest
@@ -382,7 +383,8 @@ def test_paused_roots_make_no_steps_and_resume_as_they_were():
 
 def test_agent_parts_off_and_on_between_calls(monkeypatch):
     """_agent._parts (cost.py --alternate): off takes the roots' hooks away
-    and stops the stack sampler's thread; on brings both back."""
+    and pauses the stack sampler (its thread does not tick); on brings both
+    back, the same sampler."""
     from vramscope.agent import _agent, _stacks
 
     torch = _hooking_torch()
@@ -401,14 +403,32 @@ def test_agent_parts_off_and_on_between_calls(monkeypatch):
         for _ in range(_levels.SETTLE_CALLS + 1):
             model(T(1, 4))
         fake.start_stacks()
-        first = _stacks.sampler()
-        assert first is not None and first.thread.is_alive()
+        smp = _stacks.sampler()
+        ticks = []
+        smp.sample = lambda me: ticks.append(me)  # count the ticks
+        def until(pred, limit=3.0):
+            end = time.monotonic() + limit
+            while not pred() and time.monotonic() < end:
+                time.sleep(0.02)
+            return pred()
+
+        assert until(lambda: len(ticks) >= 2)  # 10 Hz
         assert _agent._parts(False)
-        assert model.pre == {} and _stacks.sampler() is None
-        first.thread.join(2)
-        assert not first.thread.is_alive()  # no thread wakes in the off calls
+        assert model.pre == {} and not smp.running.is_set()
+        seen = [len(ticks)]
+
+        def still():  # no tick for 0.3 s (a tick under way when paused may end first)
+            time.sleep(0.3)
+            n, seen[0] = seen[0], len(ticks)
+            return n == seen[0]
+
+        assert until(still)
+        n = len(ticks)
+        time.sleep(0.5)
+        assert len(ticks) == n  # 5 periods: the thread does not tick while paused
         assert _agent._parts(True)
-        assert len(model.pre) == 1 and _stacks.sampler() is not None and _stacks.sampler().thread.is_alive()
+        assert len(model.pre) == 1 and _stacks.sampler() is smp and smp.thread.is_alive()  # its caches kept
+        assert until(lambda: len(ticks) > n)
     finally:
         _stacks.stop()
         roots.remove()

@@ -356,17 +356,15 @@ def _simulate_oom(device=0, requested=1 << 30, device_total=80 << 30, device_fre
 def _parts(on):
     """For measuring what the attached agent's parts cost a program, call by
     call (examples/inference/cost.py --alternate): on=False takes away the
-    root modules' hooks and stops the stack sampler; on=True gives both back.
+    root modules' hooks and pauses the stack sampler (its thread waits without
+    waking); on=True gives both back.
     The link, the sampling clock and the OOM observer stay. Call it between
     two of the program's calls, on its thread; False when there is no agent or
     its root discovery has not ended."""
     a = _agent
     if a is None or not a.levels.pause(not on):
         return False
-    if on:
-        a.start_stacks()
-    else:
-        _stacks.stop()
+    _stacks.pause(not on)
     return True
 
 

@@ -113,6 +113,8 @@ class Sampler:
         self.period = 1.0 / hz
         self.stop = threading.Event()
         self.enabled = True  # False: ticks pass without sampling (the cost measurement's "off" blocks)
+        self.running = threading.Event()  # cleared: the thread waits without ticking (pause)
+        self.running.set()
         self.dropped = 0
         self.sent = 0  # samples handed to send
         self.cpu_ms = 0.0  # the sampler thread's CPU time, all batches
@@ -139,6 +141,9 @@ class Sampler:
         self.cpu_start = time.thread_time()  # this thread's CPU time from here
         nxt = time.monotonic()
         while True:
+            if not self.running.is_set():  # paused: no wakes until resumed (or stopped)
+                self.running.wait()
+                nxt = time.monotonic()
             nxt += self.period
             late = time.monotonic() - nxt
             if late > 0:  # a late tick is skipped, never caught up
@@ -281,6 +286,18 @@ def stop():
     s, _sampler = _sampler, None
     if s is not None:
         s.stop.set()
+        s.running.set()  # a paused thread wakes to see it
+
+
+def pause(on):
+    """Stop the sampler's ticks (on=True: its thread waits and never wakes)
+    or start them again, keeping its caches (the cost measurement's off
+    calls: _agent._parts). False without a sampler."""
+    s = _sampler
+    if s is None:
+        return False
+    s.running.clear() if on else s.running.set()
+    return True
 
 
 def set_enabled(on):
