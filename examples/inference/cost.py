@@ -158,6 +158,28 @@ def own(blocks, record_slowdown):
     return dict(med, blocks=len(rows), record_slowdown=record_slowdown)
 
 
+def beside_off(rows, m):
+    """rows: (mode, value) per block, in order (value None: nothing to pair).
+    For each block of mode m with an off block beside it: (its index, its
+    value over the mean of the off values beside it, less 1)."""
+    out = []
+    for j, (mode, v) in enumerate(rows):
+        if mode != m or v is None:
+            continue
+        near = [rows[k][1] for k in (j - 1, j + 1)
+                if 0 <= k < len(rows) and rows[k][0] == "off" and rows[k][1] is not None]
+        if near:
+            out.append((j, v / statistics.fmean(near) - 1))
+    return out
+
+
+def spread(xs):
+    """(mean, standard error or None with one value, 95% interval or None)."""
+    m = statistics.fmean(xs)
+    se = statistics.stdev(xs) / len(xs) ** 0.5 if len(xs) > 1 else None
+    return m, se, [m - 2 * se, m + 2 * se] if se else None
+
+
 def by_call(blocks, modes, shapes):
     """Each mode against off, call by call: a call's time over the median of
     the same call (its number modulo `shapes`) in the off blocks, so a block's
@@ -174,7 +196,7 @@ def by_call(blocks, modes, shapes):
             for c, t in list(zip(b["calls"], b["times"]))[1:]:
                 ref.setdefault(c % shapes, []).append(t)
     ref = {k: statistics.median(v) for k, v in ref.items()}
-    rows, found = [], {}
+    rows, counts, found = [], [], {}
     for b in kept:
         rs = []
         for j, (c, t, d) in enumerate(zip(b["calls"], b["times"], b["discovering"])):
@@ -185,26 +207,16 @@ def by_call(blocks, modes, shapes):
                 found.setdefault(b["mode"], []).append(r)
             else:
                 rs.append(r)
-        rows.append((b["mode"], statistics.fmean(rs) if rs else None, len(rs)))
+        rows.append((b["mode"], statistics.fmean(rs) if rs else None))
+        counts.append(len(rs))
     out = {"shapes": shapes}
     for m in modes:
-        if m == "off":
+        pairs = beside_off(rows, m) if m != "off" else []
+        if not pairs:
             continue
-        diffs, calls = [], 0
-        for j, (mode, mean, n) in enumerate(rows):
-            if mode != m or mean is None:
-                continue
-            near = [rows[k][1] for k in (j - 1, j + 1)
-                    if 0 <= k < len(rows) and rows[k][0] == "off" and rows[k][1] is not None]
-            if near:
-                diffs.append(mean / statistics.fmean(near) - 1)
-                calls += n
-        if not diffs:
-            continue
-        se = statistics.stdev(diffs) / len(diffs) ** 0.5 if len(diffs) > 1 else None
-        out[m] = {"paired_mean": statistics.fmean(diffs), "paired_se": se,
-                  "ci95": [statistics.fmean(diffs) - 2 * se, statistics.fmean(diffs) + 2 * se] if se else None,
-                  "blocks": len(diffs), "calls": calls,
+        mean, se, ci = spread([d for _, d in pairs])
+        out[m] = {"paired_mean": mean, "paired_se": se, "ci95": ci,
+                  "blocks": len(pairs), "calls": sum(counts[j] for j, _ in pairs),
                   "discovery": {"calls": len(found.get(m, [])),
                                 "mean_ratio": statistics.fmean(found[m]) if found.get(m) else None}}
     return out
@@ -220,19 +232,13 @@ def summary(blocks, modes):
     out = {"mean_s": means}
     if "off" not in means:
         return out
+    rows = [(b["mode"], statistics.fmean(b["times"])) for b in kept]
     for m in means:
         if m == "off":
             continue
-        diffs = []
-        for j, b in enumerate(kept):
-            if b["mode"] != m:
-                continue
-            near = [statistics.fmean(kept[k]["times"]) for k in (j - 1, j + 1)
-                    if 0 <= k < len(kept) and kept[k]["mode"] == "off"]
-            if near:
-                diffs.append(statistics.fmean(b["times"]) / statistics.fmean(near) - 1)
-        out[m] = {"slowdown": means[m] / means["off"] - 1, "paired_mean": statistics.fmean(diffs) if diffs else None,
-                  "paired_se": statistics.stdev(diffs) / len(diffs) ** 0.5 if len(diffs) > 1 else None,
+        diffs = [d for _, d in beside_off(rows, m)]
+        mean, se, _ = spread(diffs) if diffs else (None, None, None)
+        out[m] = {"slowdown": means[m] / means["off"] - 1, "paired_mean": mean, "paired_se": se,
                   "blocks": len(diffs)}
     return out
 
@@ -293,9 +299,8 @@ def alternate(a, model, fn, t0):
         for key in ("", "_cpu"):
             rs = [r[mode + key] / r["off" + key] - 1 for r in rows if r["off" + key] > 0]
             if len(rs) > 1:
-                m, se = statistics.fmean(rs), statistics.stdev(rs) / len(rs) ** 0.5
-                out[mode + key] = {"mean": m, "se": se, "ci95": [m - 2 * se, m + 2 * se],
-                                   "median": statistics.median(rs), "pairs": len(rs)}
+                m, se, ci = spread(rs)
+                out[mode + key] = {"mean": m, "se": se, "ci95": ci, "median": statistics.median(rs), "pairs": len(rs)}
     if "on" in out and "record" in out:
         duty = 0.01  # the default's: window_s / period_s
         est = out["on"]["mean"] + duty * out["record"]["mean"] + threads

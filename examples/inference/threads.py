@@ -28,7 +28,7 @@ def threads():
     if a is None:
         return None
     ts = {"link": a.link.thread, "worker": a.captures.worker, "clock": a.recording.clock(),
-          "stacks": getattr(_stacks._sampler, "thread", None)}
+          "stacks": getattr(_stacks.sampler(), "thread", None)}
     out = {k: _agent._thread_cpu_s(t) for k, t in ts.items()}
     out["sampling"] = a.recording.status().get("sampling")
     return out

@@ -65,10 +65,14 @@ func (g *TensorGroup) MadeAt() (string, int) {
 	return g.File, g.Line
 }
 
-// madeText says where the group's tensors were made, when the recorded
-// stacks name a line other than the holder's.
+// madeElsewhere: the recorded stacks name a line other than the holder's.
+func (g *TensorGroup) madeElsewhere() bool {
+	return g.MadeFile != "" && (g.MadeFile != g.File || g.MadeLine != g.Line)
+}
+
+// madeText says where the group's tensors were made, when madeElsewhere.
 func (g *TensorGroup) madeText() string {
-	if g.MadeFile == "" || g.MadeFile == g.File && g.MadeLine == g.Line {
+	if !g.madeElsewhere() {
 		return ""
 	}
 	return fmt.Sprintf(", %s of them made at %s:%d", fb(g.MadeBytes), g.MadeFile, g.MadeLine)
@@ -81,7 +85,7 @@ func (g *TensorGroup) evidenceLines() []EvidenceLine {
 	if g.File != "" && g.Line > 0 {
 		out = append(out, EvidenceLine{File: g.File, Line: g.Line, Bytes: g.Bytes, Note: g.Name})
 	}
-	if g.madeText() != "" {
+	if g.madeElsewhere() {
 		out = append(out, EvidenceLine{File: g.MadeFile, Line: g.MadeLine, Bytes: g.MadeBytes, Note: g.Name + ": made here"})
 	}
 	return out

@@ -290,7 +290,7 @@ class Agent:
         the GIL from the training thread at worst). docs/oom-naming.md uses them to
         bound the default mode's cost per step."""
         threads = 0.0
-        sampler = _stacks._sampler  # the stack sampler's thread: left out before (docs/inference.md)
+        sampler = _stacks.sampler()  # the stack sampler's thread: left out before (docs/inference.md)
         for t in (self.link.thread, self.captures.worker, self.recording.clock(), getattr(sampler, "thread", None)):
             threads += _thread_cpu_s(t)
         return {"hook_s": round(self.recording.hook_s(), 6), "levels_s": round(self.levels.cost_s(), 6),

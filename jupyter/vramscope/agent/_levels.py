@@ -969,14 +969,14 @@ class StepLevels:
     def cost_s(self):
         return self.levels.cost_s if self.levels is not None else 0.0
 
-    def pause(self, on):
-        """Take the root modules' hooks away (on=True) or give them back, once
+    def pause(self, paused):
+        """Take the root modules' hooks away (paused) or give them back, once
         discovery is over; False when there are none to pause (for measuring
         what the hooks cost: _agent._parts)."""
         if self.hooks is None or not self.hooks[1].done:
             return False
         roots = self.hooks[1]
-        roots.pause() if on else roots.resume()
+        roots.pause() if paused else roots.resume()
         return True
 
     def peak(self, index, p):

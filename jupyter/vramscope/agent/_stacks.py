@@ -289,14 +289,14 @@ def stop():
         s.running.set()  # a paused thread wakes to see it
 
 
-def pause(on):
-    """Stop the sampler's ticks (on=True: its thread waits and never wakes)
+def pause(paused):
+    """Stop the sampler's ticks (paused: its thread waits and never wakes)
     or start them again, keeping its caches (the cost measurement's off
     calls: _agent._parts). False without a sampler."""
     s = _sampler
     if s is None:
         return False
-    s.running.clear() if on else s.running.set()
+    s.running.clear() if paused else s.running.set()
     return True
 
 
