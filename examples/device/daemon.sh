@@ -2,7 +2,7 @@
 # unpacks the carried binary (.gpu/vramscope.gz) as $B, starts its daemon on a fresh socket ($D/s,
 # exported as VRAMSCOPE_SOCKET; its log $OUT/daemon.log, its pid $DPID) and puts the agent's package
 # on PYTHONPATH.
-gunzip -kf .gpu/vramscope.gz; B=$PWD/.gpu/vramscope
+gunzip -kf .gpu/vramscope.gz; chmod +x .gpu/vramscope; B=$PWD/.gpu/vramscope
 export PYTHONPATH=$PWD/jupyter PYTHONUNBUFFERED=1
 D=$(mktemp -d /tmp/vsd.XXXX)
 $B serve --socket $D/s --data-dir $D/data > $OUT/daemon.log 2>&1 &

@@ -3,7 +3,7 @@
 # root, $OUT the folder that comes back). Before it, here:
 #   mkdir -p .gpu /tmp/gpubin && go build -ldflags "-s -w" -o /tmp/gpubin/vramscope ./cmd/vramscope \
 #     && gzip -9 -c /tmp/gpubin/vramscope > .gpu/vramscope.gz   (.gpu/ listed in .git/info/exclude)
-# then run `bash examples/device/next_call.sh` with carry [".gpu"] and timeout_s 480 (~420 s).
+# then run `bash examples/device/next_call.sh` with carry [".gpu"] and timeout_s 430 (~370 s).
 # The device tool returns at most 8 files: this writes 6, each as soon as its part ends.
 # Why: on 2026-12-03 the host's speed stepped by 2x for tens of seconds, so blocks of 5-6 s paired with
 # their neighbours read +-6-11% (docs/inference.md). `cost.py --alternate` runs each call three times in
@@ -15,7 +15,7 @@ set -u
 L=$OUT/log.txt
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader >> $L
 echo "threads serve $(date -u +%FT%TZ)" >> $L
-timeout 70 $B run --socket $D/s -- python3 examples/inference/threads.py --workload serve --seconds 35 > $OUT/threads_serve.json 2>> $L
+timeout 70 $B run --socket $D/s -- python3 examples/inference/threads.py --workload serve --seconds 20 > $OUT/threads_serve.json 2>> $L
 python3 -c "
 import json
 r = json.load(open('$OUT/threads_serve.json'))
@@ -28,10 +28,10 @@ alt() {
   python3 - "$OUT/alt_$1.json" <<'PY' | tee -a $L
 import json, sys
 r = json.loads(open(sys.argv[1]).read().strip().splitlines()[-1])
-print(sys.argv[1].rsplit('/', 1)[-1], len(r["rows"]), "triples", json.dumps({k: r.get(k) for k in ("on", "record", "on_cpu", "steady_threads_share", "default_estimate")}))
+print(sys.argv[1].rsplit('/', 1)[-1], len(r["rows"]), "triples", json.dumps({k: r.get(k) for k in ("on", "record", "steady_threads_share", "default_estimate")}))
 PY
 }
 alt serve 120
-alt generate32 120
-alt eval 60
+alt generate32 100
+alt eval 30
 kill $DPID

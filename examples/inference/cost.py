@@ -19,6 +19,12 @@ Within one attach, call by call (the tightest pairing; docs/inference.md):
 
     python3 examples/inference/cost.py --workload serve --alternate --seconds 120
 
+Within one attach, token by token (generate and serve): the root modules'
+hooks off for one token and on for the next (off, on, on, off, ...); the
+threads' and the windows' parts are added from their measures:
+
+    python3 examples/inference/cost.py --workload serve --tokens --seconds 90 --record-slowdown 0.164
+
 Across processes (plain python against `vramscope run`, the true defaults):
 
     python3 examples/inference/cost.py --workload eval --seconds 20
@@ -27,6 +33,7 @@ prints one JSON line: the iterations' times and the agent's own status.
 """
 import argparse
 import json
+import math
 import os
 import signal
 import statistics
@@ -36,6 +43,7 @@ import time
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import workloads  # noqa: E402
 from workloads import SHAPES, WORKLOADS  # noqa: E402
 
 DEFAULT_PERIOD_S, DEFAULT_WINDOW_S = 30.0, 0.3
@@ -180,6 +188,33 @@ def spread(xs):
     return m, se, [m - 2 * se, m + 2 * se] if se else None
 
 
+def shifts(pairs):
+    """(x, ref) pairs -> each x - ref over the mean ref. Not x / ref - 1: the
+    mean of ratios is biased upward by the noise in ref (Jensen: by about
+    ref's squared coefficient of variation, ~2% for generate32 on the H200's
+    host, where nothing differs but the noise)."""
+    m = statistics.fmean(r for _, r in pairs)
+    return [(x - r) / m for x, r in pairs]
+
+
+def median_ci(xs):
+    """(median, its 95% interval from order statistics, or None under 6 values).
+    Distribution-free: the interval holds the median with >= 95% chance
+    whatever the noise, which on the H200's host comes as rare 2-5x calls
+    (the host's steps) that move a mean by more than the cost measured."""
+    v, n = sorted(xs), len(xs)
+    if n < 6:
+        return statistics.median(v), None
+    # the largest k with P(Binomial(n, 1/2) < k) <= 2.5%: [v[k-1], v[n-k]] holds the median
+    k, below = 0, 0.0
+    while True:
+        nxt = below + math.comb(n, k) / 2 ** n
+        if nxt > 0.025:
+            break
+        below, k = nxt, k + 1
+    return statistics.median(v), [v[max(k - 1, 0)], v[n - max(k, 1)]]
+
+
 def by_call(blocks, modes, shapes):
     """Each mode against off, call by call: a call's time over the median of
     the same call (its number modulo `shapes`) in the off blocks, so a block's
@@ -295,21 +330,143 @@ def alternate(a, model, fn, t0):
     agent = detach()
     out = {"rows": rows, "cut_by_sigterm": cut, "agent": agent, "warm_calls": rows[0]["call"] if rows else i,
            "steady_threads_share": threads}
+    out.update(alternate_summary(rows, threads))
+    return out
+
+
+def alternate_summary(rows, threads):
+    """--alternate's figures from its rows (each call's off, on and record
+    times) and the steady threads' CPU share: each mode less the off call
+    beside it, by mean and by median, and the default's estimate."""
+    out = {}
     for mode in ("on", "record"):
         for key in ("", "_cpu"):
-            rs = [r[mode + key] / r["off" + key] - 1 for r in rows if r["off" + key] > 0]
+            rs = shifts([(r[mode + key], r["off" + key]) for r in rows])
             if len(rs) > 1:
                 m, se, ci = spread(rs)
-                out[mode + key] = {"mean": m, "se": se, "ci95": ci, "median": statistics.median(rs), "pairs": len(rs)}
+                med, med_ci = median_ci(rs)
+                out[mode + key] = {"mean": m, "se": se, "ci95": ci, "median": med, "median_ci95": med_ci,
+                                   "pairs": len(rs)}
     if "on" in out and "record" in out:
         duty = 0.01  # the default's: window_s / period_s
         est = out["on"]["mean"] + duty * out["record"]["mean"] + threads
         se = (out["on"]["se"] ** 2 + (duty * out["record"]["se"]) ** 2) ** 0.5
+        add = duty * out["record"]["median"] + threads  # the on calls' median shift, plus the same parts
+        mci = out["on"]["median_ci95"]
         out["default_estimate"] = {"mean": est, "ci95": [est - 2 * se, est + 2 * se], "duty": duty,
+                                   "median": out["on"]["median"] + add,
+                                   "median_ci95": mci and [mci[0] + add, mci[1] + add],
                                    "threads_share_added": threads,
                                    "note": "on-off, plus duty x (record-off), plus the CPU share of the link, "
                                            "worker and clock threads (on in all three modes; an upper bound of "
                                            "what they take from the program)"}
+    return out
+
+
+class TokenClock:
+    """A stopping criterion that never stops a `generate`: at each new token
+    it waits for the GPU, notes how long the token took and under which mode,
+    and switches the root modules' hooks for the next token, in fours: off,
+    on, on, off in one call and on, off, off, on in the next (a linear drift
+    cancels within each four, and a token's place in the call is on as often
+    as off). The switch happens before the next token's clock starts, so its
+    own cost is in neither mode. The prompt's forward is not timed, and the
+    first token after it (the cache's first growth) is left out of the fours."""
+    PATTERNS = ((False, True, True, False), (True, False, False, True))
+
+    def __init__(self, switch):
+        self.switch = switch  # switch(on) puts the hooks on or takes them away
+        self.calls = []  # per call: [(on, seconds)] for its tokens after the first
+
+    def start(self):
+        self.cur, self.t = [], None
+        self.pattern = self.PATTERNS[len(self.calls) % 2]
+        self.calls.append(self.cur)
+        self.mode = self.pattern[0]
+        self.switch(self.mode)
+
+    def __call__(self, input_ids, scores, **kw):
+        torch.cuda.synchronize()
+        if self.t is not None:
+            self.cur.append((self.mode, time.perf_counter() - self.t))
+        n = len(self.cur)  # the next token's place; the first is left out
+        mode = self.pattern[(n - 1) % 4] if n else self.pattern[0]
+        if mode != self.mode:
+            self.switch(mode)
+            self.mode = mode
+        self.t = time.perf_counter()
+        return torch.zeros(input_ids.shape[0], dtype=torch.bool, device=input_ids.device)
+
+
+def token_groups(calls):
+    """Each whole four of a call's tokens after its first (TokenClock): the on
+    tokens' time less the off tokens', over the fours' mean off time."""
+    pairs = []
+    for toks in calls:
+        for j in range(1, len(toks) - 3, 4):
+            four = toks[j:j + 4]
+            if tuple(m for m, _ in four) in TokenClock.PATTERNS:
+                pairs.append((sum(t for m, t in four if m), sum(t for m, t in four if not m)))
+    return shifts(pairs) if pairs else []
+
+
+def tokens(a, model, fn):
+    """--tokens: the hooks' cost token by token (TokenClock), within one attach;
+    the agent's threads (the stack sampler, the link, the capture worker, the
+    clock) stay on throughout and are counted by their CPU share, the windows
+    as 1% of --record-slowdown (what recording costs, from --alternate)."""
+    import vramscope
+    from transformers import StoppingCriteria, StoppingCriteriaList
+    from vramscope.agent import _agent, _stacks
+
+    vramscope.attach(socket=os.environ.get("VRAMSCOPE_SOCKET"),
+                     sample="period_s=1e9,window_s=0.3,warmup=0,warmup_allocs=0")
+    i = 0
+    while discovering() and i < 64:  # the root discovery, once per attach: not timed
+        fn(model, i)
+        i += 1
+    ag = _agent._agent
+    if not ag.levels.pause(False):
+        raise SystemExit("the root hooks cannot be switched (no root modules found?)")
+
+    class Crit(TokenClock, StoppingCriteria):
+        pass
+
+    clock = Crit(lambda on: ag.levels.pause(not on))
+    workloads.GENERATE_KW["stopping_criteria"] = StoppingCriteriaList([clock])
+    threads = [ag.link.thread, ag.captures.worker, ag.recording.clock(), _stacks.sampler().thread]
+    cpu = lambda: [_agent._thread_cpu_s(t) for t in threads]  # noqa: E731
+    lvl = ag.levels.levels
+    step0 = lvl.step if lvl is not None else 0
+    w0, c0, end, cut = time.perf_counter(), cpu(), time.perf_counter() + a.seconds, False
+    signal.signal(signal.SIGTERM, _cut)
+    try:
+        while time.perf_counter() < end:
+            clock.start()
+            fn(model, i)
+            i += 1
+    except Cut:
+        cut = True
+    wall = max(1e-9, time.perf_counter() - w0)
+    shares = dict(zip(("link", "worker", "clock", "sampler"), ((x - y) / wall for x, y in zip(cpu(), c0))))
+    workloads.GENERATE_KW.clear()
+    ag.levels.pause(False)
+    steps = lvl.step - step0 if lvl is not None else None  # one a generate call: each is a step
+    agent = detach()
+    groups = token_groups(clock.calls)
+    out = {"calls": len(clock.calls), "tokens": [[(int(m), round(t, 6)) for m, t in c] for c in clock.calls],
+           "cut_by_sigterm": cut, "agent": agent, "thread_shares": shares, "groups": len(groups), "steps": steps}
+    if len(groups) > 1:
+        m, se, ci = spread(groups)
+        med, med_ci = median_ci(groups)
+        out["hooks"] = {"mean": m, "se": se, "ci95": ci, "median": med, "median_ci95": med_ci}
+        if a.record_slowdown is not None:
+            add = sum(shares.values()) + 0.01 * a.record_slowdown
+            out["default_estimate"] = {
+                "mean": m + add, "ci95": [ci[0] + add, ci[1] + add], "threads_share_added": sum(shares.values()),
+                "windows_added": 0.01 * a.record_slowdown,
+                "note": "the hooks token by token, plus the CPU share of the agent's threads (an upper bound of "
+                        "what they take from the program), plus 1% (the default's duty) of what recording costs"}
     return out
 
 
@@ -341,6 +498,8 @@ def main():
     ap.add_argument("--cycle", default="")
     ap.add_argument("--alternate", action="store_true",
                     help="one attach; each call run with the agent's parts off, on, and recording (--seconds)")
+    ap.add_argument("--tokens", action="store_true",
+                    help="one attach; generate's root hooks off and on token by token (--seconds)")
     ap.add_argument("--blocks", type=int, default=12)
     ap.add_argument("--block-s", type=float, default=5.0)
     ap.add_argument("--scale", type=float, default=6.0)
@@ -353,11 +512,13 @@ def main():
     t0 = time.perf_counter()
     build, fn = WORKLOADS[a.workload]
     model = build()
-    for i in range(2):  # warm the kernels and the allocator's cache
+    for i in range(max(2, SHAPES.get(a.workload, 1))):  # warm the kernels and the allocator's cache, every shape
         fn(model, i)
     torch.cuda.synchronize()
     print("built and warmed in %.1f s" % (time.perf_counter() - t0), file=sys.stderr, flush=True)
-    if a.alternate:
+    if a.tokens:
+        r = tokens(a, model, fn)
+    elif a.alternate:
         r = alternate(a, model, fn, t0)
     else:
         r = cycle(a, model, fn, t0) if a.cycle else steady(a, model, fn)

@@ -27,12 +27,15 @@ def prompt(model, batch, length):
     return torch.randint(0, model.config.vocab_size, (batch, length), device="cuda")
 
 
+GENERATE_KW = {}  # added to every generate call's arguments (cost.py --tokens: a criterion that times each token)
+
+
 def generate(model, batch=16, prompt_len=64, new=128, ids=None, **kw):
     """One batch `generate` call (greedy, exactly `new` tokens)."""
     ids = prompt(model, batch, prompt_len) if ids is None else ids
     with torch.no_grad():
         return model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=new, min_new_tokens=new,
-                              do_sample=False, use_cache=True, pad_token_id=0, **kw)
+                              do_sample=False, use_cache=True, pad_token_id=0, **GENERATE_KW, **kw)
 
 
 def eval_batch(model, batch=16, length=512):

@@ -527,6 +527,139 @@ def test_real_modules_on_the_cpu():
     assert out["posts_removed"] == [0, 0]
 
 
+class Generator(Module):
+    """A model whose generate calls itself once a token, as Hugging Face's does."""
+
+    def generate(self, ids, new=4, fail=False):
+        for _ in range(new):
+            self(ids)
+            if fail:
+                raise RuntimeError("boom")
+        return "out"
+
+
+def _discovered(torch, lv, model):
+    roots = _levels.Roots(torch, lv)
+    roots.start()
+    for _ in range(_levels.SETTLE_CALLS + 1):
+        model(T(1, 4))
+    assert roots.done
+    lv.drain()
+    return roots
+
+
+def test_a_generate_call_on_a_root_is_one_step_and_its_tokens_none():
+    """A root whose class has a generate: each call is one step (its
+    arguments' shapes, the phase a root call would have), its tokens' root
+    calls reach no hook, and the hooks are back when it returns, or raises."""
+    torch = _hooking_torch()
+    lv, clock, _ = make(grad=False)
+    model = Generator([Module()])
+    hooked = []
+    model.register_forward_pre_hook(lambda *a: hooked.append(len(model.pre)))  # runs with the roots' hooks
+    own = Generator.__dict__["generate"]
+    roots = _discovered(torch, lv, model)
+    try:
+        assert Generator.generate is not own and Generator.generate.__vramscope__
+        hooked.clear()
+        clock.t = 10.0
+        assert model.generate(T(3, 7), new=5) == "out"
+        assert hooked == [1] * 5  # only the test's own hook was there during the tokens
+        got = lv.drain()
+        assert [(e["phase"], e["inputs"]) for e in got] == [("forward", [[3, 7]])]
+        assert len(model.pre) == 2 and len(model.post) == 1  # the roots' hooks are back
+        model(T(2, 2))  # a plain call is still a step
+        assert [e["inputs"] for e in lv.drain()] == [[[2, 2]]]
+        with pytest.raises(RuntimeError, match="boom"):
+            model.generate(T(3, 7), fail=True)
+        assert lv.drain() == [] and lv.inputs is None and len(model.pre) == 2  # no step; the hooks back
+        other = Generator()  # not a root: its generate is the original's, with hooks and steps as before
+        other.generate(T(1, 1), new=2)
+        assert lv.drain() == [] and len(model.pre) == 2
+        lv.trained = True  # in a training program a generate call is an evaluation step
+        model.generate(T(4, 4), new=2)
+        assert [(e["phase"], e["inputs"]) for e in lv.drain()] == [("eval", [[4, 4]])]
+    finally:
+        roots.remove()
+    assert Generator.__dict__["generate"] is own  # given back at detach
+
+
+def test_generate_while_paused_or_nested_passes_through():
+    """The cost measurement's off calls (pause) keep the hooks away across a
+    generate; a generate inside another is no step of its own."""
+    torch = _hooking_torch()
+    lv, clock, _ = make(grad=False)
+    model = Generator([Module()])
+    roots = _discovered(torch, lv, model)
+    try:
+        roots.pause()
+        model.generate(T(2, 3))
+        assert lv.drain() == [] and model.pre == {} and model.post == {}
+        roots.resume()
+        assert len(model.pre) == 1 and len(model.post) == 1
+
+        class Outer(Generator):
+            def generate(self, ids, new=4, fail=False):
+                return Generator.generate(self, ids, new=new)  # the wrapped one, already held
+
+        outer = Outer()
+        roots.seen[id(outer)] = outer
+        roots._wrap_generate(Outer)
+        outer.generate(T(5, 5))
+        assert [e["inputs"] for e in lv.drain()] == [[[5, 5]]]
+    finally:
+        roots.remove()
+    assert not any(getattr(c.__dict__["generate"], "__vramscope__", False) for c in (Generator, Outer))
+
+
+CPU_GENERATE = """
+import json, torch
+import transformers.generation.utils as gu
+gu.is_fsdp_managed_module = lambda m: False  # Debian's torch 1.13 cannot import torch.distributed.fsdp on 3.11
+from transformers import GPT2Config, GPT2LMHeadModel
+from vramscope.agent import _levels
+lv, (handle, roots) = _levels.start(torch, [False], lambda: None, lambda _t, _fn: object())
+model = GPT2LMHeadModel(GPT2Config(n_layer=2, n_embd=32, n_head=2, n_positions=64)).eval()
+calls = []
+model.register_forward_pre_hook(lambda m, a: calls.append(len(m._forward_pre_hooks)))
+ids = torch.zeros(3, 5, dtype=torch.long)
+kw = dict(attention_mask=torch.ones_like(ids), max_new_tokens=12, min_new_tokens=12, do_sample=False, pad_token_id=0)
+out = {}
+model.generate(ids, **kw)  # discovery ends within the first call's tokens
+out["done"], out["first"] = roots.done, len(lv.drain())
+calls.clear()
+for b in (2, 4):
+    x = torch.zeros(b, 6, dtype=torch.long)
+    model.generate(x, **dict(kw, attention_mask=torch.ones_like(x)))
+out["hooked"] = sorted(set(calls))
+out["tokens"] = len(calls)
+out["steps"] = [(e["phase"], e.get("inputs")) for e in lv.drain()]
+with torch.no_grad():
+    model(ids)  # a plain forward is still a step
+out["after"] = [(e["phase"], e.get("inputs")) for e in lv.drain()]
+out["wrapped"] = "generate" in GPT2LMHeadModel.__dict__
+roots.remove()
+out["unwrapped"] = "generate" not in GPT2LMHeadModel.__dict__
+print(json.dumps(out))
+"""
+
+
+def test_real_hugging_face_generate_is_one_step_a_call():
+    """A real GPT-2 (transformers, torch on the CPU): after discovery, each
+    `generate` call is one step with its input ids' shape; its 12 tokens'
+    forward calls run without the roots' hooks (only the test's own)."""
+    py = torch_python("transformers")
+    env = dict(os.environ, PYTHONPATH=PKG_PARENT)
+    res = subprocess.run([py, "-c", CPU_GENERATE], capture_output=True, text=True, env=env, timeout=300)
+    assert res.returncode == 0, res.stderr[-3000:]
+    out = json.loads(res.stdout.splitlines()[-1])
+    assert out["done"] and out["first"] == 12  # the first call: a step a token, as discovery went on
+    assert out["tokens"] == 24 and out["hooked"] == [1]
+    assert out["steps"] == [["forward", [[2, 6], [2, 6]]], ["forward", [[4, 6], [4, 6]]]]
+    assert out["after"] == [["forward", [[3, 5]]]]
+    assert out["wrapped"] and out["unwrapped"]
+
+
 CPU_SERVE = """
 import json, torch
 from torch.nn.modules import module as mm

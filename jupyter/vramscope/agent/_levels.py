@@ -16,7 +16,13 @@ What a step is:
   in a program that makes optimizer steps: evaluation between steps;
 - "forward": a call of a root module in a program that has made no optimizer
   step (generation, evaluation, serving): without gradients at once, with
-  gradients after PROBE_CALLS root calls and still no optimizer step.
+  gradients after PROBE_CALLS root calls and still no optimizer step;
+- a `generate` call of a root module (Hugging Face's GenerationMixin, or any
+  model class with a `generate` method) is one step of the phase its root
+  calls would have had, not one step per token: while it runs the roots'
+  hooks are taken away (Roots.take), so its tokens pay nothing (a token's
+  root call with the hooks on cost +0.5% of a GPT-2 medium token on the
+  H200, docs/inference.md).
 A root module is one called while no other module runs: found with torch's
 global module hooks until the first optimizer step, or SETTLE_CALLS root
 calls in a row that found no new root (PROBE_CALLS at most), then only the
@@ -44,6 +50,8 @@ last reset_peak_memory_stats, as they would without the agent
 this off).
 """
 import collections
+import functools
+import inspect
 import itertools
 import threading
 import time
@@ -517,6 +525,25 @@ class Levels:
             pass
         self.cost_s += self.clock() - t
 
+    def call_begins(self, args, kwargs, t):
+        """A root's generate call begins (Roots.take): the step's inputs are
+        its arguments' shapes; the step ends when it returns (call_ends)."""
+        if self.inputs is None:
+            self.inputs = self._all_shapes(args, kwargs)
+        if self.t_first is None:
+            self.t_first = t
+        self.closing = None
+        self.cost_s += self.clock() - t
+
+    def call_ends(self, t, ok):
+        """A root's generate call returned (ok) or raised: one step, or none
+        (an out-of-memory error inside it closed the step already: on_oom)."""
+        if ok:
+            self._close(t, "eval" if self.trained else "forward", False)
+        else:
+            self.inputs = None
+            self.cost_s += self.clock() - t
+
     def _forward_call(self, args, kwargs, t):
         """A root call not inside another before any optimizer step: a step
         of its own without gradients, or after PROBE_CALLS calls with them."""
@@ -721,6 +748,9 @@ class Roots:
         self.posted = True
         self.global_handles = []
         self.done = False
+        self.paused = False  # pause(): the hooks stay away until resume()
+        self.held = False  # a generate call under way (take): the hooks are away until it returns
+        self.generates = []  # (class, whether it had a generate of its own, the original)
 
     def start(self):
         m = self.torch.nn.modules.module
@@ -760,6 +790,65 @@ class Roots:
         self.roots.append(module)
         if self.posted:
             self._add_post(module)
+        try:
+            self._wrap_generate(type(module))
+        except Exception:
+            log.debug("vramscope: a root's generate was left as it was", exc_info=True)
+
+    def _wrap_generate(self, cls):
+        """Give a root's class a `generate` that makes each call on a root one
+        step (take, give); on any other instance, thread or nesting it only
+        calls the original. On the class, not the instance: a model that is
+        copied or pickled carries nothing of the agent's."""
+        orig = inspect.getattr_static(cls, "generate", None)  # a staticmethod or property stays as it is
+        if type(orig).__name__ != "function" or getattr(orig, "__vramscope__", False):
+            return
+        roots = self
+
+        @functools.wraps(orig)
+        def generate(model, *args, **kwargs):
+            if not roots.take(model, args, kwargs):
+                return orig(model, *args, **kwargs)
+            ok = False
+            try:
+                out = orig(model, *args, **kwargs)
+                ok = True
+                return out
+            finally:
+                roots.give(ok)
+
+        generate.__vramscope__ = True
+        self.generates.append((cls, "generate" in cls.__dict__, orig))
+        cls.generate = generate
+
+    def take(self, module, args, kwargs):
+        """A generate call begins: when it is a root's, on the roots' thread,
+        outside any root call or other generate, after discovery, the roots'
+        hooks go until give() and the call is one step. False otherwise."""
+        lv = self.levels
+        if (self.held or self.paused or not self.done or lv.in_root or id(module) not in self.seen
+                or self.thread != threading.get_ident() or _compiling()):
+            return False
+        t = lv.clock()
+        self.held = True
+        try:
+            self._unhook()
+            lv.call_begins(args, kwargs, t)
+        except Exception:
+            log.debug("vramscope: a generate call could not begin a step", exc_info=True)
+        return True
+
+    def give(self, ok):
+        """The generate call that take() began returned (ok) or raised."""
+        lv = self.levels
+        t = lv.clock()
+        self.held = False
+        try:
+            if not self.paused:
+                self._rehook()
+            lv.call_ends(t, ok)
+        except Exception:
+            log.debug("vramscope: a generate call could not end its step", exc_info=True)
 
     def _add_pre(self, module):
         lv = self.levels
@@ -771,13 +860,22 @@ class Roots:
     def pause(self):
         """Take the roots' hooks away, keeping the roots (between two of
         their calls): their calls cost nothing and are no steps until resume."""
+        self.paused = True
+        self._unhook()
+
+    def resume(self):
+        """Give the roots their hooks back, as they had them before pause."""
+        self.paused = False
+        if not self.held:
+            self._rehook()
+
+    def _unhook(self):
         hs, self.handles = self.handles, []
         ps, self.post_handles = self.post_handles, []
         _remove(hs)
         _remove(ps)
 
-    def resume(self):
-        """Give the roots their hooks back, as they had them before pause."""
+    def _rehook(self):
         if self.handles:
             return
         for m in self.roots:
@@ -797,8 +895,9 @@ class Roots:
         if on:
             if not self.posted:
                 self.posted = True
-                for m in self.roots:
-                    self._add_post(m)
+                if self.handles:  # not while paused or held: _rehook gives them back
+                    for m in self.roots:
+                        self._add_post(m)
             return
         self.posted = False
         hs, self.post_handles = self.post_handles, []
@@ -820,6 +919,15 @@ class Roots:
         self.set_posts(False)
         hs, self.handles = self.handles, []
         _remove(hs)
+        while self.generates:
+            cls, own, orig = self.generates.pop()
+            try:
+                if own:
+                    cls.generate = orig
+                else:
+                    del cls.generate
+            except Exception:
+                log.debug("vramscope: a generate could not be given back", exc_info=True)
 
 
 def _remove(handles):
