@@ -3,7 +3,7 @@
 # comes back). Before it, here:
 #   mkdir -p .gpu /tmp/gpubin && go build -ldflags "-s -w" -o /tmp/gpubin/vramscope ./cmd/vramscope \
 #     && gzip -9 -c /tmp/gpubin/vramscope > .gpu/vramscope.gz   (.gpu/ listed in .git/info/exclude)
-# then run `bash examples/device/tokens_call.sh [SECONDS]` with carry [".gpu"] and timeout_s 360 (~250 s at the
+# then run `bash examples/device/tokens_call.sh [SECONDS [WORKLOADS]]` with carry [".gpu"] and timeout_s 360 (~250 s at the
 # default 90 s a workload). Its first run (18:18 UTC) also ran `cost.py --workload eval --alternate --seconds 30`.
 # Why: call by call (--alternate, 2026-12-03 18:00 UTC) the host's noise left serve's and generate32's
 # intervals at +-1.5-2.7%; a token takes ~10 ms, so a token's neighbour shares the host's speed far more
@@ -23,6 +23,7 @@ print(sys.argv[1].rsplit("/", 1)[-1], r["calls"], "calls", r.get("steps"), "step
       json.dumps({k: r.get(k) for k in ("hooks", "thread_shares", "default_estimate")}))
 PY
 }
-tok serve ${1:-90} 0.164
-tok generate32 ${1:-90} 0.235
+for w in ${2:-serve generate32}; do
+  case $w in serve) tok serve ${1:-90} 0.164 ;; generate32) tok generate32 ${1:-90} 0.235 ;; esac
+done
 kill $DPID

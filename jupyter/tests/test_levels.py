@@ -607,9 +607,21 @@ def test_generate_while_paused_or_nested_passes_through():
         roots._wrap_generate(Outer)
         outer.generate(T(5, 5))
         assert [e["inputs"] for e in lv.drain()] == [[[5, 5]]]
+
+        class Detaching(Generator):  # the agent detaches while a generate call runs
+            def generate(self, ids, new=4, fail=False):
+                roots.remove()
+                return "out"
+
+        detaching = Detaching([Module()])
+        roots.seen[id(detaching)] = detaching
+        roots.roots.append(detaching)
+        roots._wrap_generate(Detaching)
+        detaching.generate(T(1, 1))
+        assert model.pre == {} and model.post == {} and detaching.pre == {}  # no hook comes back after it
     finally:
         roots.remove()
-    assert not any(getattr(c.__dict__["generate"], "__vramscope__", False) for c in (Generator, Outer))
+    assert not any(getattr(c.__dict__["generate"], "__vramscope__", False) for c in (Generator, Outer, Detaching))
 
 
 CPU_GENERATE = """

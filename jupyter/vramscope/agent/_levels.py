@@ -916,6 +916,7 @@ class Roots:
 
     def remove(self):
         self.finish()
+        self.paused = True  # a generate call still under way gives no hooks back (give)
         self.set_posts(False)
         hs, self.handles = self.handles, []
         _remove(hs)
