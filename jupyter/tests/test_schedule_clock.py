@@ -26,7 +26,7 @@ def test_next_wait_sleeps_until_the_next_thing_to_do_and_never_spins():
     s.last_step_t = t + 0.5  # a step came: the clock acts once none came for period_s
     assert s.next_wait(t + 0.6) == pytest.approx(0.9)
     s.last_step_t = None
-    s.tick(t + 0.99)
+    s.tick(t + 0.991)  # due at 0.99 s (not exactly: t - closed_t rounds either way, with t the uptime)
     assert s.on and s.by_clock
     assert s.next_wait(s.opened_t + 0.004) == pytest.approx(0.006)  # closes at window_s, not a tick later
     s.want = 1  # held for a snapshot past its end: asleep until woken (release), not a spin
