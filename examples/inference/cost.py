@@ -19,9 +19,10 @@ Within one attach, call by call (the tightest pairing; docs/inference.md):
 
     python3 examples/inference/cost.py --workload serve --alternate --seconds 120
 
-Within one attach, token by token (generate and serve): the root modules'
-hooks off for one token and on for the next (off, on, on, off, ...); the
-threads' and the windows' parts are added from their measures:
+Within one attach, token by token (generate and serve): the stack sampler's
+ticks against the tokens beside them, the hooks by the agent's own timing
+(none run during a generate call), the other threads by their CPU share, the
+windows as 1% of what recording costs:
 
     python3 examples/inference/cost.py --workload serve --tokens --seconds 90 --record-slowdown 0.164
 
@@ -365,56 +366,57 @@ def alternate_summary(rows, threads):
 
 class TokenClock:
     """A stopping criterion that never stops a `generate`: at each new token
-    it waits for the GPU, notes how long the token took and under which mode,
-    and switches the root modules' hooks for the next token, in fours: off,
-    on, on, off in one call and on, off, off, on in the next (a linear drift
-    cancels within each four, and a token's place in the call is on as often
-    as off). The switch happens before the next token's clock starts, so its
-    own cost is in neither mode. The prompt's forward is not timed, and the
-    first token after it (the cache's first growth) is left out of the fours."""
-    PATTERNS = ((False, True, True, False), (True, False, False, True))
+    it waits for the GPU and notes when the token began and ended (the
+    prompt's forward is not timed). Each call's tokens are a list of
+    (start, end) perf_counter times."""
 
-    def __init__(self, switch):
-        self.switch = switch  # switch(on) puts the hooks on or takes them away
-        self.calls = []  # per call: [(on, seconds)] for its tokens after the first
+    def __init__(self):
+        self.calls = []
 
     def start(self):
         self.cur, self.t = [], None
-        self.pattern = self.PATTERNS[len(self.calls) % 2]
         self.calls.append(self.cur)
-        self.mode = self.pattern[0]
-        self.switch(self.mode)
 
     def __call__(self, input_ids, scores, **kw):
         torch.cuda.synchronize()
+        t = time.perf_counter()
         if self.t is not None:
-            self.cur.append((self.mode, time.perf_counter() - self.t))
-        n = len(self.cur)  # the next token's place; the first is left out
-        mode = self.pattern[(n - 1) % 4] if n else self.pattern[0]
-        if mode != self.mode:
-            self.switch(mode)
-            self.mode = mode
+            self.cur.append((self.t, t))
         self.t = time.perf_counter()
         return torch.zeros(input_ids.shape[0], dtype=torch.bool, device=input_ids.device)
 
 
-def token_groups(calls):
-    """Each whole four of a call's tokens after its first (TokenClock): the on
-    tokens' time less the off tokens', over the fours' mean off time."""
+def tick_delays(calls, ticks):
+    """What a stack sampler's tick costs the program's thread, token by token:
+    each token during which a tick began (ticks: their start times, sorted)
+    against the mean of its two neighbours in the same call that had none;
+    returns (that token's time less its neighbours', over the mean token)
+    for each such token, the call's first and last token left out."""
+    import bisect
+
     pairs = []
     for toks in calls:
-        for j in range(1, len(toks) - 3, 4):
-            four = toks[j:j + 4]
-            if tuple(m for m, _ in four) in TokenClock.PATTERNS:
-                pairs.append((sum(t for m, t in four if m), sum(t for m, t in four if not m)))
+        had = []
+        for b, e in toks:
+            j = bisect.bisect_left(ticks, b)
+            had.append(j < len(ticks) and ticks[j] < e)
+        for k in range(1, len(toks) - 1):
+            if had[k] and not had[k - 1] and not had[k + 1]:
+                near = (toks[k - 1][1] - toks[k - 1][0] + toks[k + 1][1] - toks[k + 1][0]) / 2
+                pairs.append((toks[k][1] - toks[k][0], near))
     return shifts(pairs) if pairs else []
 
 
 def tokens(a, model, fn):
-    """--tokens: the hooks' cost token by token (TokenClock), within one attach;
-    the agent's threads (the stack sampler, the link, the capture worker, the
-    clock) stay on throughout and are counted by their CPU share, the windows
-    as 1% of --record-slowdown (what recording costs, from --alternate)."""
+    """--tokens: the default agent under a generate loop, its parts measured
+    where they act. The root hooks: none run during a generate call (a root's
+    generate is one step: Roots.take), so the agent's own timing of what it
+    does on the program's thread (levels cost_s) is their share. The stack
+    sampler: its ticks are timed (its sample wrapped) and each token during
+    which one began is set against its neighbours (tick_delays); the delay a
+    tick, times the ticks a second, is its share. The link, the worker and
+    the clock by their CPU share (an upper bound), the windows as 1% of
+    --record-slowdown (what recording costs, from --alternate)."""
     import vramscope
     from transformers import StoppingCriteria, StoppingCriteriaList
     from vramscope.agent import _agent, _stacks
@@ -426,18 +428,25 @@ def tokens(a, model, fn):
         fn(model, i)
         i += 1
     ag = _agent._agent
-    if not ag.levels.pause(False):
-        raise SystemExit("the root hooks cannot be switched (no root modules found?)")
+    smp = _stacks.sampler()
+    ticks = []
+    sample = smp.sample
+
+    def timed_sample(me):
+        ticks.append(time.perf_counter())
+        sample(me)
+
+    smp.sample = timed_sample
 
     class Crit(TokenClock, StoppingCriteria):
         pass
 
-    clock = Crit(lambda on: ag.levels.pause(not on))
+    clock = Crit()
     workloads.GENERATE_KW["stopping_criteria"] = StoppingCriteriaList([clock])
-    threads = [ag.link.thread, ag.captures.worker, ag.recording.clock(), _stacks.sampler().thread]
-    cpu = lambda: [_agent._thread_cpu_s(t) for t in threads]  # noqa: E731
+    others = [ag.link.thread, ag.captures.worker, ag.recording.clock()]
+    cpu = lambda: [_agent._thread_cpu_s(t) for t in others + [smp.thread]]  # noqa: E731
     lvl = ag.levels.levels
-    step0 = lvl.step if lvl is not None else 0
+    step0, cost0 = (lvl.step, lvl.cost_s) if lvl is not None else (0, 0.0)
     w0, c0, end, cut = time.perf_counter(), cpu(), time.perf_counter() + a.seconds, False
     signal.signal(signal.SIGTERM, _cut)
     try:
@@ -448,25 +457,35 @@ def tokens(a, model, fn):
     except Cut:
         cut = True
     wall = max(1e-9, time.perf_counter() - w0)
-    shares = dict(zip(("link", "worker", "clock", "sampler"), ((x - y) / wall for x, y in zip(cpu(), c0))))
+    shares = dict(zip(("link", "worker", "clock", "sampler_cpu"), ((x - y) / wall for x, y in zip(cpu(), c0))))
     workloads.GENERATE_KW.clear()
-    ag.levels.pause(False)
-    steps = lvl.step - step0 if lvl is not None else None  # one a generate call: each is a step
+    smp.sample = sample
+    steps, hooks = (lvl.step - step0, (lvl.cost_s - cost0) / wall) if lvl is not None else (None, None)
     agent = detach()
-    groups = token_groups(clock.calls)
-    out = {"calls": len(clock.calls), "tokens": [[(int(m), round(t, 6)) for m, t in c] for c in clock.calls],
-           "cut_by_sigterm": cut, "agent": agent, "thread_shares": shares, "groups": len(groups), "steps": steps}
-    if len(groups) > 1:
-        m, se, ci = spread(groups)
-        med, med_ci = median_ci(groups)
-        out["hooks"] = {"mean": m, "se": se, "ci95": ci, "median": med, "median_ci95": med_ci}
+    n_ticks = sum(1 for t in ticks if t >= w0)
+    delays = tick_delays(clock.calls, sorted(ticks))
+    toks = [e - b for c in clock.calls for b, e in c]
+    out = {"calls": len(clock.calls), "tokens": [[(round(b - w0, 6), round(e - b, 6)) for b, e in c] for c in clock.calls],
+           "ticks": n_ticks, "cut_by_sigterm": cut, "agent": agent, "thread_shares": shares,
+           "steps": steps, "hooks_share": hooks, "ticked_tokens": len(delays)}
+    if len(delays) > 1 and toks:
+        m, se, ci = spread(delays)
+        med, med_ci = median_ci(delays)
+        per_tick_s = m * statistics.fmean(toks)  # a tick's delay in seconds (shifts are over the mean token)
+        rate = n_ticks / wall
+        out["tick"] = {"delay_mean": m, "ci95": ci, "median": med, "median_ci95": med_ci,
+                       "delay_s": per_tick_s, "ticks_per_s": rate}
+        sampler = m * statistics.fmean(toks) * rate
+        band = [c * statistics.fmean(toks) * rate for c in ci]
+        out["sampler_share"] = {"mean": sampler, "ci95": band, "cpu_share": shares["sampler_cpu"]}
         if a.record_slowdown is not None:
-            add = sum(shares.values()) + 0.01 * a.record_slowdown
+            add = shares["link"] + shares["worker"] + shares["clock"] + (hooks or 0.0) + 0.01 * a.record_slowdown
             out["default_estimate"] = {
-                "mean": m + add, "ci95": [ci[0] + add, ci[1] + add], "threads_share_added": sum(shares.values()),
-                "windows_added": 0.01 * a.record_slowdown,
-                "note": "the hooks token by token, plus the CPU share of the agent's threads (an upper bound of "
-                        "what they take from the program), plus 1% (the default's duty) of what recording costs"}
+                "mean": sampler + add, "ci95": [band[0] + add, band[1] + add],
+                "others_added": add - 0.01 * a.record_slowdown, "windows_added": 0.01 * a.record_slowdown,
+                "note": "the sampler's ticks' delay to the program's thread, plus the agent's own timing of its "
+                        "hooks, plus the link's, worker's and clock's CPU share (an upper bound), plus 1% (the "
+                        "default's duty) of what recording costs"}
     return out
 
 
@@ -499,7 +518,7 @@ def main():
     ap.add_argument("--alternate", action="store_true",
                     help="one attach; each call run with the agent's parts off, on, and recording (--seconds)")
     ap.add_argument("--tokens", action="store_true",
-                    help="one attach; generate's root hooks off and on token by token (--seconds)")
+                    help="one attach; generate's tokens timed, the stack sampler's ticks against them (--seconds)")
     ap.add_argument("--blocks", type=int, default=12)
     ap.add_argument("--block-s", type=float, default=5.0)
     ap.add_argument("--scale", type=float, default=6.0)

@@ -1,0 +1,69 @@
+"""The statistics of examples/inference/cost.py, the harness behind
+docs/inference.md's cost figures: each is checked on inputs whose answer is
+known, so a figure in the docs cannot come from a formula that is off."""
+import importlib
+import os
+import random
+import sys
+import types
+
+import pytest
+
+from conftest import ROOT
+
+
+@pytest.fixture(scope="module")
+def cost():
+    stub = types.ModuleType("torch")  # the harness imports torch; its statistics do not use it
+    stub.bfloat16 = None
+    saved = {k: sys.modules.get(k) for k in ("torch", "cost", "workloads")}
+    sys.modules["torch"] = stub
+    sys.path.insert(0, os.path.join(ROOT, "examples", "inference"))
+    try:
+        yield importlib.import_module("cost")
+    finally:
+        sys.path.pop(0)
+        for k, v in saved.items():
+            if v is None:
+                sys.modules.pop(k, None)
+            else:
+                sys.modules[k] = v
+
+
+def test_median_interval_is_the_order_statistics_that_hold_the_median(cost):
+    assert cost.median_ci(list(range(5))) == (2, None)  # too few for 95%
+    assert cost.median_ci(list(range(6))) == (2.5, [0, 5])  # 2/64 outside: 3.1% < 5%
+    assert cost.median_ci(list(range(100))) == (49.5, [39, 60])
+    rng = random.Random(7)
+    miss = 0
+    for _ in range(2000):  # skewed noise: the true median of Exp(1) is ln 2
+        _, (lo, hi) = cost.median_ci([rng.expovariate(1) for _ in range(40)])
+        miss += not lo <= 0.6931 <= hi
+    assert miss / 2000 < 0.05
+
+
+def test_shifts_are_unbiased_where_the_mean_of_ratios_is_not(cost):
+    pairs = [(1.0, 0.5), (1.0, 1.5)]  # x equals the reference's mean: no shift
+    assert cost.shifts(pairs) == [0.5, -0.5] and sum(cost.shifts(pairs)) == 0
+    assert sum(x / r - 1 for x, r in pairs) / 2 == pytest.approx(1 / 3)  # what the ratios would have said
+    assert cost.shifts([(1.1, 1.0), (2.2, 2.0)]) == pytest.approx([0.1 / 1.5, 0.2 / 1.5])
+
+
+def test_a_tick_delay_is_read_from_the_token_it_fell_in_against_its_neighbours(cost):
+    """Tokens of 10 ms; the one a tick began in took 0.3 ms more. Ticks whose
+    neighbours also had one, and ticks in a call's first or last token, are
+    left out."""
+    calls, ticks, t = [], [], 0.0
+    for _ in range(3):
+        toks = []
+        for k in range(20):
+            d = 0.010
+            if k in (5, 12, 13, 0, 19):  # 12 and 13: neighbours, both left out; 0 and 19: the ends
+                ticks.append(t + 0.001)
+                d += 0.0003
+            toks.append((t, t + d))
+            t += d
+        calls.append(toks)
+    got = cost.tick_delays(calls, sorted(ticks))
+    assert len(got) == 3  # token 5 of each call
+    assert all(g == pytest.approx(0.0003 / 0.010) for g in got)  # over the references' mean, 10 ms
