@@ -120,7 +120,10 @@ class Sampler:
         self.cpu_ms = 0.0  # the sampler thread's CPU time, all batches
         self.thread = None
         self._lib_dirs = _library_dirs()
-        self._codes = {}  # code object -> (user, wait)
+        # id(code) -> (code, user, wait): keyed by id, not by the code object, whose hash reads its whole
+        # bytecode and constants each time (a sleeping sampler finds them out of the cache); holding the
+        # code keeps its id from being reused
+        self._codes = {}
         self._texts = {}  # (file, line) -> wait from the line's text
         self._skip = {}  # thread ident -> whether it is the agent's own (named vramscope-*)
         self._reset()
@@ -190,11 +193,11 @@ class Sampler:
         stack, wait, text, below = [], "", "", False
         while f is not None:
             code = f.f_code
-            info = self._codes.get(code)
-            if info is None:
-                info = self._codes[code] = (is_user_file(code.co_filename, self._lib_dirs),
-                                            lib_wait(code.co_filename, code.co_name))
-            user, w = info
+            info = self._codes.get(id(code))
+            if info is None or info[0] is not code:
+                info = self._codes[id(code)] = (code, is_user_file(code.co_filename, self._lib_dirs),
+                                                lib_wait(code.co_filename, code.co_name))
+            _, user, w = info
             if user:
                 if len(stack) < MAX_FRAMES:
                     line = f.f_lineno or 0
