@@ -576,9 +576,14 @@ def test_a_generate_call_on_a_root_is_one_step_and_its_tokens_none():
         other = Generator()  # not a root: its generate is the original's, with hooks and steps as before
         other.generate(T(1, 1), new=2)
         assert lv.drain() == [] and len(model.pre) == 2
-        lv.trained = True  # in a training program a generate call is an evaluation step
+        lv.trained = True  # in a training program a generate call between steps is an evaluation step
         model.generate(T(4, 4), new=2)
         assert [(e["phase"], e["inputs"]) for e in lv.drain()] == [("eval", [[4, 4]])]
+        lv.inputs = ((8, 9),)  # inside a training step a root call began (a rollout after a forward):
+        model.generate(T(4, 4), new=2)  # no step of its own, and the training step keeps its inputs
+        assert lv.drain() == [] and lv.inputs == ((8, 9),) and len(model.pre) == 2
+        lv.on_optimizer_step()
+        assert [(e["phase"], e["inputs"]) for e in lv.drain()] == [("train", [[8, 9]])]
     finally:
         roots.remove()
     assert Generator.__dict__["generate"] is own  # given back at detach

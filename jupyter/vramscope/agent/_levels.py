@@ -19,7 +19,8 @@ What a step is:
   gradients after PROBE_CALLS root calls and still no optimizer step;
 - a `generate` call of a root module (Hugging Face's GenerationMixin, or any
   model class with a `generate` method) is one step of the phase its root
-  calls would have had, not one step per token: while it runs the roots'
+  calls would have had, not one step per token (inside a training step a
+  root call began, none: the training step goes on); while it runs the roots'
   hooks are taken away (Roots.take), so its tokens pay nothing (a token's
   root call with the hooks on cost +0.5% of a GPT-2 medium token on the
   H200, docs/inference.md).
@@ -526,14 +527,20 @@ class Levels:
         self.cost_s += self.clock() - t
 
     def call_begins(self, args, kwargs, t):
-        """A root's generate call begins (Roots.take): the step's inputs are
-        its arguments' shapes; the step ends when it returns (call_ends)."""
-        if self.inputs is None:
-            self.inputs = self._all_shapes(args, kwargs)
-        if self.t_first is None:
-            self.t_first = t
-        self.closing = None
+        """A root's generate call begins (Roots.take): whether it is a step of
+        its own, which ends when it returns (call_ends). Inside a training
+        step that a root call began (a rollout after a forward) it is not,
+        as its tokens' root calls were not: the training step keeps its
+        inputs. Otherwise its inputs are its arguments' shapes."""
+        step = not (self.trained and self.inputs is not None)
+        if step:
+            if self.inputs is None:
+                self.inputs = self._all_shapes(args, kwargs)
+            if self.t_first is None:
+                self.t_first = t
+            self.closing = None
         self.cost_s += self.clock() - t
+        return step
 
     def call_ends(self, t, ok):
         """A root's generate call returned (ok) or raised: one step, or none
@@ -750,6 +757,7 @@ class Roots:
         self.done = False
         self.paused = False  # pause(): the hooks stay away until resume()
         self.held = False  # a generate call under way (take): the hooks are away until it returns
+        self.stepping = False  # ... and it is a step of its own (Levels.call_begins)
         self.generates = []  # (class, whether it had a generate of its own, the original)
 
     def start(self):
@@ -831,9 +839,10 @@ class Roots:
             return False
         t = lv.clock()
         self.held = True
+        self.stepping = False
         try:
             self._unhook()
-            lv.call_begins(args, kwargs, t)
+            self.stepping = lv.call_begins(args, kwargs, t)
         except Exception:
             log.debug("vramscope: a generate call could not begin a step", exc_info=True)
         return True
@@ -846,7 +855,10 @@ class Roots:
         try:
             if not self.paused:
                 self._rehook()
-            lv.call_ends(t, ok)
+            if self.stepping:
+                lv.call_ends(t, ok)
+            else:
+                lv.cost_s += lv.clock() - t
         except Exception:
             log.debug("vramscope: a generate call could not end its step", exc_info=True)
 
