@@ -1,0 +1,75 @@
+"""Re-reads the H200's raw cost files with cost.py's statistics.
+
+Token by token: the files of the protocol that toggled the root hooks
+per token (cost.py --tokens at commit ce5a84b: docs/gpu/inference/run-20261203d/
+and run-20261203e/tok_*.json, each call's tokens as [on, seconds]) and prints
+the hooks' on - off per four tokens, for all calls and, with --by-start, apart
+for the calls that began with the hooks off and those that began on (run e:
+the first passed through the generate step, the second were held).
+
+    python3 examples/inference/reread.py docs/gpu/inference/run-20261203e/tok_generate32.json --by-start
+
+Call by call (cost.py --alternate files: rows of off, on and record times),
+leaving out the first N triples (serve's first 40 met each request shape's
+first call: docs/inference.md):
+
+    python3 examples/inference/reread.py docs/gpu/inference/run-20261203c/alt_serve.json --skip 40
+"""
+import json
+import os
+import sys
+import types
+
+sys.modules.setdefault("torch", types.SimpleNamespace(bfloat16=None))  # cost.py's statistics need no torch
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from cost import alternate_summary, median_ci, shifts, spread  # noqa: E402
+
+PATTERNS = ((0, 1, 1, 0), (1, 0, 0, 1))
+
+
+def groups(calls):
+    """Each whole four of a call's tokens after its first: the on tokens'
+    time less the off tokens', over the fours' mean off time."""
+    pairs = []
+    for toks in calls:
+        for j in range(1, len(toks) - 3, 4):
+            four = toks[j:j + 4]
+            if tuple(m for m, _ in four) in PATTERNS:
+                pairs.append((sum(t for m, t in four if m), sum(t for m, t in four if not m)))
+    return shifts(pairs) if pairs else []
+
+
+def line(name, calls):
+    g = groups(calls)
+    if len(g) < 2:
+        return "%s: %d fours" % (name, len(g))
+    m, _, ci = spread(g)
+    med, mci = median_ci(g)
+    return "%s: %d fours, mean %+.2f%% (%+.2f…%+.2f), median %+.2f%% (%+.2f…%+.2f)" % (
+        name, len(g), m * 100, ci[0] * 100, ci[1] * 100, med * 100, mci[0] * 100, mci[1] * 100)
+
+
+def pct(d):
+    return "mean %+.2f%% (%+.2f…%+.2f), median %+.2f%% (%+.2f…%+.2f)" % (
+        d["mean"] * 100, d["ci95"][0] * 100, d["ci95"][1] * 100, d["median"] * 100,
+        d["median_ci95"][0] * 100, d["median_ci95"][1] * 100)
+
+
+def main():
+    r = json.loads(open(sys.argv[1]).read().strip().splitlines()[-1])
+    if "rows" in r:
+        skip = int(sys.argv[sys.argv.index("--skip") + 1]) if "--skip" in sys.argv else 0
+        out = alternate_summary(r["rows"][skip:], r["steady_threads_share"])
+        print("%d triples; on - off: %s" % (len(r["rows"]) - skip, pct(out["on"])))
+        print("record - off: %s" % pct(out["record"]))
+        print("default: %s" % pct(out["default_estimate"]))
+        return
+    calls = r["tokens"]
+    print(line("all %d calls" % len(calls), calls))
+    if "--by-start" in sys.argv:
+        print(line("calls beginning off", [c for c in calls if c and c[0][0] == 0]))
+        print(line("calls beginning on", [c for c in calls if c and c[0][0] == 1]))
+
+
+if __name__ == "__main__":
+    main()
