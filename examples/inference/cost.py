@@ -389,9 +389,10 @@ class TokenClock:
 def tick_delays(calls, ticks):
     """What a stack sampler's tick costs the program's thread, token by token:
     each token during which a tick began (ticks: their start times, sorted)
-    against the mean of its two neighbours in the same call that had none;
-    returns (that token's time less its neighbours', over the mean token)
-    for each such token, the call's first and last token left out."""
+    against the mean of its two neighbours in the same call that had none
+    (the call's first and last token left out). Returns (for each such token
+    its time less its neighbours', over the neighbours' mean time; that mean
+    time in seconds)."""
     import bisect
 
     pairs = []
@@ -404,7 +405,9 @@ def tick_delays(calls, ticks):
             if had[k] and not had[k - 1] and not had[k + 1]:
                 near = (toks[k - 1][1] - toks[k - 1][0] + toks[k + 1][1] - toks[k + 1][0]) / 2
                 pairs.append((toks[k][1] - toks[k][0], near))
-    return shifts(pairs) if pairs else []
+    if not pairs:
+        return [], None
+    return shifts(pairs), statistics.fmean(r for _, r in pairs)
 
 
 def tokens(a, model, fn):
@@ -463,20 +466,18 @@ def tokens(a, model, fn):
     steps, hooks = (lvl.step - step0, (lvl.cost_s - cost0) / wall) if lvl is not None else (None, None)
     agent = detach()
     n_ticks = sum(1 for t in ticks if t >= w0)
-    delays = tick_delays(clock.calls, sorted(ticks))
-    toks = [e - b for c in clock.calls for b, e in c]
+    delays, ref_s = tick_delays(clock.calls, sorted(ticks))
     out = {"calls": len(clock.calls), "tokens": [[(round(b - w0, 6), round(e - b, 6)) for b, e in c] for c in clock.calls],
            "ticks": n_ticks, "cut_by_sigterm": cut, "agent": agent, "thread_shares": shares,
            "steps": steps, "hooks_share": hooks, "ticked_tokens": len(delays)}
-    if len(delays) > 1 and toks:
+    if len(delays) > 1:
         m, se, ci = spread(delays)
         med, med_ci = median_ci(delays)
-        per_tick_s = m * statistics.fmean(toks)  # a tick's delay in seconds (shifts are over the mean token)
         rate = n_ticks / wall
         out["tick"] = {"delay_mean": m, "ci95": ci, "median": med, "median_ci95": med_ci,
-                       "delay_s": per_tick_s, "ticks_per_s": rate}
-        sampler = m * statistics.fmean(toks) * rate
-        band = [c * statistics.fmean(toks) * rate for c in ci]
+                       "delay_s": m * ref_s, "token_s": ref_s, "ticks_per_s": rate}
+        sampler = m * ref_s * rate  # a tick's delay in seconds, times the ticks a second
+        band = [c * ref_s * rate for c in ci]
         out["sampler_share"] = {"mean": sampler, "ci95": band, "cpu_share": shares["sampler_cpu"]}
         if a.record_slowdown is not None:
             add = shares["link"] + shares["worker"] + shares["clock"] + (hooks or 0.0) + 0.01 * a.record_slowdown

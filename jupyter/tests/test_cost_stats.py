@@ -64,6 +64,7 @@ def test_a_tick_delay_is_read_from_the_token_it_fell_in_against_its_neighbours(c
             toks.append((t, t + d))
             t += d
         calls.append(toks)
-    got = cost.tick_delays(calls, sorted(ticks))
-    assert len(got) == 3  # token 5 of each call
-    assert all(g == pytest.approx(0.0003 / 0.010) for g in got)  # over the references' mean, 10 ms
+    got, ref = cost.tick_delays(calls, sorted(ticks))
+    assert len(got) == 3 and ref == pytest.approx(0.010)  # token 5 of each call; its neighbours' 10 ms
+    assert all(g == pytest.approx(0.0003 / 0.010) for g in got)
+    assert cost.tick_delays(calls, []) == ([], None)
