@@ -279,6 +279,21 @@ def summary(blocks, modes):
     return out
 
 
+def attach_discovered(model, fn):
+    """Attach with a clock that never opens a window (the windows are costed
+    apart) and run calls until the root discovery ends (once per attach: not
+    timed); returns the next call's number."""
+    import vramscope
+
+    vramscope.attach(socket=os.environ.get("VRAMSCOPE_SOCKET"),
+                     sample="period_s=1e9,window_s=0.3,warmup=0,warmup_allocs=0")
+    i = 0
+    while discovering() and i < 64:
+        fn(model, i)
+        i += 1
+    return i
+
+
 def alternate(a, model, fn, t0):
     """Within one attach, call by call: each call is run three times in a row,
     with the agent's parts off (no root hooks, the stack sampler paused), on (the
@@ -290,15 +305,9 @@ def alternate(a, model, fn, t0):
     what recording costs (the record calls). The link's, the worker's and
     the clock's threads stay on in all three: their CPU share over the calls
     is added (`steady_threads_share`)."""
-    import vramscope
     from vramscope.agent import _agent, _torch as vt
 
-    vramscope.attach(socket=os.environ.get("VRAMSCOPE_SOCKET"),
-                     sample="period_s=1e9,window_s=0.3,warmup=0,warmup_allocs=0")
-    i = 0
-    while discovering() and i < 64:  # the root discovery, once per attach: not timed
-        fn(model, i)
-        i += 1
+    i = attach_discovered(model, fn)
     if not _agent._parts(True):
         raise SystemExit("the agent's parts cannot be switched (no root hooks yet?)")
     ag = _agent._agent
@@ -420,16 +429,10 @@ def tokens(a, model, fn):
     tick, times the ticks a second, is its share. The link, the worker and
     the clock by their CPU share (an upper bound), the windows as 1% of
     --record-slowdown (what recording costs, from --alternate)."""
-    import vramscope
     from transformers import StoppingCriteria, StoppingCriteriaList
     from vramscope.agent import _agent, _stacks
 
-    vramscope.attach(socket=os.environ.get("VRAMSCOPE_SOCKET"),
-                     sample="period_s=1e9,window_s=0.3,warmup=0,warmup_allocs=0")
-    i = 0
-    while discovering() and i < 64:  # the root discovery, once per attach: not timed
-        fn(model, i)
-        i += 1
+    i = attach_discovered(model, fn)
     ag = _agent._agent
     smp = _stacks.sampler()
     ticks = []
