@@ -677,6 +677,42 @@ def test_real_hugging_face_generate_is_one_step_a_call():
     assert out["wrapped"] and out["unwrapped"]
 
 
+CPU_PEFT_GENERATE = """
+import json, torch
+import transformers.generation.utils as gu
+gu.is_fsdp_managed_module = lambda m: False  # as in CPU_GENERATE
+from transformers import GPT2Config, GPT2LMHeadModel
+from peft import LoraConfig, get_peft_model
+from vramscope.agent import _levels
+lv, (handle, roots) = _levels.start(torch, [False], lambda: None, lambda _t, _fn: object())
+base = GPT2LMHeadModel(GPT2Config(n_layer=2, n_embd=32, n_head=2, n_positions=64)).eval()
+model = get_peft_model(base, LoraConfig(r=4, target_modules=["c_attn"], fan_in_fan_out=True,
+                                        task_type="CAUSAL_LM")).eval()
+ids = torch.zeros(3, 5, dtype=torch.long)
+kw = dict(attention_mask=torch.ones_like(ids), max_new_tokens=12, min_new_tokens=12, do_sample=False, pad_token_id=0)
+model.generate(input_ids=ids, **kw)
+out = {"roots": [type(r).__name__ for r in roots.roots], "wrapped": [c.__name__ for c, _, _ in roots.generates]}
+lv.drain()
+model.generate(input_ids=ids, **kw)
+out["steps"] = [(e["phase"], e.get("inputs")) for e in lv.drain()]
+roots.remove()
+print(json.dumps(out))
+"""
+
+
+def test_a_lora_model_generate_is_one_step_through_peft():
+    """peft's PeftModelForCausalLM.generate calls the base model's: the base
+    model is the root its tokens call, its generate the one wrapped, and a
+    call through peft is one step with the input ids' and mask's shapes."""
+    py = torch_python("transformers", "peft")
+    env = dict(os.environ, PYTHONPATH=PKG_PARENT)
+    res = subprocess.run([py, "-c", CPU_PEFT_GENERATE], capture_output=True, text=True, env=env, timeout=300)
+    assert res.returncode == 0, res.stderr[-3000:]
+    out = json.loads(res.stdout.splitlines()[-1])
+    assert out["roots"] == ["GPT2LMHeadModel"] and out["wrapped"] == ["GPT2LMHeadModel"]
+    assert out["steps"] == [["forward", [[3, 5], [3, 5]]]]
+
+
 CPU_SERVE = """
 import json, torch
 from torch.nn.modules import module as mm
