@@ -26,6 +26,11 @@ windows as 1% of what recording costs:
 
     python3 examples/inference/cost.py --workload serve --tokens --seconds 90 --record-slowdown 0.164
 
+Across processes, call by call (lockstep.py: two processes, one plain, one
+under `vramscope run`, taking turns one call at a time):
+
+    python3 examples/inference/lockstep.py --workload serve --seconds 120 --vramscope bin/vramscope
+
 Across processes (plain python against `vramscope run`, the true defaults):
 
     python3 examples/inference/cost.py --workload eval --seconds 20
@@ -493,6 +498,31 @@ def tokens(a, model, fn):
     return out
 
 
+def on_command(a, model, fn):
+    """--on-command: one call per line read ("call I"), its wall and CPU
+    seconds written back ("T CPU"), until "quit" (lockstep.py drives two such
+    processes, one plain and one under `vramscope run`, one call at a time).
+    The answer's line is this process's own: what ran it and, under the agent,
+    the agent's status."""
+    out = sys.stdout
+    print("ready", file=out, flush=True)
+    n = 0
+    for line in sys.stdin:
+        cmd = line.split()
+        if not cmd or cmd[0] == "quit":
+            break
+        t = timed(fn, model, int(cmd[1]))
+        print("%.9f %.9f" % (t, CPU[-1]), file=out, flush=True)
+        n += 1
+    agent = None
+    if "vramscope" in sys.modules:
+        import vramscope
+
+        st = vramscope.status() or {}
+        agent = {"sampling": st.get("sampling"), "cost": st.get("cost")}
+    return {"calls": n, "under_agent": agent is not None, "agent": agent}
+
+
 def steady(a, model, fn):
     """One mode for --seconds: whatever this process runs under."""
     under = "vramscope" in sys.modules  # vramscope run's boot imports it; a plain process has not
@@ -523,6 +553,8 @@ def main():
                     help="one attach; each call run with the agent's parts off, on, and recording (--seconds)")
     ap.add_argument("--tokens", action="store_true",
                     help="one attach; generate's tokens timed, the stack sampler's ticks against them (--seconds)")
+    ap.add_argument("--on-command", action="store_true",
+                    help="one call per line on stdin, its time on stdout (lockstep.py)")
     ap.add_argument("--blocks", type=int, default=12)
     ap.add_argument("--block-s", type=float, default=5.0)
     ap.add_argument("--scale", type=float, default=6.0)
@@ -539,7 +571,9 @@ def main():
         fn(model, i)
     torch.cuda.synchronize()
     print("built and warmed in %.1f s" % (time.perf_counter() - t0), file=sys.stderr, flush=True)
-    if a.tokens:
+    if a.on_command:
+        r = on_command(a, model, fn)
+    elif a.tokens:
         r = tokens(a, model, fn)
     elif a.alternate:
         r = alternate(a, model, fn, t0)

@@ -2,14 +2,19 @@
 docs/inference.md's cost figures: each is checked on inputs whose answer is
 known, so a figure in the docs cannot come from a formula that is off."""
 import importlib
+import json
 import os
 import random
+import subprocess
 import sys
 import types
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, missing
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+BIN = os.path.join(ROOT, "bin", "vramscope")
 
 
 @pytest.fixture(scope="module")
@@ -68,3 +73,28 @@ def test_a_tick_delay_is_read_from_the_token_it_fell_in_against_its_neighbours(c
     assert len(got) == 3 and ref == pytest.approx(0.010)  # token 5 of each call; its neighbours' 10 ms
     assert all(g == pytest.approx(0.0003 / 0.010) for g in got)
     assert cost.tick_delays(calls, []) == ([], None)
+
+
+def test_lockstep_pairs_the_same_call_of_both_processes_in_turns():
+    """lockstep.py against two children that answer known times (the one
+    under `vramscope run` 2% slower): every round asks the same call of both,
+    in an order that swaps each round; the warm-up rounds are apart; the
+    shift found is the 2%."""
+    if not os.path.exists(BIN):
+        missing("bin/vramscope is not built (make build)")
+    res = subprocess.run([sys.executable, os.path.join(ROOT, "examples", "inference", "lockstep.py"),
+                          "--workload", "serve", "--seconds", "0.5", "--warm-s", "0.2", "--vramscope", BIN,
+                          "--script", os.path.join(HERE, "lockstep_child.py"), "--socket",
+                          os.path.join(HERE, "no-daemon-here.sock")],
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr[-3000:]
+    out = json.loads(res.stdout.strip().splitlines()[-1])
+    rows = out["rows"]
+    assert len(rows) > 10 and [r["call"] for r in rows] == list(range(len(rows)))
+    assert [r["first"] for r in rows[:4]] == ["plain", "agent", "plain", "agent"]
+    assert all(r["agent"] == pytest.approx(r["plain"] * 1.02) for r in rows)
+    assert rows[0]["warm"] and not rows[-1]["warm"]
+    assert out["agent_vs_plain"]["pairs"] + out["warm_rounds"]["pairs"] == len(rows)
+    assert out["agent_vs_plain"]["mean"] == pytest.approx(0.02, rel=0.1)
+    assert out["own"] == {"plain": {"calls": len(rows), "under_agent": False},
+                          "agent": {"calls": len(rows), "under_agent": True}}

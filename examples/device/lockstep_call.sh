@@ -1,0 +1,26 @@
+#!/bin/bash
+# Issue #27's cost across processes, call by call, as the device tool runs it (in the repository root, $OUT
+# the folder that comes back). Before it, here:
+#   mkdir -p .gpu /tmp/gpubin && go build -ldflags "-s -w" -o /tmp/gpubin/vramscope ./cmd/vramscope \
+#     && gzip -9 -c /tmp/gpubin/vramscope > .gpu/vramscope.gz   (.gpu/ listed in .git/info/exclude)
+# then run `bash examples/device/lockstep_call.sh [SECONDS [WORKLOADS]]` with carry [".gpu"] and timeout_s
+# 420 (~380 s at the default 120 s a workload: 60 s to build and warm both processes, 20 s of warm-up
+# rounds, the counted rounds).
+# Why: processes run one after the other moved 2.6x on this host (2026-12-03), and run at once they share
+# the GPU by time slices. lockstep.py keeps both processes up and asks one call of each in turn.
+set -u
+. examples/device/daemon.sh
+L=$OUT/log.txt
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader >> $L
+for w in ${2:-serve generate32}; do
+  echo "$w lockstep $(date -u +%FT%TZ)" >> $L
+  timeout $(( ${1:-120} + 140 )) python3 examples/inference/lockstep.py --workload $w --seconds ${1:-120} \
+    --warm-s 20 --vramscope $B --socket $D/s > $OUT/lock_$w.json 2>> $L
+  python3 - "$OUT/lock_$w.json" <<'PY' | tee -a $L
+import json, sys
+r = json.loads(open(sys.argv[1]).read().strip().splitlines()[-1])
+print(sys.argv[1].rsplit("/", 1)[-1], len(r["rows"]), "rounds",
+      json.dumps({k: r.get(k) for k in ("agent_vs_plain", "warm_rounds", "by_order")}))
+PY
+done
+kill $DPID

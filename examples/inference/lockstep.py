@@ -1,0 +1,110 @@
+"""The agent's cost across processes, call by call (issue #27): plain python
+against `vramscope run` with the true defaults, the two processes taking turns.
+
+Run one after the other, the same plain program's median moved 2.6x within
+four minutes on the H200's host (docs/inference.md), and run at once, the two
+processes share the GPU by time slices. Here both hold the model, and the
+driver asks one call of each in turn (cost.py --on-command), the same call
+(request shape) for both, the order swapped every round (plain first, then
+the agent first), so that each pair of calls is a fraction of a second
+apart. The first --warm-s seconds of rounds are not counted: they hold the
+agent's warm-up window (recording until 20,000 allocations) and its root
+discovery, once per process; they are reported apart.
+
+    python3 examples/inference/lockstep.py --workload serve --seconds 120 --vramscope bin/vramscope
+
+Prints one JSON line: the pairs, the agent's call less the plain one over the
+mean plain call (mean and median, 95% intervals), the same for the warm-up
+rounds, and both processes' own last lines (the agent's status).
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.modules.setdefault("torch", type(sys)("torch"))  # cost.py's statistics need no torch here
+sys.modules["torch"].bfloat16 = getattr(sys.modules["torch"], "bfloat16", None)
+sys.path.insert(0, HERE)
+from cost import median_ci, shifts, spread  # noqa: E402
+
+
+class Child:
+    def __init__(self, argv, env):
+        self.argv = argv
+        self.p = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
+
+    def ready(self):
+        line = self.p.stdout.readline()
+        if line.strip() != "ready":
+            raise SystemExit("%s did not start: %r" % (self.argv, line))
+
+    def call(self, i):
+        self.p.stdin.write("call %d\n" % i)
+        self.p.stdin.flush()
+        t, cpu = self.p.stdout.readline().split()
+        return float(t), float(cpu)
+
+    def quit(self):
+        self.p.stdin.write("quit\n")
+        self.p.stdin.flush()
+        last = self.p.stdout.read().strip().splitlines()
+        self.p.wait(timeout=60)
+        return json.loads(last[-1]) if last else None
+
+
+def summary(pairs):
+    """pairs: (agent, plain) seconds of the same call, a fraction of a second apart."""
+    if len(pairs) < 2:
+        return None
+    d = shifts(pairs)
+    m, se, ci = spread(d)
+    med, mci = median_ci(d)
+    return {"pairs": len(pairs), "mean": m, "ci95": ci, "median": med, "median_ci95": mci}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--workload", required=True)
+    ap.add_argument("--seconds", type=float, default=120.0, help="counted rounds, after --warm-s")
+    ap.add_argument("--warm-s", type=float, default=20.0)
+    ap.add_argument("--vramscope", default="vramscope", help="the vramscope binary (`vramscope run`)")
+    ap.add_argument("--socket", default=os.environ.get("VRAMSCOPE_SOCKET"))
+    ap.add_argument("--script", default=os.path.join(HERE, "cost.py"),
+                    help="the child's script (cost.py, or a wrapper of it)")
+    a = ap.parse_args()
+    child = [sys.executable, a.script, "--workload", a.workload, "--on-command"]
+    run = [a.vramscope, "run"] + (["--socket", a.socket] if a.socket else []) + ["--"]
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    t0 = time.perf_counter()
+    plain, agent = Child(child, env), Child(run + child, env)  # both build and warm at once
+    plain.ready()
+    agent.ready()
+    print("both ready in %.1f s" % (time.perf_counter() - t0), file=sys.stderr, flush=True)
+    rows, i = [], 0
+    start = time.perf_counter()
+    warm_end, end = start + a.warm_s, start + a.warm_s + a.seconds
+    try:
+        while time.perf_counter() < end:
+            first = "plain" if i % 2 == 0 else "agent"
+            row = {"call": i, "first": first, "warm": time.perf_counter() < warm_end}
+            for name, c in ((("plain", plain), ("agent", agent)) if first == "plain"
+                            else (("agent", agent), ("plain", plain))):
+                row[name], row[name + "_cpu"] = c.call(i)
+            rows.append(row)
+            i += 1
+    finally:
+        own = {"plain": plain.quit(), "agent": agent.quit()}
+    out = {"rows": rows, "own": own, "workload": a.workload, "warm_s": a.warm_s,
+           "utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "argv": sys.argv[1:]}
+    for key, sel in (("agent_vs_plain", False), ("warm_rounds", True)):
+        out[key] = summary([(r["agent"], r["plain"]) for r in rows if r["warm"] == sel])
+    out["by_order"] = {f: summary([(r["agent"], r["plain"]) for r in rows if not r["warm"] and r["first"] == f])
+                       for f in ("plain", "agent")}
+    print(json.dumps(out), flush=True)
+
+
+if __name__ == "__main__":
+    main()
