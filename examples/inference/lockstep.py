@@ -44,15 +44,23 @@ class Child:
     def call(self, i):
         self.p.stdin.write("call %d\n" % i)
         self.p.stdin.flush()
-        t, cpu = self.p.stdout.readline().split()
+        line = self.p.stdout.readline()
+        if not line:
+            raise RuntimeError("%s ended at call %d (exit status %s)" % (self.argv, i, self.p.poll()))
+        t, cpu = line.split()
         return float(t), float(cpu)
 
     def quit(self):
-        self.p.stdin.write("quit\n")
-        self.p.stdin.flush()
-        last = self.p.stdout.read().strip().splitlines()
-        self.p.wait(timeout=60)
-        return json.loads(last[-1]) if last else None
+        """The child's own last line, or None when it ended otherwise."""
+        try:
+            self.p.stdin.write("quit\n")
+            self.p.stdin.flush()
+            last = self.p.stdout.read().strip().splitlines()
+            self.p.wait(timeout=60)
+            return json.loads(last[-1]) if last else None
+        except (OSError, ValueError, subprocess.TimeoutExpired):
+            self.p.kill()
+            return None
 
 
 def summary(pairs):
@@ -83,7 +91,7 @@ def main():
     plain.ready()
     agent.ready()
     print("both ready in %.1f s" % (time.perf_counter() - t0), file=sys.stderr, flush=True)
-    rows, i = [], 0
+    rows, i, failed = [], 0, None
     start = time.perf_counter()
     warm_end, end = start + a.warm_s, start + a.warm_s + a.seconds
     try:
@@ -95,9 +103,11 @@ def main():
                 row[name], row[name + "_cpu"] = c.call(i)
             rows.append(row)
             i += 1
-    finally:
-        own = {"plain": plain.quit(), "agent": agent.quit()}
-    out = {"rows": rows, "own": own, "workload": a.workload, "warm_s": a.warm_s,
+    except (RuntimeError, OSError) as e:  # a child ended: the rounds so far are still printed
+        failed = str(e)
+        print("lockstep: %s" % e, file=sys.stderr, flush=True)
+    own = {"plain": plain.quit(), "agent": agent.quit()}
+    out = {"rows": rows, "own": own, "failed": failed, "workload": a.workload, "warm_s": a.warm_s,
            "utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "argv": sys.argv[1:]}
     for key, sel in (("agent_vs_plain", False), ("warm_rounds", True)):
         out[key] = summary([(r["agent"], r["plain"]) for r in rows if r["warm"] == sel])

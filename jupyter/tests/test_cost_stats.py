@@ -75,20 +75,25 @@ def test_a_tick_delay_is_read_from_the_token_it_fell_in_against_its_neighbours(c
     assert cost.tick_delays(calls, []) == ([], None)
 
 
+def lockstep(seconds, env=None):
+    if not os.path.exists(BIN):
+        missing("bin/vramscope is not built (make build)")
+    res = subprocess.run([sys.executable, os.path.join(ROOT, "examples", "inference", "lockstep.py"),
+                          "--workload", "serve", "--seconds", str(seconds), "--warm-s", "0.2", "--vramscope", BIN,
+                          "--script", os.path.join(HERE, "lockstep_child.py"), "--socket",
+                          os.path.join(HERE, "no-daemon-here.sock")],
+                         capture_output=True, text=True, timeout=120, env=dict(os.environ, **(env or {})))
+    assert res.returncode == 0, res.stderr[-3000:]
+    return json.loads(res.stdout.strip().splitlines()[-1]), res.stderr
+
+
 def test_lockstep_pairs_the_same_call_of_both_processes_in_turns():
     """lockstep.py against two children that answer known times (the one
     under `vramscope run` 2% slower): every round asks the same call of both,
     in an order that swaps each round; the warm-up rounds are apart; the
     shift found is the 2%."""
-    if not os.path.exists(BIN):
-        missing("bin/vramscope is not built (make build)")
-    res = subprocess.run([sys.executable, os.path.join(ROOT, "examples", "inference", "lockstep.py"),
-                          "--workload", "serve", "--seconds", "0.5", "--warm-s", "0.2", "--vramscope", BIN,
-                          "--script", os.path.join(HERE, "lockstep_child.py"), "--socket",
-                          os.path.join(HERE, "no-daemon-here.sock")],
-                         capture_output=True, text=True, timeout=120)
-    assert res.returncode == 0, res.stderr[-3000:]
-    out = json.loads(res.stdout.strip().splitlines()[-1])
+    out, _ = lockstep(0.5)
+    assert out["failed"] is None
     rows = out["rows"]
     assert len(rows) > 10 and [r["call"] for r in rows] == list(range(len(rows)))
     assert [r["first"] for r in rows[:4]] == ["plain", "agent", "plain", "agent"]
@@ -98,3 +103,12 @@ def test_lockstep_pairs_the_same_call_of_both_processes_in_turns():
     assert out["agent_vs_plain"]["mean"] == pytest.approx(0.02, rel=0.1)
     assert out["own"] == {"plain": {"calls": len(rows), "under_agent": False},
                           "agent": {"calls": len(rows), "under_agent": True}}
+
+
+def test_lockstep_keeps_the_rounds_before_a_child_ends():
+    """The child under the agent exits at call 7: the seven rounds before it
+    are printed, with what ended, and the driver exits cleanly."""
+    out, err = lockstep(30, {"LOCKSTEP_DIE_AT": "7"})
+    assert len(out["rows"]) == 7 and "ended at call 7" in out["failed"] and "ended at call 7" in err
+    assert out["own"]["agent"] is None  # round 7 asks the agent first: the plain child made 7 calls
+    assert out["own"]["plain"] == {"calls": 7, "under_agent": False}
