@@ -1,9 +1,7 @@
 #!/bin/bash
 # Issue #27's cost across processes, call by call, as the device tool runs it (in the repository root, $OUT
-# the folder that comes back). Before it, here:
-#   mkdir -p .gpu /tmp/gpubin && go build -ldflags "-s -w" -o /tmp/gpubin/vramscope ./cmd/vramscope \
-#     && gzip -9 -c /tmp/gpubin/vramscope > .gpu/vramscope.gz   (.gpu/ listed in .git/info/exclude)
-# then run `bash examples/device/lockstep_call.sh [SECONDS [WORKLOADS]]` with carry [".gpu"] and timeout_s
+# the folder that comes back). Before it, build .gpu/vramscope.gz here as daemon.sh says.
+# Then run `bash examples/device/lockstep_call.sh [SECONDS [WORKLOADS]]` with carry [".gpu"] and timeout_s
 # 420 (~380 s at the default 120 s a workload: 60 s to build and warm both processes, 20 s of warm-up
 # rounds, the counted rounds).
 # Why: processes run one after the other moved 2.6x on this host (2026-12-03), and run at once they share

@@ -1,9 +1,7 @@
 #!/bin/bash
 # The next device call for issue #27 (inference's cost), as the device tool runs it (in the repository
-# root, $OUT the folder that comes back). Before it, here:
-#   mkdir -p .gpu /tmp/gpubin && go build -ldflags "-s -w" -o /tmp/gpubin/vramscope ./cmd/vramscope \
-#     && gzip -9 -c /tmp/gpubin/vramscope > .gpu/vramscope.gz   (.gpu/ listed in .git/info/exclude)
-# then run `bash examples/device/next_call.sh` with carry [".gpu"] and timeout_s 430 (~370 s).
+# root, $OUT the folder that comes back). Before it, build .gpu/vramscope.gz here as daemon.sh says.
+# Then run `bash examples/device/next_call.sh` with carry [".gpu"] and timeout_s 430 (~370 s).
 # The device tool returns at most 8 files: this writes 6, each as soon as its part ends.
 # Why: on 2026-12-03 the host's speed stepped by 2x for tens of seconds, so blocks of 5-6 s paired with
 # their neighbours read +-6-11% (docs/inference.md). `cost.py --alternate` runs each call three times in

@@ -1,9 +1,7 @@
 #!/bin/bash
 # Issue #27's cost, token by token, as the device tool runs it (in the repository root, $OUT the folder that
-# comes back). Before it, here:
-#   mkdir -p .gpu /tmp/gpubin && go build -ldflags "-s -w" -o /tmp/gpubin/vramscope ./cmd/vramscope \
-#     && gzip -9 -c /tmp/gpubin/vramscope > .gpu/vramscope.gz   (.gpu/ listed in .git/info/exclude)
-# then run `bash examples/device/tokens_call.sh [SECONDS [WORKLOADS]]` with carry [".gpu"] and timeout_s 360 (~250 s at the
+# comes back). Before it, build .gpu/vramscope.gz here as daemon.sh says.
+# Then run `bash examples/device/tokens_call.sh [SECONDS [WORKLOADS]]` with carry [".gpu"] and timeout_s 360 (~250 s at the
 # default 90 s a workload). Its first run (18:18 UTC) also ran `cost.py --workload eval --alternate --seconds 30`.
 # Why: call by call (--alternate, 2026-12-03 18:00 UTC) the host's noise left serve's and generate32's
 # intervals at +-1.5-2.7%; a token takes ~10 ms, so a token's neighbour shares the host's speed far more

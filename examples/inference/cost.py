@@ -39,7 +39,6 @@ prints one JSON line: the iterations' times and the agent's own status.
 """
 import argparse
 import json
-import math
 import os
 import signal
 import statistics
@@ -50,6 +49,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import workloads  # noqa: E402
+from stats import alternate_summary, describe, spread, tick_delays  # noqa: E402
 from workloads import SHAPES, WORKLOADS  # noqa: E402
 
 DEFAULT_PERIOD_S, DEFAULT_WINDOW_S = 30.0, 0.3
@@ -187,40 +187,6 @@ def beside_off(rows, m):
     return out
 
 
-def spread(xs):
-    """(mean, standard error or None with one value, 95% interval or None)."""
-    m = statistics.fmean(xs)
-    se = statistics.stdev(xs) / len(xs) ** 0.5 if len(xs) > 1 else None
-    return m, se, [m - 2 * se, m + 2 * se] if se else None
-
-
-def shifts(pairs):
-    """(x, ref) pairs -> each x - ref over the mean ref. Not x / ref - 1: the
-    mean of ratios is biased upward by the noise in ref (Jensen: by about
-    ref's squared coefficient of variation, ~2% for generate32 on the H200's
-    host, where nothing differs but the noise)."""
-    m = statistics.fmean(r for _, r in pairs)
-    return [(x - r) / m for x, r in pairs]
-
-
-def median_ci(xs):
-    """(median, its 95% interval from order statistics, or None under 6 values).
-    Distribution-free: the interval holds the median with >= 95% chance
-    whatever the noise, which on the H200's host comes as rare 2-5x calls
-    (the host's steps) that move a mean by more than the cost measured."""
-    v, n = sorted(xs), len(xs)
-    if n < 6:
-        return statistics.median(v), None
-    # the largest k with P(Binomial(n, 1/2) < k) <= 2.5%: [v[k-1], v[n-k]] holds the median
-    k, below = 0, 0.0
-    while True:
-        nxt = below + math.comb(n, k) / 2 ** n
-        if nxt > 0.025:
-            break
-        below, k = nxt, k + 1
-    return statistics.median(v), [v[max(k - 1, 0)], v[n - max(k, 1)]]
-
-
 def by_call(blocks, modes, shapes):
     """Each mode against off, call by call: a call's time over the median of
     the same call (its number modulo `shapes`) in the off blocks, so a block's
@@ -317,8 +283,10 @@ def alternate(a, model, fn, t0):
         raise SystemExit("the agent's parts cannot be switched (no root hooks yet?)")
     ag = _agent._agent
 
-    def steady_threads_cpu():  # the threads on in every mode: the link, the capture worker, the clock
-        return sum(_agent._thread_cpu_s(t) for t in (ag.link.thread, ag.captures.worker, ag.recording.clock()))
+    steady = [t for name, t in ag.threads().items() if name != "sampler"]  # on in every mode
+
+    def steady_threads_cpu():
+        return sum(_agent._thread_cpu_s(t) for t in steady)
 
     orders = (("off", "on", "record"), ("on", "record", "off"), ("record", "off", "on"))
     rows, cut, end = [], False, time.perf_counter() + a.seconds
@@ -349,35 +317,6 @@ def alternate(a, model, fn, t0):
     return out
 
 
-def alternate_summary(rows, threads):
-    """--alternate's figures from its rows (each call's off, on and record
-    times) and the steady threads' CPU share: each mode less the off call
-    beside it, by mean and by median, and the default's estimate."""
-    out = {}
-    for mode in ("on", "record"):
-        for key in ("", "_cpu"):
-            rs = shifts([(r[mode + key], r["off" + key]) for r in rows])
-            if len(rs) > 1:
-                m, se, ci = spread(rs)
-                med, med_ci = median_ci(rs)
-                out[mode + key] = {"mean": m, "se": se, "ci95": ci, "median": med, "median_ci95": med_ci,
-                                   "pairs": len(rs)}
-    if "on" in out and "record" in out:
-        duty = 0.01  # the default's: window_s / period_s
-        est = out["on"]["mean"] + duty * out["record"]["mean"] + threads
-        se = (out["on"]["se"] ** 2 + (duty * out["record"]["se"]) ** 2) ** 0.5
-        add = duty * out["record"]["median"] + threads  # the on calls' median shift, plus the same parts
-        mci = out["on"]["median_ci95"]
-        out["default_estimate"] = {"mean": est, "ci95": [est - 2 * se, est + 2 * se], "duty": duty,
-                                   "median": out["on"]["median"] + add,
-                                   "median_ci95": mci and [mci[0] + add, mci[1] + add],
-                                   "threads_share_added": threads,
-                                   "note": "on-off, plus duty x (record-off), plus the CPU share of the link, "
-                                           "worker and clock threads (on in all three modes; an upper bound of "
-                                           "what they take from the program)"}
-    return out
-
-
 class TokenClock:
     """A stopping criterion that never stops a `generate`: at each new token
     it waits for the GPU and notes when the token began and ended (the
@@ -398,30 +337,6 @@ class TokenClock:
             self.cur.append((self.t, t))
         self.t = time.perf_counter()
         return torch.zeros(input_ids.shape[0], dtype=torch.bool, device=input_ids.device)
-
-
-def tick_delays(calls, ticks):
-    """What a stack sampler's tick costs the program's thread, token by token:
-    each token during which a tick began (ticks: their start times, sorted)
-    against the mean of its two neighbours in the same call that had none
-    (the call's first and last token left out). Returns (for each such token
-    its time less its neighbours', over the neighbours' mean time; that mean
-    time in seconds)."""
-    import bisect
-
-    pairs = []
-    for toks in calls:
-        had = []
-        for b, e in toks:
-            j = bisect.bisect_left(ticks, b)
-            had.append(j < len(ticks) and ticks[j] < e)
-        for k in range(1, len(toks) - 1):
-            if had[k] and not had[k - 1] and not had[k + 1]:
-                near = (toks[k - 1][1] - toks[k - 1][0] + toks[k + 1][1] - toks[k + 1][0]) / 2
-                pairs.append((toks[k][1] - toks[k][0], near))
-    if not pairs:
-        return [], None
-    return shifts(pairs), statistics.fmean(r for _, r in pairs)
 
 
 def tokens(a, model, fn):
@@ -454,8 +369,8 @@ def tokens(a, model, fn):
 
     clock = Crit()
     workloads.GENERATE_KW["stopping_criteria"] = StoppingCriteriaList([clock])
-    others = [ag.link.thread, ag.captures.worker, ag.recording.clock()]
-    cpu = lambda: [_agent._thread_cpu_s(t) for t in others + [smp.thread]]  # noqa: E731
+    threads = ag.threads()
+    cpu = lambda: {k: _agent._thread_cpu_s(t) for k, t in threads.items()}  # noqa: E731
     lvl = ag.levels.levels
     step0, cost0 = (lvl.step, lvl.cost_s) if lvl is not None else (0, 0.0)
     w0, c0, end, cut = time.perf_counter(), cpu(), time.perf_counter() + a.seconds, False
@@ -468,7 +383,8 @@ def tokens(a, model, fn):
     except Cut:
         cut = True
     wall = max(1e-9, time.perf_counter() - w0)
-    shares = dict(zip(("link", "worker", "clock", "sampler_cpu"), ((x - y) / wall for x, y in zip(cpu(), c0))))
+    c1 = cpu()
+    shares = {("sampler_cpu" if k == "sampler" else k): (c1[k] - c0[k]) / wall for k in c1}
     workloads.GENERATE_KW.clear()
     smp.sample = sample
     steps, hooks = (lvl.step - step0, (lvl.cost_s - cost0) / wall) if lvl is not None else (None, None)
@@ -479,10 +395,10 @@ def tokens(a, model, fn):
            "ticks": n_ticks, "cut_by_sigterm": cut, "agent": agent, "thread_shares": shares,
            "steps": steps, "hooks_share": hooks, "ticked_tokens": len(delays)}
     if len(delays) > 1:
-        m, se, ci = spread(delays)
-        med, med_ci = median_ci(delays)
+        d = describe(delays)
+        m, ci = d["mean"], d["ci95"]
         rate = n_ticks / wall
-        out["tick"] = {"delay_mean": m, "ci95": ci, "median": med, "median_ci95": med_ci,
+        out["tick"] = {"delay_mean": m, "ci95": ci, "median": d["median"], "median_ci95": d["median_ci95"],
                        "delay_s": m * ref_s, "token_s": ref_s, "ticks_per_s": rate}
         sampler = m * ref_s * rate  # a tick's delay in seconds, times the ticks a second
         band = [c * ref_s * rate for c in ci]

@@ -25,10 +25,8 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.modules.setdefault("torch", type(sys)("torch"))  # cost.py's statistics need no torch here
-sys.modules["torch"].bfloat16 = getattr(sys.modules["torch"], "bfloat16", None)
 sys.path.insert(0, HERE)
-from cost import median_ci, shifts, spread  # noqa: E402
+from stats import describe, shifts  # noqa: E402
 
 
 class Child:
@@ -65,12 +63,7 @@ class Child:
 
 def summary(pairs):
     """pairs: (agent, plain) seconds of the same call, a fraction of a second apart."""
-    if len(pairs) < 2:
-        return None
-    d = shifts(pairs)
-    m, se, ci = spread(d)
-    med, mci = median_ci(d)
-    return {"pairs": len(pairs), "mean": m, "ci95": ci, "median": med, "median_ci95": mci}
+    return describe(shifts(pairs)) if len(pairs) > 1 else None
 
 
 def main():

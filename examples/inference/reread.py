@@ -1,4 +1,4 @@
-"""Re-reads the H200's raw cost files with cost.py's statistics.
+"""Re-reads the H200's raw cost files with the harness's statistics (stats.py).
 
 Token by token: the files of the protocol that toggled the root hooks
 per token (cost.py --tokens at commit ce5a84b: docs/gpu/inference/run-20261203d/
@@ -18,11 +18,9 @@ first call: docs/inference.md):
 import json
 import os
 import sys
-import types
 
-sys.modules.setdefault("torch", types.SimpleNamespace(bfloat16=None))  # cost.py's statistics need no torch
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cost import alternate_summary, median_ci, shifts, spread  # noqa: E402
+from stats import alternate_summary, describe, shifts  # noqa: E402
 
 PATTERNS = ((0, 1, 1, 0), (1, 0, 0, 1))
 
@@ -43,10 +41,7 @@ def line(name, calls):
     g = groups(calls)
     if len(g) < 2:
         return "%s: %d fours" % (name, len(g))
-    m, _, ci = spread(g)
-    med, mci = median_ci(g)
-    return "%s: %d fours, mean %+.2f%% (%+.2f…%+.2f), median %+.2f%% (%+.2f…%+.2f)" % (
-        name, len(g), m * 100, ci[0] * 100, ci[1] * 100, med * 100, mci[0] * 100, mci[1] * 100)
+    return "%s: %d fours, %s" % (name, len(g), pct(describe(g)))
 
 
 def pct(d):

@@ -1,13 +1,11 @@
-"""The statistics of examples/inference/cost.py, the harness behind
+"""The statistics of examples/inference/ (stats.py), the harness behind
 docs/inference.md's cost figures: each is checked on inputs whose answer is
 known, so a figure in the docs cannot come from a formula that is off."""
-import importlib
 import json
 import os
 import random
 import subprocess
 import sys
-import types
 
 import pytest
 
@@ -15,46 +13,33 @@ from conftest import ROOT, missing
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 BIN = os.path.join(ROOT, "bin", "vramscope")
+INFERENCE = os.path.join(ROOT, "examples", "inference")
+sys.path.insert(0, INFERENCE)
+import stats  # noqa: E402  (examples/inference/stats.py: no torch)
+
+sys.path.remove(INFERENCE)
 
 
-@pytest.fixture(scope="module")
-def cost():
-    stub = types.ModuleType("torch")  # the harness imports torch; its statistics do not use it
-    stub.bfloat16 = None
-    saved = {k: sys.modules.get(k) for k in ("torch", "cost", "workloads")}
-    sys.modules["torch"] = stub
-    sys.path.insert(0, os.path.join(ROOT, "examples", "inference"))
-    try:
-        yield importlib.import_module("cost")
-    finally:
-        sys.path.pop(0)
-        for k, v in saved.items():
-            if v is None:
-                sys.modules.pop(k, None)
-            else:
-                sys.modules[k] = v
-
-
-def test_median_interval_is_the_order_statistics_that_hold_the_median(cost):
-    assert cost.median_ci(list(range(5))) == (2, None)  # too few for 95%
-    assert cost.median_ci(list(range(6))) == (2.5, [0, 5])  # 2/64 outside: 3.1% < 5%
-    assert cost.median_ci(list(range(100))) == (49.5, [39, 60])
+def test_median_interval_is_the_order_statistics_that_hold_the_median():
+    assert stats.median_ci(list(range(5))) == (2, None)  # too few for 95%
+    assert stats.median_ci(list(range(6))) == (2.5, [0, 5])  # 2/64 outside: 3.1% < 5%
+    assert stats.median_ci(list(range(100))) == (49.5, [39, 60])
     rng = random.Random(7)
     miss = 0
     for _ in range(2000):  # skewed noise: the true median of Exp(1) is ln 2
-        _, (lo, hi) = cost.median_ci([rng.expovariate(1) for _ in range(40)])
+        _, (lo, hi) = stats.median_ci([rng.expovariate(1) for _ in range(40)])
         miss += not lo <= 0.6931 <= hi
     assert miss / 2000 < 0.05
 
 
-def test_shifts_are_unbiased_where_the_mean_of_ratios_is_not(cost):
+def test_shifts_are_unbiased_where_the_mean_of_ratios_is_not():
     pairs = [(1.0, 0.5), (1.0, 1.5)]  # x equals the reference's mean: no shift
-    assert cost.shifts(pairs) == [0.5, -0.5] and sum(cost.shifts(pairs)) == 0
+    assert stats.shifts(pairs) == [0.5, -0.5] and sum(stats.shifts(pairs)) == 0
     assert sum(x / r - 1 for x, r in pairs) / 2 == pytest.approx(1 / 3)  # what the ratios would have said
-    assert cost.shifts([(1.1, 1.0), (2.2, 2.0)]) == pytest.approx([0.1 / 1.5, 0.2 / 1.5])
+    assert stats.shifts([(1.1, 1.0), (2.2, 2.0)]) == pytest.approx([0.1 / 1.5, 0.2 / 1.5])
 
 
-def test_a_tick_delay_is_read_from_the_token_it_fell_in_against_its_neighbours(cost):
+def test_a_tick_delay_is_read_from_the_token_it_fell_in_against_its_neighbours():
     """Tokens of 10 ms; the one a tick began in took 0.3 ms more. Ticks whose
     neighbours also had one, and ticks in a call's first or last token, are
     left out."""
@@ -69,30 +54,31 @@ def test_a_tick_delay_is_read_from_the_token_it_fell_in_against_its_neighbours(c
             toks.append((t, t + d))
             t += d
         calls.append(toks)
-    got, ref = cost.tick_delays(calls, sorted(ticks))
+    got, ref = stats.tick_delays(calls, sorted(ticks))
     assert len(got) == 3 and ref == pytest.approx(0.010)  # token 5 of each call; its neighbours' 10 ms
     assert all(g == pytest.approx(0.0003 / 0.010) for g in got)
-    assert cost.tick_delays(calls, []) == ([], None)
+    assert stats.tick_delays(calls, []) == ([], None)
 
 
-def lockstep(seconds, env=None):
+def lockstep(daemon, env, seconds):
+    """lockstep.py with the lockstep_child.py stand-ins, the agent's child
+    registering with the test's daemon."""
     if not os.path.exists(BIN):
         missing("bin/vramscope is not built (make build)")
-    res = subprocess.run([sys.executable, os.path.join(ROOT, "examples", "inference", "lockstep.py"),
+    res = subprocess.run([sys.executable, os.path.join(INFERENCE, "lockstep.py"),
                           "--workload", "serve", "--seconds", str(seconds), "--warm-s", "0.2", "--vramscope", BIN,
-                          "--script", os.path.join(HERE, "lockstep_child.py"), "--socket",
-                          os.path.join(HERE, "no-daemon-here.sock")],
-                         capture_output=True, text=True, timeout=120, env=dict(os.environ, **(env or {})))
+                          "--script", os.path.join(HERE, "lockstep_child.py"), "--socket", daemon.socket],
+                         capture_output=True, text=True, timeout=120, env=env)
     assert res.returncode == 0, res.stderr[-3000:]
     return json.loads(res.stdout.strip().splitlines()[-1]), res.stderr
 
 
-def test_lockstep_pairs_the_same_call_of_both_processes_in_turns():
+def test_lockstep_pairs_the_same_call_of_both_processes_in_turns(daemon, env):
     """lockstep.py against two children that answer known times (the one
     under `vramscope run` 2% slower): every round asks the same call of both,
     in an order that swaps each round; the warm-up rounds are apart; the
     shift found is the 2%."""
-    out, _ = lockstep(0.5)
+    out, _ = lockstep(daemon, env, 0.5)
     assert out["failed"] is None
     rows = out["rows"]
     assert len(rows) > 10 and [r["call"] for r in rows] == list(range(len(rows)))
@@ -105,10 +91,10 @@ def test_lockstep_pairs_the_same_call_of_both_processes_in_turns():
                           "agent": {"calls": len(rows), "under_agent": True}}
 
 
-def test_lockstep_keeps_the_rounds_before_a_child_ends():
+def test_lockstep_keeps_the_rounds_before_a_child_ends(daemon, env):
     """The child under the agent exits at call 7: the seven rounds before it
     are printed, with what ended, and the driver exits cleanly."""
-    out, err = lockstep(30, {"LOCKSTEP_DIE_AT": "7"})
+    out, err = lockstep(daemon, env | {"LOCKSTEP_DIE_AT": "7"}, 30)
     assert len(out["rows"]) == 7 and "ended at call 7" in out["failed"] and "ended at call 7" in err
     assert out["own"]["agent"] is None  # round 7 asks the agent first: the plain child made 7 calls
     assert out["own"]["plain"] == {"calls": 7, "under_agent": False}

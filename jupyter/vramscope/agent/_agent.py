@@ -282,6 +282,13 @@ class Agent:
 
     # --- status -------------------------------------------------------------------
 
+    def threads(self):
+        """The agent's own threads by part (None where a part has none): the
+        link, the capture worker, the sampling clock and the stack sampler."""
+        sampler = _stacks.sampler()  # the stack sampler's thread: left out of cost() before (docs/inference.md)
+        return {"link": self.link.thread, "worker": self.captures.worker, "clock": self.recording.clock(),
+                "sampler": getattr(sampler, "thread", None)}
+
     def cost(self):
         """What the agent has cost the process so far, as it measures itself:
         seconds inside the optimizer-step hook and the backward wrapper (on the
@@ -289,10 +296,7 @@ class Agent:
         capture worker, the sampling clock and the stack sampler — (which take
         the GIL from the training thread at worst). docs/oom-naming.md uses them to
         bound the default mode's cost per step."""
-        threads = 0.0
-        sampler = _stacks.sampler()  # the stack sampler's thread: left out before (docs/inference.md)
-        for t in (self.link.thread, self.captures.worker, self.recording.clock(), getattr(sampler, "thread", None)):
-            threads += _thread_cpu_s(t)
+        threads = sum(_thread_cpu_s(t) for t in self.threads().values())
         return {"hook_s": round(self.recording.hook_s(), 6), "levels_s": round(self.levels.cost_s(), 6),
                 "backward_wrapper_s": round(_torch.wrapper_s[0], 6),
                 "agent_threads_cpu_s": round(threads, 6)}

@@ -832,7 +832,8 @@ class Roots:
     def take(self, module, args, kwargs):
         """A generate call begins: when it is a root's, on the roots' thread,
         outside any root call or other generate, after discovery, the roots'
-        hooks go until give() and the call is one step. False otherwise."""
+        hooks go until give(), and the call is one step unless it runs inside
+        a training step (Levels.call_begins). False otherwise."""
         lv = self.levels
         if (self.held or self.paused or not self.done or lv.in_root or id(module) not in self.seen
                 or self.thread != threading.get_ident() or _compiling()):
