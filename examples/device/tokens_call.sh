@@ -21,7 +21,7 @@ tok() {
   python3 - "$OUT/tok_$1.json" <<'PY' | tee -a $L
 import json, sys
 r = json.loads(open(sys.argv[1]).read().strip().splitlines()[-1])
-print(sys.argv[1].rsplit("/", 1)[-1], r["calls"], "calls", r.get("steps"), "steps", r["groups"], "groups",
+print(sys.argv[1].rsplit("/", 1)[-1], r["calls"], "calls", r.get("steps"), "steps", r.get("ticked_tokens"), "ticked tokens",
       json.dumps({k: r.get(k) for k in ("tick", "sampler_share", "hooks_share", "thread_shares",
                                          "default_estimate")}))
 PY

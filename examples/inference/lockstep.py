@@ -11,12 +11,19 @@ apart. The first --warm-s seconds of rounds are not counted: they hold the
 agent's warm-up window (recording until 20,000 allocations) and its root
 discovery, once per process; they are reported apart.
 
+With --control a second plain process (plain2) takes its turn too, the
+three in each of their six orders in turn: plain2 against plain is what
+two processes of the same program differ by, with no agent (on the H200 an
+evaluation loop's agent process was 0.9% faster than its plain one,
+2026-12-03 20:15 UTC), and the agent is also set against the mean of both.
+
     python3 examples/inference/lockstep.py --workload serve --seconds 120 --vramscope bin/vramscope
 
 Prints one JSON line: the pairs, the agent's call less the plain one over the
 mean plain call (mean and median, 95% intervals), the same for the warm-up
-rounds, and both processes' own last lines (the agent's status).
+rounds, and the processes' own last lines (the agent's status).
 """
+import itertools
 import argparse
 import json
 import os
@@ -66,6 +73,35 @@ def summary(pairs):
     return describe(shifts(pairs)) if len(pairs) > 1 else None
 
 
+def orders(names):
+    """The rounds' orders, in turn: plain then agent and back for two; each of
+    the six orders of three."""
+    if len(names) == 2:
+        return [list(names), list(reversed(names))]
+    return [list(p) for p in itertools.permutations(names)]
+
+
+def ahead(row):
+    """Which of plain and agent a round called first (rows before --control
+    have only "first")."""
+    order = row.get("order") or [row["first"]]
+    return "plain" if "plain" in order and ("agent" not in order or order.index("plain") < order.index("agent")) \
+        else "agent"
+
+
+def summaries(rows):
+    """The counted rounds' comparisons (the warm-up rounds' agent against plain apart)."""
+    counted = [r for r in rows if not r["warm"]]
+    out = {"agent_vs_plain": summary([(r["agent"], r["plain"]) for r in counted]),
+           "warm_rounds": summary([(r["agent"], r["plain"]) for r in rows if r["warm"]])}
+    out["by_order"] = {f: summary([(r["agent"], r["plain"]) for r in counted if ahead(r) == f])
+                       for f in ("plain", "agent")}
+    if counted and "plain2" in counted[0]:
+        out["plain2_vs_plain"] = summary([(r["plain2"], r["plain"]) for r in counted])
+        out["agent_vs_plains"] = summary([(r["agent"], (r["plain"] + r["plain2"]) / 2) for r in counted])
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--workload", required=True)
@@ -75,37 +111,38 @@ def main():
     ap.add_argument("--socket", default=os.environ.get("VRAMSCOPE_SOCKET"))
     ap.add_argument("--script", default=os.path.join(HERE, "cost.py"),
                     help="the child's script (cost.py, or a wrapper of it)")
+    ap.add_argument("--control", action="store_true",
+                    help="a second plain process in the rounds: what two plain processes differ by")
     a = ap.parse_args()
     child = [sys.executable, a.script, "--workload", a.workload, "--on-command"]
     run = [a.vramscope, "run"] + (["--socket", a.socket] if a.socket else []) + ["--"]
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     t0 = time.perf_counter()
-    plain, agent = Child(child, env), Child(run + child, env)  # both build and warm at once
-    plain.ready()
-    agent.ready()
-    print("both ready in %.1f s" % (time.perf_counter() - t0), file=sys.stderr, flush=True)
+    kids = {"plain": Child(child, env), "agent": Child(run + child, env)}  # all build and warm at once
+    if a.control:
+        kids["plain2"] = Child(child, env)
+    for c in kids.values():
+        c.ready()
+    print("all ready in %.1f s" % (time.perf_counter() - t0), file=sys.stderr, flush=True)
+    turns = orders(list(kids))
     rows, i, failed = [], 0, None
     start = time.perf_counter()
     warm_end, end = start + a.warm_s, start + a.warm_s + a.seconds
     try:
         while time.perf_counter() < end:
-            first = "plain" if i % 2 == 0 else "agent"
-            row = {"call": i, "first": first, "warm": time.perf_counter() < warm_end}
-            for name, c in ((("plain", plain), ("agent", agent)) if first == "plain"
-                            else (("agent", agent), ("plain", plain))):
-                row[name], row[name + "_cpu"] = c.call(i)
+            order = turns[i % len(turns)]
+            row = {"call": i, "first": order[0], "order": order, "warm": time.perf_counter() < warm_end}
+            for name in order:
+                row[name], row[name + "_cpu"] = kids[name].call(i)
             rows.append(row)
             i += 1
     except (RuntimeError, OSError) as e:  # a child ended: the rounds so far are still printed
         failed = str(e)
         print("lockstep: %s" % e, file=sys.stderr, flush=True)
-    own = {"plain": plain.quit(), "agent": agent.quit()}
+    own = {name: c.quit() for name, c in kids.items()}
     out = {"rows": rows, "own": own, "failed": failed, "workload": a.workload, "warm_s": a.warm_s,
            "utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "argv": sys.argv[1:]}
-    for key, sel in (("agent_vs_plain", False), ("warm_rounds", True)):
-        out[key] = summary([(r["agent"], r["plain"]) for r in rows if r["warm"] == sel])
-    out["by_order"] = {f: summary([(r["agent"], r["plain"]) for r in rows if not r["warm"] and r["first"] == f])
-                       for f in ("plain", "agent")}
+    out.update(summaries(rows))
     print(json.dumps(out), flush=True)
 
 

@@ -9,6 +9,14 @@ the first passed through the generate step, the second were held).
 
     python3 examples/inference/reread.py docs/gpu/inference/run-20261203e/tok_generate32.json --by-start
 
+Token by token, the stack sampler's ticks against the tokens beside them
+(cost.py --tokens since run-20261203f: files with "tick"): its figures; from
+the tick times (kept since run g's commit) they are worked out again.
+
+Across processes (lockstep.py files, run-20261203g/h/i/lock_*.json): the
+agent against plain, the control's two plain processes, and by order,
+worked out again from the rounds.
+
 Call by call (cost.py --alternate files: rows of off, on and record times),
 leaving out the first N triples (serve's first 40 met each request shape's
 first call: docs/inference.md):
@@ -20,7 +28,8 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from stats import alternate_summary, describe, shifts  # noqa: E402
+from lockstep import summaries  # noqa: E402
+from stats import alternate_summary, describe, shifts, tick_delays  # noqa: E402
 
 PATTERNS = ((0, 1, 1, 0), (1, 0, 0, 1))
 
@@ -52,6 +61,30 @@ def pct(d):
 
 def main():
     r = json.loads(open(sys.argv[1]).read().strip().splitlines()[-1])
+    if "agent_vs_plain" in r:
+        out = summaries(r["rows"])
+        print("%d rounds (%d warm-up)" % (len(r["rows"]), sum(1 for x in r["rows"] if x["warm"])))
+        for k in ("agent_vs_plain", "plain2_vs_plain", "agent_vs_plains", "warm_rounds"):
+            if out.get(k):
+                print("%s: %s" % (k, pct(out[k])))
+        for f, d in out["by_order"].items():
+            if d:
+                print("agent vs plain, %s first: %s" % (f, pct(d)))
+        return
+    if "tick" in r:
+        if "tick_times" in r:
+            calls = [[(b, b + d) for b, d in c] for c in r["tokens"]]
+            delays, ref = tick_delays(calls, r["tick_times"])
+            print("%d ticked tokens; a tick's delay: %s of a %.2f ms token" % (len(delays), pct(describe(delays)),
+                                                                               ref * 1e3))
+        else:
+            t = r["tick"]
+            print("%d ticked tokens; a tick's delay: mean %+.2f%% (%+.2f…%+.2f) of a %.2f ms token" % (
+                r["ticked_tokens"], t["delay_mean"] * 100, t["ci95"][0] * 100, t["ci95"][1] * 100, t["token_s"] * 1e3))
+        e = r.get("default_estimate")
+        if e:
+            print("default by its parts: %+.2f%% (%+.2f…%+.2f)" % (e["mean"] * 100, e["ci95"][0] * 100, e["ci95"][1] * 100))
+        return
     if "rows" in r:
         skip = int(sys.argv[sys.argv.index("--skip") + 1]) if "--skip" in sys.argv else 0
         out = alternate_summary(r["rows"][skip:], r["steady_threads_share"])

@@ -1,6 +1,7 @@
 """The statistics of examples/inference/ (stats.py), the harness behind
 docs/inference.md's cost figures: each is checked on inputs whose answer is
 known, so a figure in the docs cannot come from a formula that is off."""
+import itertools
 import json
 import os
 import random
@@ -60,14 +61,14 @@ def test_a_tick_delay_is_read_from_the_token_it_fell_in_against_its_neighbours()
     assert stats.tick_delays(calls, []) == ([], None)
 
 
-def lockstep(daemon, env, seconds):
+def lockstep(daemon, env, seconds, *extra):
     """lockstep.py with the lockstep_child.py stand-ins, the agent's child
     registering with the test's daemon."""
     if not os.path.exists(BIN):
         missing("bin/vramscope is not built (make build)")
     res = subprocess.run([sys.executable, os.path.join(INFERENCE, "lockstep.py"),
                           "--workload", "serve", "--seconds", str(seconds), "--warm-s", "0.2", "--vramscope", BIN,
-                          "--script", os.path.join(HERE, "lockstep_child.py"), "--socket", daemon.socket],
+                          "--script", os.path.join(HERE, "lockstep_child.py"), "--socket", daemon.socket, *extra],
                          capture_output=True, text=True, timeout=120, env=env)
     assert res.returncode == 0, res.stderr[-3000:]
     return json.loads(res.stdout.strip().splitlines()[-1]), res.stderr
@@ -89,6 +90,25 @@ def test_lockstep_pairs_the_same_call_of_both_processes_in_turns(daemon, env):
     assert out["agent_vs_plain"]["mean"] == pytest.approx(0.02, rel=0.1)
     assert out["own"] == {"plain": {"calls": len(rows), "under_agent": False},
                           "agent": {"calls": len(rows), "under_agent": True}}
+
+
+def test_lockstep_control_sets_two_plain_processes_against_each_other(daemon, env):
+    """--control: a second plain process takes its turn in every round, the
+    three in each of their six orders in turn; the two plain processes
+    differ by nothing, the agent's by its 2% against either and both."""
+    out, _ = lockstep(daemon, env, 0.5, "--control")
+    rows = out["rows"]
+    assert len(rows) > 12 and out["failed"] is None
+    firsts = [tuple(r["order"]) for r in rows[:6]]
+    assert sorted(firsts) == sorted(itertools.permutations(("plain", "agent", "plain2")))
+    assert [tuple(r["order"]) for r in rows[6:12]] == firsts
+    assert all(r["plain2"] == r["plain"] for r in rows)
+    assert out["plain2_vs_plain"]["mean"] == pytest.approx(0.0, abs=1e-9)
+    assert out["agent_vs_plains"]["mean"] == pytest.approx(0.02, rel=0.1)
+    assert out["agent_vs_plain"]["mean"] == pytest.approx(0.02, rel=0.1)
+    # which of agent and plain came first splits the rounds in halves
+    assert out["by_order"]["plain"]["pairs"] + out["by_order"]["agent"]["pairs"] == out["agent_vs_plain"]["pairs"]
+    assert out["own"]["plain2"] == {"calls": len(rows), "under_agent": False}
 
 
 def test_lockstep_keeps_the_rounds_before_a_child_ends(daemon, env):
