@@ -16,6 +16,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 BIN = os.path.join(ROOT, "bin", "vramscope")
 INFERENCE = os.path.join(ROOT, "examples", "inference")
 sys.path.insert(0, INFERENCE)
+import lockstep as lockstep_py  # noqa: E402  (examples/inference/lockstep.py: its summaries)
 import stats  # noqa: E402  (examples/inference/stats.py: no torch)
 
 sys.path.remove(INFERENCE)
@@ -109,6 +110,21 @@ def test_lockstep_control_sets_two_plain_processes_against_each_other(daemon, en
     # which of agent and plain came first splits the rounds in halves
     assert out["by_order"]["plain"]["pairs"] + out["by_order"]["agent"]["pairs"] == out["agent_vs_plain"]["pairs"]
     assert out["own"]["plain2"] == {"calls": len(rows), "under_agent": False}
+
+
+def test_lockstep_summaries_read_rounds_kept_before_the_control():
+    """Rounds of two processes kept before --control (only "first", no
+    "order": docs/gpu/inference/run-20261203g and h) split by order as
+    lockstep.py splits new ones, and give no control figures."""
+    old = [{"call": i, "first": f, "warm": i < 2, "plain": 1.0, "agent": 1.01 if f == "plain" else 0.97}
+           for i, f in enumerate(["plain", "agent"] * 10)]
+    new = [dict(r, order=[r["first"], "agent" if r["first"] == "plain" else "plain"]) for r in old]
+    for rows in (old, new):
+        out = lockstep_py.summaries(rows)
+        assert out["by_order"]["plain"]["mean"] == pytest.approx(0.01)
+        assert out["by_order"]["agent"]["mean"] == pytest.approx(-0.03)
+        assert out["agent_vs_plain"]["pairs"] == 18 and out["warm_rounds"]["pairs"] == 2
+        assert "plain2_vs_plain" not in out
 
 
 def test_lockstep_keeps_the_rounds_before_a_child_ends(daemon, env):
