@@ -392,7 +392,8 @@ def tokens(a, model, fn):
     n_ticks = sum(1 for t in ticks if t >= w0)
     delays, ref_s = tick_delays(clock.calls, sorted(ticks))
     out = {"calls": len(clock.calls), "tokens": [[(round(b - w0, 6), round(e - b, 6)) for b, e in c] for c in clock.calls],
-           "ticks": n_ticks, "tick_times": [round(t - w0, 6) for t in sorted(ticks) if t >= w0], "cut_by_sigterm": cut, "agent": agent, "thread_shares": shares,
+           "ticks": n_ticks, "tick_times": [round(t - w0, 6) for t in sorted(ticks) if t >= w0],
+           "cut_by_sigterm": cut, "agent": agent, "thread_shares": shares,
            "steps": steps, "hooks_share": hooks, "ticked_tokens": len(delays)}
     if len(delays) > 1:
         d = describe(delays)

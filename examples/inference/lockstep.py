@@ -14,8 +14,9 @@ discovery, once per process; they are reported apart.
 With --control a second plain process (plain2) takes its turn too, the
 three in each of their six orders in turn: plain2 against plain is what
 two processes of the same program differ by, with no agent (on the H200 an
-evaluation loop's agent process was 0.9% faster than its plain one,
-2026-12-03 20:15 UTC), and the agent is also set against the mean of both.
+evaluation loop's agent process was 0.9% faster than its plain one at 20:15
+UTC on 2026-12-03, and two plain processes then differed by -1.0% and
++3.9%: docs/inference.md), and the agent is also set against the mean of both.
 
     python3 examples/inference/lockstep.py --workload serve --seconds 120 --vramscope bin/vramscope
 
@@ -23,8 +24,8 @@ Prints one JSON line: the pairs, the agent's call less the plain one over the
 mean plain call (mean and median, 95% intervals), the same for the warm-up
 rounds, and the processes' own last lines (the agent's status).
 """
-import itertools
 import argparse
+import itertools
 import json
 import os
 import subprocess

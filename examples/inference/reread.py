@@ -10,8 +10,9 @@ the first passed through the generate step, the second were held).
     python3 examples/inference/reread.py docs/gpu/inference/run-20261203e/tok_generate32.json --by-start
 
 Token by token, the stack sampler's ticks against the tokens beside them
-(cost.py --tokens since run-20261203f: files with "tick"): its figures; from
-the tick times (kept since run g's commit) they are worked out again.
+(cost.py --tokens since run-20261203f: files with "tick"): the figures the
+file holds, or, where it keeps the ticks' times (cost.py since commit
+89dd574), the ticks' delays worked out again.
 
 Across processes (lockstep.py files, run-20261203g/h/i/lock_*.json): the
 agent against plain, the control's two plain processes, and by order,
@@ -75,8 +76,11 @@ def main():
         if "tick_times" in r:
             calls = [[(b, b + d) for b, d in c] for c in r["tokens"]]
             delays, ref = tick_delays(calls, r["tick_times"])
-            print("%d ticked tokens; a tick's delay: %s of a %.2f ms token" % (len(delays), pct(describe(delays)),
-                                                                               ref * 1e3))
+            if len(delays) < 2:
+                print("%d ticked tokens" % len(delays))
+            else:
+                print("%d ticked tokens; a tick's delay: %s of a %.2f ms token" % (
+                    len(delays), pct(describe(delays)), ref * 1e3))
         else:
             t = r["tick"]
             print("%d ticked tokens; a tick's delay: mean %+.2f%% (%+.2f…%+.2f) of a %.2f ms token" % (

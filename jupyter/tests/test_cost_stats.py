@@ -107,7 +107,7 @@ def test_lockstep_control_sets_two_plain_processes_against_each_other(daemon, en
     assert out["plain2_vs_plain"]["mean"] == pytest.approx(0.0, abs=1e-9)
     assert out["agent_vs_plains"]["mean"] == pytest.approx(0.02, rel=0.1)
     assert out["agent_vs_plain"]["mean"] == pytest.approx(0.02, rel=0.1)
-    # which of agent and plain came first splits the rounds in halves
+    # which of agent and plain came first splits the counted rounds in two
     assert out["by_order"]["plain"]["pairs"] + out["by_order"]["agent"]["pairs"] == out["agent_vs_plain"]["pairs"]
     assert out["own"]["plain2"] == {"calls": len(rows), "under_agent": False}
 
