@@ -55,9 +55,11 @@ def line(name, calls):
 
 
 def pct(d):
-    return "mean %+.2f%% (%+.2f…%+.2f), median %+.2f%% (%+.2f…%+.2f)" % (
-        d["mean"] * 100, d["ci95"][0] * 100, d["ci95"][1] * 100, d["median"] * 100,
-        d["median_ci95"][0] * 100, d["median_ci95"][1] * 100)
+    def band(ci):  # too few values for an interval: none
+        return "(%+.2f…%+.2f)" % (ci[0] * 100, ci[1] * 100) if ci else "(no interval)"
+
+    return "mean %+.2f%% %s, median %+.2f%% %s" % (d["mean"] * 100, band(d["ci95"]), d["median"] * 100,
+                                                   band(d["median_ci95"]))
 
 
 def main():
