@@ -16,7 +16,7 @@ L=$OUT/log.txt
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader >> $L
 tok() {
   echo "$1 tokens $(date -u +%FT%TZ)" >> $L
-  timeout $(( $2 + 50 )) python3 examples/inference/cost.py --workload $1 --tokens --seconds $2 \
+  timeout $(( $2 + 90 )) python3 examples/inference/cost.py --workload $1 --tokens --seconds $2 \
     --record-slowdown $3 > $OUT/tok_$1.json 2>> $L
   python3 - "$OUT/tok_$1.json" <<'PY' | tee -a $L
 import json, sys
