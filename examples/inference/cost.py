@@ -389,10 +389,11 @@ def tokens(a, model, fn):
     smp.sample = sample
     steps, hooks = (lvl.step - step0, (lvl.cost_s - cost0) / wall) if lvl is not None else (None, None)
     agent = detach()
-    n_ticks = sum(1 for t in ticks if t >= w0)
-    delays, ref_s = tick_delays(clock.calls, sorted(ticks))
+    timed_ticks = [t for t in ticks if t >= w0]  # in order: one thread appended them
+    n_ticks = len(timed_ticks)
+    delays, ref_s = tick_delays(clock.calls, timed_ticks)
     out = {"calls": len(clock.calls), "tokens": [[(round(b - w0, 6), round(e - b, 6)) for b, e in c] for c in clock.calls],
-           "ticks": n_ticks, "tick_times": [round(t - w0, 6) for t in sorted(ticks) if t >= w0],
+           "ticks": n_ticks, "tick_times": [round(t - w0, 6) for t in timed_ticks],
            "cut_by_sigterm": cut, "agent": agent, "thread_shares": shares,
            "steps": steps, "hooks_share": hooks, "ticked_tokens": len(delays)}
     if len(delays) > 1:

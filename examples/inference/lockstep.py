@@ -85,9 +85,7 @@ def orders(names):
 def ahead(row):
     """Which of plain and agent a round called first (rows before --control
     have only "first")."""
-    order = row.get("order") or [row["first"]]
-    return "plain" if "plain" in order and ("agent" not in order or order.index("plain") < order.index("agent")) \
-        else "agent"
+    return next(n for n in row.get("order") or [row["first"]] if n in ("plain", "agent"))
 
 
 def summaries(rows):

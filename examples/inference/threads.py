@@ -22,14 +22,12 @@ from workloads import WORKLOADS  # noqa: E402
 
 
 def threads():
-    from vramscope.agent import _agent, _stacks
+    from vramscope.agent import _agent
 
     a = _agent._agent
     if a is None:
         return None
-    ts = {"link": a.link.thread, "worker": a.captures.worker, "clock": a.recording.clock(),
-          "stacks": getattr(_stacks.sampler(), "thread", None)}
-    out = {k: _agent._thread_cpu_s(t) for k, t in ts.items()}
+    out = {("stacks" if k == "sampler" else k): _agent._thread_cpu_s(t) for k, t in a.threads().items()}
     out["sampling"] = a.recording.status().get("sampling")
     return out
 

@@ -122,7 +122,7 @@ class Sampler:
         self._lib_dirs = _library_dirs()
         # id(code) -> (code, user, wait): keyed by id, not by the code object, whose hash reads its whole
         # bytecode and constants each time (a sleeping sampler finds them out of the cache); holding the
-        # code keeps its id from being reused
+        # code keeps it alive, so no other object can take its id
         self._codes = {}
         self._texts = {}  # (file, line) -> wait from the line's text
         self._skip = {}  # thread ident -> whether it is the agent's own (named vramscope-*)
@@ -194,7 +194,7 @@ class Sampler:
         while f is not None:
             code = f.f_code
             info = self._codes.get(id(code))
-            if info is None or info[0] is not code:
+            if info is None:
                 info = self._codes[id(code)] = (code, is_user_file(code.co_filename, self._lib_dirs),
                                                 lib_wait(code.co_filename, code.co_name))
             _, user, w = info
