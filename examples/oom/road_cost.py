@@ -21,7 +21,7 @@ import torch
 import common
 from vramscope.agent import _agent
 
-BLOCK, SETTLE, BLOCKS, WARMUP = 60, 20, 16, 30
+BLOCK, SETTLE, BLOCKS, WARMUP = 200, 100, 8, 30
 
 
 def levels_off(a):
@@ -61,7 +61,8 @@ def run(layers, embd, heads, batch, seq):
         if lv:
             n = max(1, lv.step - n0)
             blk.update(own_s_per_step=(lv.cost_s - c0) / n, own_block_s_per_step=(lv.cost_s - b0[0]) / (lv.step - b0[1]),
-                       read_share=(lv.reads - r0) / n, stride=lv.stride, posted=lv.posted)
+                       read_share=(lv.reads - r0) / n, stride=lv.stride, posted=lv.posted,
+                       sparse=getattr(lv, "sparse", None))
         blocks.append(blk)
     lv = a.levels.levels or (a._start_levels(torch) or a.levels.levels)
     step()

@@ -254,7 +254,8 @@ def main():
             n = max(1, lv.step - n0)
             blk.update(own_s_per_step=(lv.cost_s - c0) / n, read_share=(reader.reads - r0) / n,
                        strides=dict(getattr(lv, "strides", {})), base_s=getattr(lv, "base", None),
-                       extra_s=getattr(lv, "extra", None))
+                       extra_s=getattr(lv, "extra", None), sparse=getattr(lv, "sparse", None),
+                       pre_s=getattr(lv, "pre", None))
         blocks.append(blk)
     stop.set()
     out = {"torch": torch.__version__, "python": sys.version.split()[0], "model": a.model, "threads": a.threads}

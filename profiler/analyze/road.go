@@ -252,9 +252,20 @@ func RoadChangeOf(steps []RoadStep, cap, requested int64) (RoadChange, bool) {
 		}
 	}
 	c.BasePerToken = median(per)
+	// tin: the same-phase steps before the failing one whose inputs the agent
+	// kept, up to roadBase (an agent whose hooks alone pass its budget, on
+	// short steps, keeps the inputs of its read steps only: they reach
+	// further back than all)
+	var tin []int
+	for i := fi - 1; i >= 0 && len(tin) < roadBase; i-- {
+		if s := steps[i]; s.Phase == f.Phase && !s.OOM && tokens(s.Inputs) > 0 {
+			tin = append(tin, i)
+		}
+	}
+	slices.Reverse(tin)
 	var toks []int64
 	maxTok := int64(0)
-	for _, i := range all {
+	for _, i := range tin {
 		t := tokens(steps[i].Inputs)
 		toks = append(toks, t)
 		maxTok = max(maxTok, t)
@@ -268,7 +279,7 @@ func RoadChangeOf(steps []RoadStep, cap, requested int64) (RoadChange, bool) {
 	if c.Tokens > maxTok && c.BaseTokens > 0 && float64(c.Tokens) >= inputRatio*float64(c.BaseTokens) {
 		c.Kind = "input"
 		c.Needed = c.BasePerToken * c.Tokens
-		c.Text = inputText(steps, all, fi, c, cap, name)
+		c.Text = inputText(steps, tin, fi, c, cap, name)
 		return c, true
 	}
 	if g, ok := growth(steps, measured, cap); ok {
@@ -332,11 +343,17 @@ func stepNamer(steps []RoadStep, phase string) namer {
 // tokens of training steps 0–59 (8 × 256); at their 906.69 KiB per token
 // above what is held between steps, its tokens need 14.17 GiB: 15.69 GiB with
 // the 1.52 GiB held at its start, against the 8.00 GiB the process could use".
-func inputText(steps []RoadStep, all []int, fi int, c RoadChange, cap int64, name namer) string {
+// tin: the steps compared whose inputs were kept; when the agent kept only
+// some steps' inputs, the text says how many of the span's.
+func inputText(steps []RoadStep, tin []int, fi int, c RoadChange, cap int64, name namer) string {
 	f := steps[fi]
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s: inputs %s (%s tokens), %.1f× the tokens of %s (%s)", name.one(fi), shapeText(f.Inputs),
-		profiler.FormatCount(c.Tokens), float64(c.Tokens)/float64(c.BaseTokens), name.span(all), shapeText(typical(steps, all, c.BaseTokens)))
+	fmt.Fprintf(&b, "%s: inputs %s (%s tokens), %.1f× the tokens of %s (%s", name.one(fi), shapeText(f.Inputs),
+		profiler.FormatCount(c.Tokens), float64(c.Tokens)/float64(c.BaseTokens), name.span(tin), shapeText(typical(steps, tin, c.BaseTokens)))
+	if n := phaseSteps(steps, tin[0], tin[len(tin)-1], f.Phase); n > len(tin) {
+		fmt.Fprintf(&b, "; inputs kept at %d of those %d steps", len(tin), n)
+	}
+	b.WriteString(")")
 	if c.BasePerToken <= 0 {
 		return b.String()
 	}
@@ -351,6 +368,17 @@ func inputText(steps []RoadStep, all []int, fi int, c RoadChange, cap int64, nam
 		fmt.Fprintf(&b, ", against the %s the process could use", fb(cap))
 	}
 	return b.String()
+}
+
+// phaseSteps counts the steps of phase from index lo to hi, the OOM step aside.
+func phaseSteps(steps []RoadStep, lo, hi int, phase string) int {
+	n := 0
+	for _, s := range steps[lo : hi+1] {
+		if s.Phase == phase && !s.OOM {
+			n++
+		}
+	}
+	return n
 }
 
 // typical is the inputs of the last step of idx with the given tokens.

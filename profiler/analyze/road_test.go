@@ -158,6 +158,31 @@ func TestRoadChangeWithStepsNotMeasured(t *testing.T) {
 	}
 }
 
+// TestRoadChangeWithInputsOfReadStepsOnly: an agent whose hooks alone pass
+// its budget (short steps) keeps inputs and levels at every 16th step only;
+// the longer batch is found against those, and the text says how many of
+// the steps compared had their inputs kept.
+func TestRoadChangeWithInputsOfReadStepsOnly(t *testing.T) {
+	steps := trainRun(400, 1200*mib, 2*mib, []int64{8, 256}, []int64{16, 1024})
+	for i := range steps[:399] {
+		if i%16 != 0 {
+			steps[i].Allocated, steps[i].Reserved, steps[i].Peak, steps[i].Inputs = -1, -1, -1, nil
+		}
+	}
+	c, ok := RoadChangeOf(steps, 9<<30, 4<<30)
+	if !ok || c.Kind != "input" || c.BaseTokens != 2048 || c.Tokens != 16384 || c.BasePerToken != 2*mib {
+		t.Fatalf("change = %+v, %v", c, ok)
+	}
+	want := "8.0× the tokens of steps 0–384 (8 × 256; inputs kept at 25 of those 385 steps)"
+	if !strings.Contains(c.Text, want) {
+		t.Errorf("change text %q\nwant it to hold %q", c.Text, want)
+	}
+	steps[398].Inputs = [][]int64{{16, 1024}} // a step between reads had as long a batch: no change of input
+	if c, _ := RoadChangeOf(steps, 9<<30, 4<<30); c.Kind == "input" {
+		t.Errorf("change = %+v; the longer batch had come before", c)
+	}
+}
+
 // TestSetRoadNamesTheHolderThatGrew: a growth, and the agent's walk found a
 // cache growing at the failure: the change names it.
 func TestSetRoadNamesTheHolderThatGrew(t *testing.T) {

@@ -283,8 +283,19 @@ class Levels:
         self.strides = dict.fromkeys(PHASES, 1)
         self.stride = 1  # the stride of the phase of the step that set them last
         self.budget_next = 2  # the step at or after which _budget runs next
-        self.mark = (0, 0.0, 0.0, 0)  # (step, cost_s, read_s, reads) when it last ran
+        self.mark = (0, 0.0, 0.0, 0, 0.0, 0)  # (step, cost_s, read_s, reads, pre_s, pre_n) when it last ran
         self.base = self.extra = None  # seconds a step: the hooks without a read; a read's own
+        self.pre = None  # seconds a step's root pre-hooks take (root_pre), moving
+        self.pre_s = 0.0  # the part of cost_s spent in root_pre
+        self.pre_n = 0  # steps whose inputs root_pre took
+        # sparse: the hooks alone pass BUDGET (short training steps): the roots' pre-hooks
+        # run on read steps only; between them the first root has the store (a C-level
+        # callable that keeps its last call's arguments, for an out-of-memory error's
+        # inputs) and the other roots none. set_pre(full) puts them (Roots.set_pre).
+        self.sparse = False
+        self.pre_full = True  # the roots have root_pre as their pre-hook
+        self.set_pre = None
+        self.store = BaseException()  # .args: (module, args, kwargs) of the first root's last call
         # the agent's threads (under lock)
         self.lock = threading.Lock()
         self.kept = collections.deque(maxlen=RING)  # entries moved from ring, as sent
@@ -350,6 +361,11 @@ class Levels:
         k = max(1, min(self.strides[phase], self.budget_next - n))
         if phase == "train":
             self.left_train = k
+            if self.sparse or not self.pre_full:
+                st = self.store
+                if st.args:
+                    st.__init__()
+                self._full_pre(k == 1 or not self.sparse or self.posted)
         else:
             self.left[phase] = k
 
@@ -361,14 +377,19 @@ class Levels:
         among them (an evaluation pass's short steps leave the training
         steps' stride alone). Runs on a read step, at steps 2, 4, 8, ...
         then every BUDGET_STEPS."""
-        m0, c0, r0, k0 = self.mark
+        m0, c0, r0, k0, p0, q0 = self.mark
         m = n - m0
         if m <= 0:
             return
-        self.mark = (n, self.cost_s, self.read_s, self.reads)
+        self.mark = (n, self.cost_s, self.read_s, self.reads, self.pre_s, self.pre_n)
         self.budget_next = n + min(n, BUDGET_STEPS)
-        dr, dk = self.read_s - r0, self.reads - k0
-        self.base = max(0.0, self.cost_s - c0 - dr) / m  # the last steps': a start's costs go at once
+        dr, dk, dp, dq = self.read_s - r0, self.reads - k0, self.pre_s - p0, self.pre_n - q0
+        if dq:
+            pre = dp / dq
+            self.pre = pre if self.pre is None else (self.pre + pre) / 2
+        base = max(0.0, self.cost_s - c0 - dr) / m  # the last steps': a start's costs go at once
+        other = max(0.0, base - dp / m)  # ... but the roots' pre-hooks'
+        self.base = other + self.pre if self.sparse and self.pre is not None else base  # the hooks all, each step
         if dk:
             extra = dr / dk
             self.extra = extra if self.extra is None else (self.extra + extra) / 2
@@ -382,15 +403,39 @@ class Levels:
             dur[ph] = dur.get(ph, 0.0) + (newer[1] - older[1])
             cnt[ph] = cnt.get(ph, 0) + 1
             newer = older
+        sparse = False
         for ph, d in dur.items():
             room = BUDGET * d / cnt[ph] - self.base
-            s = MAX_STRIDE if room <= 0 else max(1, min(MAX_STRIDE, int(-(-self.extra // room))))
+            s = MAX_STRIDE + 1 if room <= 0 else int(-(-self.extra // room))
+            if s > MAX_STRIDE and ph == "train" and n >= BUDGET_STEPS and self.pre and self.set_pre is not None:
+                # the pre-hooks too on read steps only: what the others cost, at most
+                room = BUDGET * d / cnt[ph] - other
+                s = MAX_STRIDE if room <= 0 else int(-(-(self.pre + self.extra) // room))
+                sparse = True
+            s = max(1, min(MAX_STRIDE, s))
             self.strides[ph] = s
             if ph == "train":
                 self.left_train = min(self.left_train, s)
             elif self.left[ph] > s:
                 self.left[ph] = s
+        if "train" in dur:
+            self.sparse = sparse
         self.stride = self.strides[phase]
+
+    def _full_pre(self, full):
+        """Give the roots root_pre (full) or, sparse, the store and none;
+        a failure leaves root_pre in place (Roots.set_pre) and the run not
+        sparse from then on."""
+        if full == self.pre_full or self.set_pre is None:
+            return
+        try:
+            self.set_pre(full)
+            self.pre_full = full
+        except Exception:
+            log.debug("vramscope: the roots' pre-hooks could not change", exc_info=True)
+            self.set_pre = None
+            self.sparse = False
+            self.pre_full = True
 
     def on_optimizer_step(self, _opt=None, _args=None, _kwargs=None):
         """torch.optim's global post-hook (must not raise): a training step
@@ -413,6 +458,12 @@ class Levels:
                 self.step = n + 1
                 self.ring.append((n, t, self.inputs, "train", self.rec[0]))
                 self.inputs = None
+                if self.sparse and not self.posted:  # the store lets go; root_pre for a read step
+                    st = self.store
+                    if st.args:
+                        st.__init__()
+                    if (k == 2) != self.pre_full:
+                        self._full_pre(k == 2)
                 self.cost_s += self.clock() - t
                 return
         except Exception:
@@ -490,6 +541,7 @@ class Levels:
         if _compiling():  # traced by torch.compile: stay out of its graph
             return
         t = self.clock()
+        took = False
         try:
             first = True
             if self.posted:
@@ -515,6 +567,7 @@ class Levels:
                 else:
                     ins = tuple(ins[:MAX_INPUTS]) if ins else None
                 self.inputs = ins
+                took = True
                 if not self.grad_enabled():
                     self.closing = "eval"
                     self.quiet = 0
@@ -524,7 +577,11 @@ class Levels:
                     self.t_first = t
         except Exception:
             pass
-        self.cost_s += self.clock() - t
+        d = self.clock() - t
+        self.cost_s += d
+        self.pre_s += d
+        if took:
+            self.pre_n += 1
 
     def call_begins(self, args, kwargs, t):
         """A root's generate call begins (Roots.take): whether it is a step of
@@ -606,7 +663,23 @@ class Levels:
         """Inside the out-of-memory observer: the failing step, as far as it went."""
         self.in_root = 0
         self.closing = None
+        st = self.store
+        try:
+            a = st.args
+            if self.inputs is None and len(a) > 1:  # a step between reads: its first root call's
+                self.inputs = self._all_shapes(a[1], a[2] if len(a) > 2 else None)
+            if a:
+                st.__init__()
+        except Exception:
+            log.debug("vramscope: no inputs for the failing step", exc_info=True)
         self.close("train" if self.trained else "forward", oom=True)
+
+    def evaluating(self):
+        """A root's eval() (train(False)): an evaluation pass may come, whose
+        calls only root_pre tells from training steps; sparse, it goes back
+        on at once (until the next read step's end, or for the pass)."""
+        if self.sparse and not self.pre_full:
+            self._full_pre(True)
 
     # --- the agent's threads ----------------------------------------------------
 
@@ -758,7 +831,8 @@ class Roots:
         self.paused = False  # pause(): the hooks stay away until resume()
         self.held = False  # a generate call under way (take): the hooks are away until it returns
         self.stepping = False  # ... and it is a step of its own (Levels.call_begins)
-        self.generates = []  # (class, whether it had a generate of its own, the original)
+        self.wraps = []  # (class, name, whether it had that attribute of its own, the original)
+        levels.set_pre = self.set_pre
 
     def start(self):
         m = self.torch.nn.modules.module
@@ -793,23 +867,69 @@ class Roots:
         if self.thread == threading.get_ident():
             self.depth = max(0, self.depth - 1)
 
+    @property
+    def generates(self):
+        """(class, whether it had a generate of its own, the original): the generates wrapped."""
+        return [(c, own, orig) for c, name, own, orig in self.wraps if name == "generate"]
+
     def _hook(self, module):
         self._add_pre(module)
         self.roots.append(module)
         if self.posted:
             self._add_post(module)
+        for wrap in (self._wrap_generate, self._wrap_train):
+            try:
+                wrap(type(module))
+            except Exception:
+                log.debug("vramscope: a root's %s was left as it was", wrap.__name__, exc_info=True)
+
+    def _original(self, cls, name):
+        """cls's own function `name` (or one it inherits) to wrap, or None:
+        a staticmethod or property stays as it is, as does one wrapped."""
+        orig = inspect.getattr_static(cls, name, None)
+        if type(orig).__name__ != "function" or getattr(orig, "__vramscope__", False):
+            return None
+        return orig
+
+    def _wrapped(self, cls, name, orig, fn):
+        fn.__vramscope__ = True
+        self.wraps.append((cls, name, name in cls.__dict__, orig))
+        setattr(cls, name, fn)
+
+    def _wrap_train(self, cls):
+        """Give a root's class a `train` (which eval() calls) that tells the
+        levels when a root goes into evaluation (Levels.evaluating), on the
+        roots' thread; it costs nothing between, unlike a hook."""
+        orig = self._original(cls, "train")
+        if orig is None:
+            return
+        roots = self
+
+        @functools.wraps(orig)
+        def train(model, *args, **kwargs):
+            out = orig(model, *args, **kwargs)
+            if not (args[0] if args else kwargs.get("mode", True)):
+                roots.evaluating(model)
+            return out
+
+        self._wrapped(cls, "train", orig, train)
+
+    def evaluating(self, module):
+        """A root's eval(): on the roots' thread, after discovery."""
         try:
-            self._wrap_generate(type(module))
+            if (self.done and not self.paused and not self.held and id(module) in self.seen
+                    and self.thread == threading.get_ident()):
+                self.levels.evaluating()
         except Exception:
-            log.debug("vramscope: a root's generate was left as it was", exc_info=True)
+            log.debug("vramscope: a root's eval() was not seen", exc_info=True)
 
     def _wrap_generate(self, cls):
         """Give a root's class a `generate` that makes each call on a root one
         step (take, give); on any other instance, thread or nesting it only
         calls the original. On the class, not the instance: a model that is
         copied or pickled carries nothing of the agent's."""
-        orig = inspect.getattr_static(cls, "generate", None)  # a staticmethod or property stays as it is
-        if type(orig).__name__ != "function" or getattr(orig, "__vramscope__", False):
+        orig = self._original(cls, "generate")
+        if orig is None:
             return
         roots = self
 
@@ -825,9 +945,7 @@ class Roots:
             finally:
                 roots.give(ok)
 
-        generate.__vramscope__ = True
-        self.generates.append((cls, "generate" in cls.__dict__, orig))
-        cls.generate = generate
+        self._wrapped(cls, "generate", orig, generate)
 
     def take(self, module, args, kwargs):
         """A generate call begins: when it is a root's, on the roots' thread,
@@ -895,6 +1013,28 @@ class Roots:
             self._add_pre(m)
             if self.posted:
                 self._add_post(m)
+        self.levels.pre_full = True
+
+    def set_pre(self, full):
+        """Levels.set_pre: every root's pre-hook root_pre (full), or the first
+        root's the store and the others' none (their calls then take torch's
+        path without hooks). The hook's function is swapped in torch's dict
+        under the same handle, not registered anew; on a failure the roots
+        get root_pre under new handles and it raises."""
+        lv = self.levels
+        try:
+            for i, (m, h) in enumerate(zip(self.roots, self.handles)):
+                d = m._forward_pre_hooks
+                if full:
+                    d[h.id] = lv.root_pre
+                elif i == 0:
+                    d[h.id] = lv.store.__init__
+                else:
+                    d.pop(h.id, None)
+        except Exception:
+            self._unhook()
+            self._rehook()
+            raise
 
     def _add_post(self, module):
         lv = self.levels
@@ -933,15 +1073,16 @@ class Roots:
         self.set_posts(False)
         hs, self.handles = self.handles, []
         _remove(hs)
-        while self.generates:
-            cls, own, orig = self.generates.pop()
+        self.levels.store.__init__()  # its last arguments go
+        while self.wraps:
+            cls, name, own, orig = self.wraps.pop()
             try:
                 if own:
-                    cls.generate = orig
+                    setattr(cls, name, orig)
                 else:
-                    del cls.generate
+                    delattr(cls, name)
             except Exception:
-                log.debug("vramscope: a generate could not be given back", exc_info=True)
+                log.debug("vramscope: a root's %s could not be given back", name, exc_info=True)
 
 
 def _remove(handles):

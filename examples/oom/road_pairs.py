@@ -1,0 +1,165 @@
+"""What the agent's per-step levels cost a training step, step by step side
+by side, to a few microseconds (docs/road-to-oom.md, "Step by step").
+
+road_cost.py compares blocks of steps; the host's speed drifts by more than
+the 0.1% it is after (±1-2 ms on 35 ms steps). Here the variants take turns
+step by step: each round runs one step of every variant in a shuffled order,
+and each variant's step is set against the "off" step of the same round, so
+the drift cancels and what is left is each step's own noise, which thousands
+of rounds bring down to a few microseconds. Each step ends with
+torch.cuda.synchronize(), so what the hooks add on the CPU is in the step.
+
+The variants (their hooks put in place before the step and taken away after
+it, neither timed):
+  off         nothing of the agent's
+  both_empty  an empty optimizer post-hook (torch.optim's global) and an
+              empty forward pre-hook (with kwargs) on the root: torch's
+              dispatch of two hooks, the floor of a design with both
+  agent       the agent's Levels and its hooks as in steady training (the
+              root's pre-hook, the optimizer's post-hook through
+              _torch.register_step_hook), its strides, and whether the
+              root's pre-hook runs between reads (sparse), frozen at what it
+              chose over WARMUP steps that all ran with it (it sees only its
+              own steps here, so its budget would take the others' time for
+              its steps')
+  before      the same for another _levels.py (OTHER, an earlier version)
+
+No daemon: the Levels is started directly (as the agent does at CUDA's
+start). Prints one JSON line per model: each variant's step minus the off
+step of its round (mean and median with 95% intervals, in seconds and as a
+share of the off step's median), the agent's own measure of its time per
+step (Levels.cost_s) and the share of steps it read.
+
+    PYTHONPATH=jupyter:examples/oom:examples/inference python3 examples/oom/road_pairs.py [ROUNDS [OTHER]]
+"""
+import importlib.util
+import json
+import random
+import statistics
+import sys
+import time
+
+import torch
+from torch.optim.optimizer import register_optimizer_step_post_hook
+
+import common
+import stats
+from vramscope.agent import _levels, _torch
+
+WARMUP = 300
+VARIANTS = ("off", "both_empty", "agent", "before")
+
+
+def _empty_opt(_opt, _args, _kwargs):
+    return None
+
+
+def _empty_pre(_module, _args, _kwargs):
+    return None
+
+
+def load_other(path):
+    """Another _levels.py as a module of the agent's package."""
+    spec = importlib.util.spec_from_file_location("vramscope.agent._levels_other", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+class Agent:
+    """One version's Levels, started as the agent starts it; its hooks go and come."""
+
+    def __init__(self, mod):
+        self.lv, (self.handle, self.roots) = mod.start(torch, (False,), torch.cuda.current_device,
+                                                       _torch.register_step_hook)
+
+    def freeze(self):
+        lv = self.lv
+        self.strides = dict(lv.strides)
+        lv.budget_next = 1 << 62  # frozen: _read's next read comes after the stride
+        lv._budget = lambda _n, _phase: None
+        self.mark = (lv.cost_s, lv.step, lv.reads)
+
+    def enter(self):
+        self.roots.resume()
+        self.handle = _torch.register_step_hook(torch, self.lv.on_optimizer_step)
+
+    def leave(self):
+        self.roots.pause()
+        self.handle.remove()
+
+    def figures(self):
+        lv = self.lv
+        c0, n0, r0 = self.mark
+        n = max(1, lv.step - n0)
+        return {"own_s_per_step": (lv.cost_s - c0) / n, "read_share": (lv.reads - r0) / n, "steps": lv.step - n0,
+                "strides": self.strides, "sparse": getattr(lv, "sparse", None), "posted": lv.posted,
+                "roots": len(self.roots.roots)}
+
+
+def run(layers, embd, heads, batch, seq, rounds, variants, other):
+    model = common.gpt2(layers=layers, embd=embd, heads=heads)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    ids = torch.randint(0, model.config.vocab_size, (batch, seq), device="cuda")
+
+    def step():
+        t = time.perf_counter()
+        common.train_step(model, opt, ids)
+        torch.cuda.synchronize()
+        return time.perf_counter() - t
+
+    def empty():
+        return [register_optimizer_step_post_hook(_empty_opt), model.register_forward_pre_hook(_empty_pre, with_kwargs=True)]
+
+    agents = {"agent": Agent(_levels)}
+    if "before" in variants:
+        agents["before"] = Agent(other)
+    warm = [step() for _ in range(WARMUP)]  # the agents on: discovery, strides, post-hooks gone
+    for a in agents.values():
+        a.leave()
+        a.freeze()
+    rng = random.Random(33)
+    times = {v: [] for v in variants}
+    order = list(variants)
+    for _ in range(rounds):
+        rng.shuffle(order)
+        for v in order:
+            a = agents.get(v)
+            if a:
+                a.enter()
+            hs = empty() if v == "both_empty" else []
+            times[v].append(step())
+            if a:
+                a.leave()
+            for h in hs:
+                h.remove()
+    off = times["off"]
+    ref = statistics.median(off)
+    out = {"config": dict(layers=layers, embd=embd, batch=batch, seq=seq), "rounds": rounds,
+           "warmup_median_s": statistics.median(warm[WARMUP // 2:]), "off_median_s": ref}
+    for v in variants:
+        if v == "off":
+            continue
+        d = stats.describe([a - b for a, b in zip(times[v], off)])
+        d["share_mean"] = d["mean"] / ref
+        d["share_ci95"] = d["ci95"] and [x / ref for x in d["ci95"]]
+        d["share_median"] = d["median"] / ref
+        out[v] = d
+    for v, a in agents.items():
+        out[v].update(a.figures())
+    return out
+
+
+def main():
+    rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 1200
+    other = load_other(sys.argv[2]) if len(sys.argv) > 2 else None
+    variants = VARIANTS if other else VARIANTS[:-1]
+    print(json.dumps({"torch": torch.__version__, "gpu": torch.cuda.get_device_name(0),
+                      "python": sys.version.split()[0]}), flush=True)
+    for name, cfg, r in (("gpt2_2l_b4_s128", (2, 256, 4, 4, 128), rounds),
+                         ("gpt2_124m_b8_s512", (12, 768, 12, 8, 512), rounds // 4)):
+        print(json.dumps({name: run(*cfg, r, variants, other)}), flush=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
