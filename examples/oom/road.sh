@@ -2,7 +2,8 @@
 # (docs/road-to-oom.md). Needs bin/vramscope; writes to $OUT road_cost.json
 # (road_cost.py's lines), levels_torch.txt (pytest of the levels on real
 # torch) and road.tgz (the rest: road_oom.out/.err, the daemon's log, and
-# road/: the OOM snapshot, its meta, levels.json.gz and analysis.report JSON).
+# road/: the OOM snapshot, its meta, levels.json.gz and analysis.report JSON;
+# road_repeat.json with REPEAT=N, below).
 set -u
 D=$(mktemp -d /tmp/vsroad.XXXX)
 export PYTHONPATH=$PWD/jupyter:$PWD/examples/oom:$PWD/examples/e2e
@@ -22,6 +23,24 @@ import json, sys
 import gpu_e2e
 c = gpu_e2e.Client(sys.argv[1])
 json.dump(c.call("analysis.report", {"id": sys.argv[2]}), open(sys.argv[3], "w"))
+PY
+# REPEAT=N: road_oom.py N times more against the same daemon; road_repeat.json has, for
+# every OOM snapshot, the steps stored beside it (all 65 steps, the last the failing one, expected)
+for _ in $(seq 1 "${REPEAT:-0}"); do
+  VRAMSCOPE_SAMPLE=every=15,window=2 timeout 100 bin/vramscope run --socket $D/s -- python3 examples/oom/road_oom.py \
+    >/dev/null 2>>"$R/road_repeat.err"
+done
+python3 - "$D/data" >"$R/road_repeat.json" <<'PY'
+import glob, gzip, json, os, sys
+for meta in sorted(glob.glob(os.path.join(sys.argv[1], "snapshots", "*.json"))):
+    sid = os.path.basename(meta)[:-len(".json")]
+    try:
+        with gzip.open(os.path.join(sys.argv[1], "cache", sid, "levels.json.gz")) as f:
+            steps = json.load(f)["levels"]
+    except OSError:
+        steps = []
+    print(json.dumps({"id": sid, "steps": len(steps), "first": steps[0]["step"] if steps else None,
+                      "last": steps[-1]["step"] if steps else None, "last_oom": bool(steps and steps[-1].get("oom"))}))
 PY
 VRAMSCOPE_RECORD=0 timeout 150 bin/vramscope run --socket $D/s -- python3 examples/oom/road_cost.py \
   >"$OUT/road_cost.json" 2>"$R/road_cost.err"

@@ -27,8 +27,11 @@ it, neither timed):
 No daemon: the Levels is started directly (as the agent does at CUDA's
 start). Prints one JSON line per model: each variant's step minus the off
 step of its round (mean and median with 95% intervals, in seconds and as a
-share of the off step's median), the agent's own measure of its time per
-step (Levels.cost_s) and the share of steps it read.
+share of the off step's median), the same for the two calls the hooks run in
+(hooked_calls: the root's call and opt.step(), which only queue GPU work, so
+their difference is the hooks' time on the training thread with torch's
+dispatch of them, at a fraction of the whole step's noise), the agent's own
+measure of its time per step (Levels.cost_s) and the share of steps it read.
 
     PYTHONPATH=jupyter:examples/oom:examples/inference python3 examples/oom/road_pairs.py [ROUNDS [OTHER]]
 """
@@ -81,10 +84,15 @@ class Agent:
         self.mark = (lv.cost_s, lv.step, lv.reads)
 
     def enter(self):
+        """The hooks back as the agent left them: resume gives the roots
+        root_pre, so a sparse agent's store goes back in as it was."""
         self.roots.resume()
+        if not self.full:
+            self.lv._full_pre(False)
         self.handle = _torch.register_step_hook(torch, self.lv.on_optimizer_step)
 
     def leave(self):
+        self.full = getattr(self.lv, "pre_full", True)
         self.roots.pause()
         self.handle.remove()
 
@@ -94,7 +102,10 @@ class Agent:
         n = max(1, lv.step - n0)
         return {"own_s_per_step": (lv.cost_s - c0) / n, "read_share": (lv.reads - r0) / n, "steps": lv.step - n0,
                 "strides": self.strides, "sparse": getattr(lv, "sparse", None), "posted": lv.posted,
-                "roots": len(self.roots.roots)}
+                "roots": len(self.roots.roots),
+                # the budget's estimates at the freeze: a step's hooks but the roots' pre-hooks
+                # and reads (other), the pre-hooks' (pre) and a read's (extra), in seconds
+                "estimates": {k: getattr(lv, k, None) for k in ("other", "pre", "extra", "base")}}
 
 
 def run(layers, embd, heads, batch, seq, rounds, variants, other):
@@ -103,23 +114,41 @@ def run(layers, embd, heads, batch, seq, rounds, variants, other):
     ids = torch.randint(0, model.config.vocab_size, (batch, seq), device="cuda")
 
     def step():
-        t = time.perf_counter()
-        common.train_step(model, opt, ids)
+        """common.train_step's work, timed whole (to the GPU's end) and in the
+        two calls the hooks run in: the root's call (its pre-hook) and
+        opt.step() (the optimizer's post-hook, a read), which only queue work
+        for the GPU; their wall time is the training thread's, hooks and
+        torch's dispatch of them included."""
+        pc = time.perf_counter
+        t = pc()
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            out = model(input_ids=ids, labels=ids)
+        t1 = pc()
+        out.loss.backward()
+        t2 = pc()
+        opt.step()
+        t3 = pc()
+        opt.zero_grad(set_to_none=True)
         torch.cuda.synchronize()
-        return time.perf_counter() - t
+        t4 = pc()
+        segs.append((t1 - t) + (t3 - t2))
+        return t4 - t
 
     def empty():
         return [register_optimizer_step_post_hook(_empty_opt), model.register_forward_pre_hook(_empty_pre, with_kwargs=True)]
 
+    segs = []  # the last step's hooked calls (step() appends)
     agents = {"agent": Agent(_levels)}
     if "before" in variants:
         agents["before"] = Agent(other)
     warm = [step() for _ in range(WARMUP)]  # the agents on: discovery, strides, post-hooks gone
+    segs.clear()
     for a in agents.values():
         a.leave()
         a.freeze()
     rng = random.Random(33)
     times = {v: [] for v in variants}
+    calls = {v: [] for v in variants}
     order = list(variants)
     for _ in range(rounds):
         rng.shuffle(order)
@@ -129,6 +158,7 @@ def run(layers, embd, heads, batch, seq, rounds, variants, other):
                 a.enter()
             hs = empty() if v == "both_empty" else []
             times[v].append(step())
+            calls[v].append(segs.pop())
             if a:
                 a.leave()
             for h in hs:
@@ -136,6 +166,7 @@ def run(layers, embd, heads, batch, seq, rounds, variants, other):
     off = times["off"]
     ref = statistics.median(off)
     out = {"config": dict(layers=layers, embd=embd, batch=batch, seq=seq), "rounds": rounds,
+           "off_hooked_calls_median_s": statistics.median(calls["off"]),
            "warmup_median_s": statistics.median(warm[WARMUP // 2:]), "off_median_s": ref}
     for v in variants:
         if v == "off":
@@ -144,6 +175,10 @@ def run(layers, embd, heads, batch, seq, rounds, variants, other):
         d["share_mean"] = d["mean"] / ref
         d["share_ci95"] = d["ci95"] and [x / ref for x in d["ci95"]]
         d["share_median"] = d["median"] / ref
+        c = stats.describe([a - b for a, b in zip(calls[v], calls["off"])])
+        c["share_mean"] = c["mean"] / ref
+        c["share_ci95"] = c["ci95"] and [x / ref for x in c["ci95"]]
+        d["hooked_calls"] = c
         out[v] = d
     for v, a in agents.items():
         out[v].update(a.figures())

@@ -323,10 +323,7 @@ class Captures:
         result = {"path": path, "bytes": size, "entries": entries, "took_ms": round(took, 3),
                   "device": self.device(), "streamed": streamed is not None, "phases_ms": phases,
                   "at_ms": round(at_ms, 3)}
-        levels = self.levels.params()
-        if levels is not None:
-            result["levels"] = levels  # the steps agent.levels has not sent yet
-        return {"result": result}
+        return {"result": result, "levels": True}  # the answer carries the steps not sent yet
 
     def _stream_ok(self, stream, path):
         """Whether the daemon's stream is a FIFO beside the dump path (else the
@@ -413,12 +410,11 @@ class Captures:
                       "device": device, "reason": "oom", "oom": oom}
             if at_ms:
                 params["at_ms"] = round(at_ms, 3)
-            levels = self.levels.params()
-            if levels is not None:
-                params["levels"] = levels  # the steps up to the failing one not sent yet
             self.handing = (name, path, params)  # for _at_exit, if the daemon never answers
             try:
-                res = self.link.request(_api.AGENT_CAPTURED, params, CAPTURED_TIMEOUT) or {}
+                # params carry the steps up to the failing one not sent yet, sent after
+                # the agent.levels queued before them (the daemon stores what it has then)
+                res = self.link.request(_api.AGENT_CAPTURED, params, CAPTURED_TIMEOUT, levels=True) or {}
                 _say("oom-%d" % self.count, "out of memory on cuda:%d: snapshot handed to the daemon%s"
                      % (device, (" (%s)" % res["id"]) if isinstance(res, dict) and res.get("id") else ""))
                 return

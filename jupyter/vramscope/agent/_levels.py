@@ -71,11 +71,19 @@ SETTLE_CALLS = 8
 MAX_INPUTS = 4  # tensor shapes kept per step
 MAX_DIMS = 6
 # What the bookkeeping may cost the training thread, as a share of a step:
-# past it the allocator is read every few steps (at most every MAX_STRIDE),
+# past it the allocator is read every few steps (at most every MAX_STRIDE, below),
 # the steps between keep their duration and inputs with levels of -1, and a
 # read's peak covers the steps since the one before (docs/road-to-oom.md).
 BUDGET = 0.001
+# The strides aim at AIM of it: they are set from the last window's costs, and
+# on the H200 a run aimed at the whole budget spent 0.100-0.118% of its short
+# steps (docs/road-to-oom.md, run 5).
+AIM = 0.8
 MAX_STRIDE = 64
+# ... or more where MAX_STRIDE steps take less than READ_GAP_S: the strides may
+# then reach a read every READ_GAP_S (on 8 ms steps a read step's ~130 µs over
+# 64 steps was 2 µs of the 7 µs a step came to, H200 2026-12-04)
+READ_GAP_S = 1.0
 BUDGET_STEPS = 64  # steps between two settings of the strides, once past the first
 KEEP_RAW = 256  # raw entries left in the training thread's ring (_budget reads the last ones)
 SETTLE_MAX = 8192  # raw entries moved at one drain
@@ -286,6 +294,7 @@ class Levels:
         self.mark = (0, 0.0, 0.0, 0, 0.0, 0)  # (step, cost_s, read_s, reads, pre_s, pre_n) when it last ran
         self.base = self.extra = None  # seconds a step: the hooks without a read; a read's own
         self.pre = None  # seconds a step's root pre-hooks take (root_pre), moving
+        self.other = None  # seconds a step: the hooks but the roots' pre-hooks and reads, last measured
         self.pre_s = 0.0  # the part of cost_s spent in root_pre
         self.pre_n = 0  # steps whose inputs root_pre took
         # sparse: the hooks alone pass BUDGET (short training steps): the roots' pre-hooks
@@ -388,7 +397,7 @@ class Levels:
             pre = dp / dq
             self.pre = pre if self.pre is None else (self.pre + pre) / 2
         base = max(0.0, self.cost_s - c0 - dr) / m  # the last steps': a start's costs go at once
-        other = max(0.0, base - dp / m)  # ... but the roots' pre-hooks'
+        self.other = other = max(0.0, base - dp / m)  # ... but the roots' pre-hooks'
         self.base = other + self.pre if self.sparse and self.pre is not None else base  # the hooks all, each step
         if dk:
             extra = dr / dk
@@ -405,14 +414,15 @@ class Levels:
             newer = older
         sparse = False
         for ph, d in dur.items():
-            room = BUDGET * d / cnt[ph] - self.base
-            s = MAX_STRIDE + 1 if room <= 0 else int(-(-self.extra // room))
-            if s > MAX_STRIDE and ph == "train" and n >= BUDGET_STEPS and self.pre and self.set_pre is not None:
+            most = max(MAX_STRIDE, int(READ_GAP_S * cnt[ph] / d)) if d > 0 else MAX_STRIDE
+            room = AIM * BUDGET * d / cnt[ph] - self.base
+            s = most + 1 if room <= 0 else int(-(-self.extra // room))
+            if s > most and ph == "train" and n >= BUDGET_STEPS and self.pre and self.set_pre is not None:
                 # the pre-hooks too on read steps only: what the others cost, at most
-                room = BUDGET * d / cnt[ph] - other
-                s = MAX_STRIDE if room <= 0 else int(-(-(self.pre + self.extra) // room))
+                room = AIM * BUDGET * d / cnt[ph] - other
+                s = most if room <= 0 else int(-(-(self.pre + self.extra) // room))
                 sparse = True
-            s = max(1, min(MAX_STRIDE, s))
+            s = max(1, min(most, s))
             self.strides[ph] = s
             if ph == "train":
                 self.left_train = min(self.left_train, s)
@@ -420,6 +430,8 @@ class Levels:
                 self.left[ph] = s
         if "train" in dur:
             self.sparse = sparse
+            # the next setting at a read step: none comes sooner than the training stride
+            self.budget_next = n + max(self.budget_next - n, self.strides["train"])
         self.stride = self.strides[phase]
 
     def _full_pre(self, full):

@@ -50,6 +50,11 @@ class Link:
         self._on_dump = on_dump
         self.lock = threading.Lock()  # the connection state below
         self.wlock = threading.Lock()  # writes to the socket
+        # Steps drained from the levels go out in the order they were drained:
+        # agent.levels notifications are queued, a snapshot's message carries
+        # the rest; held from a drain until its message is queued, and from a
+        # queued notification's dequeue until it is sent (_send_carrying).
+        self.olock = threading.Lock()
         self.thread = None
         self.notes = queue.Queue(maxsize=QUEUE_MAX)
         self.dropped = 0
@@ -176,13 +181,14 @@ class Link:
     def _send_levels(self):
         """agent.levels: the steps measured since the last one (a queue that is
         full drops them for the daemon; the ring keeps them for snapshots)."""
-        for _ in range(8):
-            p = self._levels(SEND_MAX)
-            if p is None:
-                return
-            self.notify(_api.AGENT_LEVELS, p)
-            if len(p["levels"]) < SEND_MAX:
-                return
+        with self.olock:
+            for _ in range(8):
+                p = self._levels(SEND_MAX)
+                if p is None:
+                    return
+                self.notify(_api.AGENT_LEVELS, p)
+                if len(p["levels"]) < SEND_MAX:
+                    return
 
     def _refresh(self):
         """Re-register when what the daemon knows changed (torch imported, CUDA up, recording)."""
@@ -222,12 +228,33 @@ class Link:
             log.debug("vramscope: flush at the end failed", exc_info=True)
 
     def _drain(self):
+        with self.olock:
+            self._drain_ordered()
+
+    def _drain_ordered(self):
+        """The queued notifications, sent; under olock."""
         for _ in range(QUEUE_MAX):
             try:
                 method, params = self.notes.get_nowait()
             except queue.Empty:
                 return
             self._send({"jsonrpc": "2.0", "method": method, "params": params})
+
+    def _send_carrying(self, msg, into, gen=None):
+        """Send msg after the notifications queued before it, with the steps
+        no agent.levels carried in into["levels"] (a snapshot's request or
+        answer: the daemon stores the steps it knows beside the snapshot when
+        it takes it, so none may come after it)."""
+        with self.olock:
+            try:
+                p = self._levels(SEND_MAX)
+            except Exception:
+                log.debug("vramscope: no step levels for %s", msg.get("method") or "an answer", exc_info=True)
+                p = None
+            if p is not None:
+                into["levels"] = p
+            self._drain_ordered()
+            self._send(msg, gen=gen)
 
     # --- socket -------------------------------------------------------------------
 
@@ -340,19 +367,25 @@ class Link:
             return
         self.respond(self.gen, rid, error=(CODE_METHOD_NOT_FOUND, "method not found: %s" % (method,)))
 
-    def respond(self, gen, rid, result=None, error=None):
+    def respond(self, gen, rid, result=None, error=None, levels=False):
+        """Answer a daemon's request; levels: a result that carries the steps
+        not sent yet (_send_carrying)."""
         if error is not None:
             msg = {"jsonrpc": "2.0", "id": rid, "error": {"code": error[0], "message": error[1]}}
         else:
             msg = {"jsonrpc": "2.0", "id": rid, "result": result}
         try:
-            self._send(msg, gen=gen)
+            if levels and error is None and isinstance(result, dict):
+                self._send_carrying(msg, result, gen=gen)
+            else:
+                self._send(msg, gen=gen)
         except _Disconnected:
             log.debug("vramscope: response %r dropped: the connection it came on is gone", rid)
 
-    def request(self, method, params, timeout):
+    def request(self, method, params, timeout, levels=False):
         """A request to the daemon; returns its result or raises RPCError / _Disconnected.
-        On the agent thread it reads the socket itself while it waits."""
+        On the agent thread it reads the socket itself while it waits.
+        levels: params (a dict) carry the steps not sent yet (_send_carrying)."""
         with self.lock:
             if self.sock is None:
                 raise _Disconnected("not connected")
@@ -362,7 +395,11 @@ class Link:
             self.pending[rid] = slot
             gen = self.gen
         try:
-            self._send({"jsonrpc": "2.0", "id": rid, "method": method, "params": params}, gen=gen)
+            msg = {"jsonrpc": "2.0", "id": rid, "method": method, "params": params}
+            if levels:
+                self._send_carrying(msg, params, gen=gen)
+            else:
+                self._send(msg, gen=gen)
             deadline = time.monotonic() + timeout
             if threading.current_thread() is self.thread:
                 while not slot[0].is_set():
