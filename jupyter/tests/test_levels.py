@@ -788,7 +788,8 @@ def test_reads_get_rarer_when_they_would_cost_more_than_the_budget():
 def test_on_very_short_steps_the_stride_reaches_a_read_a_second():
     """Reads that would pass the budget even every 1,000 steps (2 ms on 1 ms
     steps) come once every READ_GAP_S, past MAX_STRIDE, and the budget is set
-    again no sooner than the stride (each setting needs a read)."""
+    again no sooner than the stride (each setting needs a read) once past
+    its first settings at steps 2, 4, ... 64."""
     lv, clock, _ = make()
     reader = lv.reader
     slow_read = reader.read
@@ -810,6 +811,8 @@ def test_on_very_short_steps_the_stride_reaches_a_read_a_second():
             break
         got += more
     assert [e["step"] for e in got] == list(range(6000))
+    early = {e["step"] for e in got[:65] if e["allocated"] >= 0}
+    assert {2, 4, 8, 16, 32, 64} <= early, early  # the first settings of the budget, each at a read
     read_at = [e["step"] for e in got if e["allocated"] >= 0 and e["step"] >= 2000]
     assert len(read_at) >= 3 and all(b - a == lv.stride for a, b in zip(read_at, read_at[1:])), read_at
     assert all(e["dur_us"] > 0 for e in got[1:])

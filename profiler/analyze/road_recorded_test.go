@@ -167,3 +167,36 @@ func TestRoadOfARecordedLeak(t *testing.T) {
 		}
 	}
 }
+
+// TestRoadOfARecordedLateLongBatchReadRarely: the same program on the H200
+// on 2026-12-04 (docs/road-to-oom.md, run 8), under the budget that aims at
+// 0.08% of a step, with a flaw mended after it (the budget's first setting,
+// at step 2, put its next one 64 steps on): the agent read the allocator at
+// training steps 0-2 and the failing one and at the evaluation pass's 4
+// steps, none between; the daemon stored all 65 steps (the race that had
+// kept 6 of them in run 5 mended). The finding compares the tokens of steps
+// 1-59 all and the bytes per token of the two read, and says the same.
+func TestRoadOfARecordedLateLongBatchReadRarely(t *testing.T) {
+	r, stored := roadOf(t, "late_long_batch_sparse.pickle")
+	read := 0
+	for _, l := range stored.Levels {
+		if l.Phase == "train" && l.Allocated >= 0 && l.Step < 64 {
+			read++
+		}
+	}
+	if len(stored.Levels) != 65 || read > 10 || !stored.Levels[64].OOM {
+		t.Fatalf("%d steps, %d training steps read before the failing one, last oom %v; want 65, a few, true",
+			len(stored.Levels), read, stored.Levels[len(stored.Levels)-1].OOM)
+	}
+	c := r.Road.Change
+	if c == nil || c.Kind != "input" || !c.OOM || c.Step != 64 || c.Tokens != 16384 || c.BaseTokens != 2048 {
+		t.Fatalf("change = %+v", c)
+	}
+	if c.BasePerToken < 800<<10 || c.BasePerToken > 1<<20 || c.Needed+c.StartAllocated <= stored.Cap {
+		t.Errorf("per token %d, needed %d + %d held; want 0.8-1 MiB a token, past the cap", c.BasePerToken, c.Needed, c.StartAllocated)
+	}
+	want := "training step 60: inputs 16 × 1024 (16,384 tokens), 8.0× the tokens of training steps 1–59 (8 × 256)"
+	if !strings.HasPrefix(c.Text, want) {
+		t.Errorf("change text %q\nwant it to start %q", c.Text, want)
+	}
+}

@@ -430,8 +430,8 @@ class Levels:
                 self.left[ph] = s
         if "train" in dur:
             self.sparse = sparse
-            # the next setting at a read step: none comes sooner than the training stride
-            self.budget_next = n + max(self.budget_next - n, self.strides["train"])
+            if n >= BUDGET_STEPS:  # past steps 2, 4, ... 64: the next setting (a read) not before the stride
+                self.budget_next = n + max(self.budget_next - n, self.strides["train"])
         self.stride = self.strides[phase]
 
     def _full_pre(self, full):
