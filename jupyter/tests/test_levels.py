@@ -470,9 +470,9 @@ def test_roots_lose_their_post_hooks_in_training_and_get_them_back_for_evaluatio
     assert model.pre == {} and model.post == {}
 
 
-CPU_RUN = """
-import json, torch
-from vramscope.agent import _levels
+# The levels started on the CPU torch, the optimizer's hook called by the script
+# (torch 1.13 has no global one).
+CPU_START = """
 class Hook:
     fn = None
     def __call__(self, _torch, fn):
@@ -482,7 +482,12 @@ class Hook:
         self.fn = None
 hook = Hook()
 lv, (handle, roots) = _levels.start(torch, [False], lambda: None, hook)
-net, lossf = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU()), torch.nn.MSELoss()
+"""
+
+CPU_RUN = """
+import json, torch
+from vramscope.agent import _levels
+""" + CPU_START + """net, lossf = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU()), torch.nn.MSELoss()
 opt = torch.optim.SGD(net.parameters(), lr=0.1)
 out = {}
 with torch.no_grad():  # serving first: every call a step, the first one too
@@ -998,16 +1003,7 @@ import json, torch
 from vramscope.agent import _levels
 _levels.BUDGET = 1e-9  # every step's hooks pass it: sparse at once
 _levels.READ_GAP_S = 0  # strides of MAX_STRIDE at most, however short the steps
-class Hook:
-    fn = None
-    def __call__(self, _torch, fn):
-        self.fn = fn
-        return self
-    def remove(self):
-        self.fn = None
-hook = Hook()
-lv, (handle, roots) = _levels.start(torch, [False], lambda: None, hook)
-lv.find_reader = None
+""" + CPU_START + """lv.find_reader = None
 class Reader:
     index = 0
     def read(self):

@@ -27,21 +27,7 @@ func TestRoadOfARecordedLateLongBatch(t *testing.T) {
 	if len(stored.Levels) != 65 || stored.Cap != 8<<30 {
 		t.Fatalf("%d steps, cap %d; want the 65 recorded, 8 GiB", len(stored.Levels), stored.Cap)
 	}
-	c := r.Road.Change
-	if c == nil || c.Kind != "input" || !c.OOM || c.Step != 64 || c.Tokens != 16384 || c.BaseTokens != 2048 {
-		t.Fatalf("change = %+v", c)
-	}
-	// The steps the agent measured took 0.8-1 MiB per token above what was
-	// held between steps: 16,384 tokens need far more than the cap.
-	if c.BasePerToken < 800<<10 || c.BasePerToken > 1<<20 || c.Needed+c.StartAllocated <= stored.Cap {
-		t.Errorf("per token %d, needed %d + %d held; want 0.8-1 MiB a token, past the cap", c.BasePerToken, c.Needed, c.StartAllocated)
-	}
-	// Step 0 has no inputs (its call came to the root discovery's global
-	// hook, which torch gives no keyword arguments): steps 1-59 are compared.
-	want := "training step 60: inputs 16 × 1024 (16,384 tokens), 8.0× the tokens of training steps 1–59 (8 × 256)"
-	if !strings.HasPrefix(c.Text, want) {
-		t.Errorf("change text %q\nwant it to start %q", c.Text, want)
-	}
+	want := checkLongBatch(t, r, stored)
 	var oom string
 	for _, f := range r.Findings {
 		if f.Kind == analyze.KindOOM {
@@ -188,15 +174,27 @@ func TestRoadOfARecordedLateLongBatchReadRarely(t *testing.T) {
 		t.Fatalf("%d steps, %d training steps read before the failing one, last oom %v; want 65, a few, true",
 			len(stored.Levels), read, stored.Levels[len(stored.Levels)-1].OOM)
 	}
+	checkLongBatch(t, r, stored)
+}
+
+// checkLongBatch checks the change road_oom.py's failing step makes (the
+// batch of 16 x 1024 after 8 x 256) and returns the text's beginning.
+func checkLongBatch(t *testing.T, r *analyze.Result, stored storedRoad) string {
+	t.Helper()
 	c := r.Road.Change
 	if c == nil || c.Kind != "input" || !c.OOM || c.Step != 64 || c.Tokens != 16384 || c.BaseTokens != 2048 {
 		t.Fatalf("change = %+v", c)
 	}
+	// The steps the agent measured took 0.8-1 MiB per token above what was
+	// held between steps: 16,384 tokens need far more than the cap.
 	if c.BasePerToken < 800<<10 || c.BasePerToken > 1<<20 || c.Needed+c.StartAllocated <= stored.Cap {
 		t.Errorf("per token %d, needed %d + %d held; want 0.8-1 MiB a token, past the cap", c.BasePerToken, c.Needed, c.StartAllocated)
 	}
+	// Step 0 has no inputs (its call came to the root discovery's global
+	// hook, which torch gives no keyword arguments): steps 1-59 are compared.
 	want := "training step 60: inputs 16 × 1024 (16,384 tokens), 8.0× the tokens of training steps 1–59 (8 × 256)"
 	if !strings.HasPrefix(c.Text, want) {
 		t.Errorf("change text %q\nwant it to start %q", c.Text, want)
 	}
+	return want
 }
