@@ -29,6 +29,13 @@ def train_step(model, opt, ids):
     return out
 
 
+def estimates(lv):
+    """The levels budget's estimates (Levels, seconds): a step's hooks but the
+    roots' pre-hooks and reads (other), the pre-hooks' (pre), a read's (extra)
+    and the hooks all, each step (base); None before the budget ran."""
+    return {k: getattr(lv, k, None) for k in ("other", "pre", "extra", "base")}
+
+
 def report(step, err, **extra):
     """After the OutOfMemoryError: give the agent's thread time to hand the
     snapshot over, then print what happened as one JSON line."""

@@ -63,7 +63,7 @@ def run(layers, embd, heads, batch, seq):
             blk.update(own_s_per_step=(lv.cost_s - c0) / n, own_block_s_per_step=(lv.cost_s - b0[0]) / (lv.step - b0[1]),
                        read_share=(lv.reads - r0) / n, stride=lv.stride, posted=lv.posted,
                        sparse=getattr(lv, "sparse", None),
-                       estimates={k: getattr(lv, k, None) for k in ("other", "pre", "extra", "base")})
+                       estimates=common.estimates(lv))
         blocks.append(blk)
     lv = a.levels.levels or (a._start_levels(torch) or a.levels.levels)
     step()

@@ -42,7 +42,7 @@ def main():
     print(json.dumps({
         "torch": torch.__version__, "gpu": torch.cuda.get_device_name(0),
         "sparse": lv.sparse, "strides": lv.strides, "step_median_ms": round(statistics.median(r[4] for r in late) * 1e3, 3),
-        "estimates_us": {k: getattr(lv, k) and round(getattr(lv, k) * 1e6, 3) for k in ("other", "pre", "extra", "base")},
+        "estimates_us": {k: v and round(v * 1e6, 3) for k, v in common.estimates(lv).items()},
         "between_reads": {"steps": len(between), "own_median_us": us([r[0] for r in between], statistics.median),
                           "own_mean_us": us([r[0] for r in between]), "pre_mean_us": us([r[2] for r in between])},
         "read_steps": {"steps": len(read), "own_median_us": us([r[0] for r in read], statistics.median),

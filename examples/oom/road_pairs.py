@@ -103,9 +103,7 @@ class Agent:
         return {"own_s_per_step": (lv.cost_s - c0) / n, "read_share": (lv.reads - r0) / n, "steps": lv.step - n0,
                 "strides": self.strides, "sparse": getattr(lv, "sparse", None), "posted": lv.posted,
                 "roots": len(self.roots.roots),
-                # the budget's estimates at the freeze: a step's hooks but the roots' pre-hooks
-                # and reads (other), the pre-hooks' (pre) and a read's (extra), in seconds
-                "estimates": {k: getattr(lv, k, None) for k in ("other", "pre", "extra", "base")}}
+                "estimates": common.estimates(lv)}  # at the freeze
 
 
 def run(layers, embd, heads, batch, seq, rounds, variants, other):
@@ -118,7 +116,7 @@ def run(layers, embd, heads, batch, seq, rounds, variants, other):
         two calls the hooks run in: the root's call (its pre-hook) and
         opt.step() (the optimizer's post-hook, a read), which only queue work
         for the GPU; their wall time is the training thread's, hooks and
-        torch's dispatch of them included."""
+        torch's dispatch of them included. Returns (whole, hooked calls)."""
         pc = time.perf_counter
         t = pc()
         with torch.autocast("cuda", dtype=torch.bfloat16):
@@ -131,18 +129,15 @@ def run(layers, embd, heads, batch, seq, rounds, variants, other):
         opt.zero_grad(set_to_none=True)
         torch.cuda.synchronize()
         t4 = pc()
-        segs.append((t1 - t) + (t3 - t2))
-        return t4 - t
+        return t4 - t, (t1 - t) + (t3 - t2)
 
     def empty():
         return [register_optimizer_step_post_hook(_empty_opt), model.register_forward_pre_hook(_empty_pre, with_kwargs=True)]
 
-    segs = []  # the last step's hooked calls (step() appends)
     agents = {"agent": Agent(_levels)}
     if "before" in variants:
         agents["before"] = Agent(other)
-    warm = [step() for _ in range(WARMUP)]  # the agents on: discovery, strides, post-hooks gone
-    segs.clear()
+    warm = [step()[0] for _ in range(WARMUP)]  # the agents on: discovery, strides, post-hooks gone
     for a in agents.values():
         a.leave()
         a.freeze()
@@ -157,8 +152,9 @@ def run(layers, embd, heads, batch, seq, rounds, variants, other):
             if a:
                 a.enter()
             hs = empty() if v == "both_empty" else []
-            times[v].append(step())
-            calls[v].append(segs.pop())
+            whole, hooked = step()
+            times[v].append(whole)
+            calls[v].append(hooked)
             if a:
                 a.leave()
             for h in hs:

@@ -12,13 +12,18 @@ from vramscope import _api
 from vramscope.agent import _capture, _link
 
 
+def _facts(pid):
+    """agent.register's facts of a process pid (the link registers with them)."""
+    return {"pid": pid, "host": "h", "rank": 0, "local_rank": 0, "world_size": 1, "argv": ["t.py"],
+            "python": "3.12.0", "device": 0, "recording": False, "max_entries": 1,
+            "api_version": _api.API_VERSION}
+
+
 @pytest.mark.fake_only
 def test_a_link_alone_registers_sends_counters_and_hands_over_dumps(daemon, tmp):
     stop = threading.Event()
     registered, dumps = [], []
-    facts = {"pid": 4242, "host": "h", "rank": 0, "local_rank": 0, "world_size": 1, "argv": ["t.py"],
-             "python": "3.12.0", "device": 0, "recording": False, "max_entries": 1,
-             "api_version": _api.API_VERSION}
+    facts = _facts(4242)
     counters = {"time_ms": 1, "device": 0, "allocated": 7, "reserved": 8, "max_allocated": 9}
     box = {}
 
@@ -73,9 +78,7 @@ def test_a_snapshot_carries_the_steps_after_those_of_the_notifications_sent_befo
     the queue must reach it first (an OOM on the H200 kept steps 0-5 of 65:
     the notification with 6-63 went out after agent.captured)."""
     stop = threading.Event()
-    facts = {"pid": 4243, "host": "h", "rank": 0, "local_rank": 0, "world_size": 1, "argv": ["t.py"],
-             "python": "3.12.0", "device": 0, "recording": False, "max_entries": 1,
-             "api_version": _api.API_VERSION}
+    facts = _facts(4243)
     steps = _Steps()
     link = _link.Link(daemon.socket, stop, facts=lambda: dict(facts), counters=lambda: None,
                       levels=steps, on_registered=lambda: None, on_dump=lambda *a: None)
