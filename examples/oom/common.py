@@ -32,8 +32,15 @@ def train_step(model, opt, ids):
 def estimates(lv):
     """The levels budget's estimates (Levels, seconds): a step's hooks but the
     roots' pre-hooks and reads (other), the pre-hooks' (pre), a read's (extra)
-    and the hooks all, each step (base); None before the budget ran."""
-    return {k: getattr(lv, k, None) for k in ("other", "pre", "extra", "base")}
+    and the hooks all, each step (base); None before the budget ran; and the
+    steps the optimizer hook's fast path took (fast_n, untimed: Levels.step_hook)."""
+    return {k: getattr(lv, k, None) for k in ("other", "pre", "extra", "base", "fast_n")}
+
+
+def steps(lv):
+    """Steps a Levels has seen end, those its fast path holds too (an earlier
+    version's: its step count)."""
+    return getattr(lv, "steps_ended", lv.step)
 
 
 def report(step, err, **extra):

@@ -52,15 +52,15 @@ def run(layers, embd, heads, batch, seq):
         if not on and a.levels.levels is not None:
             levels_off(a)
         lv = a.levels.levels
-        b0 = (lv.cost_s, lv.step) if lv else None
+        b0 = (lv.cost_s, common.steps(lv)) if lv else None
         for _ in range(SETTLE):
             step()
-        c0, n0, r0 = (lv.cost_s, lv.step, lv.reads) if lv else (0.0, 0, 0)
+        c0, n0, r0 = (lv.cost_s, common.steps(lv), lv.reads) if lv else (0.0, 0, 0)
         times = [step() for _ in range(BLOCK - SETTLE)]
         blk = {"on": on, "median_s": statistics.median(times)}
         if lv:
-            n = max(1, lv.step - n0)
-            blk.update(own_s_per_step=(lv.cost_s - c0) / n, own_block_s_per_step=(lv.cost_s - b0[0]) / (lv.step - b0[1]),
+            n = max(1, common.steps(lv) - n0)
+            blk.update(own_s_per_step=(lv.cost_s - c0) / n, own_block_s_per_step=(lv.cost_s - b0[0]) / (common.steps(lv) - b0[1]),
                        read_share=(lv.reads - r0) / n, stride=lv.stride, posted=lv.posted,
                        sparse=getattr(lv, "sparse", None),
                        estimates=common.estimates(lv))

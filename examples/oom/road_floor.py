@@ -2,9 +2,9 @@
 "The floor"): GPT-2 with 2 layers of 256, batch 4 x 128, trained for 3,000 steps
 with the agent's Levels started directly (as the agent does at CUDA's start, no
 daemon). Each step's share of Levels.cost_s is split by whether the step was
-read: the steps between reads pay the optimizer's post-hook alone (the root's
-pre-hook is the C-level store in sparse mode); a read step pays the read, the
-root's pre-hook and the budget. Prints one JSON line (microseconds).
+read: the steps between reads pay the optimizer's post-hook alone (in sparse
+mode its fast path, untimed: counted in estimates' fast_n); a read step pays
+the read, the root's pre-hook and the budget. Prints one JSON line (microseconds).
 
     PYTHONPATH=jupyter:examples/oom python3 examples/oom/road_floor.py
 """
@@ -42,7 +42,7 @@ def main():
     print(json.dumps({
         "torch": torch.__version__, "gpu": torch.cuda.get_device_name(0),
         "sparse": lv.sparse, "strides": lv.strides, "step_median_ms": round(statistics.median(r[4] for r in late) * 1e3, 3),
-        "estimates_us": {k: v and round(v * 1e6, 3) for k, v in common.estimates(lv).items()},
+        "estimates_us": {k: round(v * 1e6, 3) if isinstance(v, float) else v for k, v in common.estimates(lv).items()},
         "between_reads": {"steps": len(between), "own_median_us": us([r[0] for r in between], statistics.median),
                           "own_mean_us": us([r[0] for r in between]), "pre_mean_us": us([r[2] for r in between])},
         "read_steps": {"steps": len(read), "own_median_us": us([r[0] for r in read], statistics.median),

@@ -81,26 +81,32 @@ class Agent:
         self.strides = dict(lv.strides)
         lv.budget_next = 1 << 62  # frozen: _read's next read comes after the stride
         lv._budget = lambda _n, _phase: None
-        self.mark = (lv.cost_s, lv.step, lv.reads)
+        self.mark = (lv.cost_s, common.steps(lv), lv.reads)
 
     def enter(self):
         """The hooks back as the agent left them: resume gives the roots
-        root_pre, so a sparse agent's store goes back in as it was."""
+        root_pre (and takes every step to the slow path), so a sparse
+        agent's roots lose it again and its fast path is armed as it was."""
         self.roots.resume()
         if not self.full:
             self.lv._full_pre(False)
-        self.handle = _torch.register_step_hook(torch, self.lv.on_optimizer_step)
+        if self.due:
+            self.lv._arm(self.due)
+        hook = getattr(self.lv, "hook", None)  # the fast one (Levels.step_hook), registered as start() does
+        self.handle = (_torch.register_step_hook(torch, hook, direct=True) if hook is not None
+                       else _torch.register_step_hook(torch, self.lv.on_optimizer_step))
 
     def leave(self):
         self.full = getattr(self.lv, "pre_full", True)
+        self.due = self.lv.due if getattr(self.lv, "armed", False) else 0
         self.roots.pause()
         self.handle.remove()
 
     def figures(self):
         lv = self.lv
         c0, n0, r0 = self.mark
-        n = max(1, lv.step - n0)
-        return {"own_s_per_step": (lv.cost_s - c0) / n, "read_share": (lv.reads - r0) / n, "steps": lv.step - n0,
+        n = max(1, common.steps(lv) - n0)
+        return {"own_s_per_step": (lv.cost_s - c0) / n, "read_share": (lv.reads - r0) / n, "steps": n,
                 "strides": self.strides, "sparse": getattr(lv, "sparse", None), "posted": lv.posted,
                 "roots": len(self.roots.roots),
                 "estimates": common.estimates(lv)}  # at the freeze

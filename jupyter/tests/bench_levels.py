@@ -70,7 +70,7 @@ class Hook:
     def __init__(self):
         self.fn = None
 
-    def __call__(self, _torch, fn):
+    def __call__(self, _torch, fn, direct=False):
         self.fn = fn
         return self
 

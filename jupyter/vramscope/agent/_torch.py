@@ -144,14 +144,16 @@ def stop_recording(torch):
         log.debug("could not stop recording", exc_info=True)
 
 
-def register_step_hook(torch, fn):
+def register_step_hook(torch, fn, direct=False):
     """torch.optim's global post-hook of every optimizer's step (torch >= 2.0);
     returns its handle, or None where torch has none.
 
     A step inside a backward() is an optimizer in backward (one optimizer per
     parameter stepping in its gradient hook, as torchtune's optimizer_in_bwd
     does): the training step is the backward, so fn runs once, as the
-    outermost backward ends (_backward_exit), not once per parameter."""
+    outermost backward ends (_backward_exit), not once per parameter.
+    direct: torch calls fn itself (no frame of ours between), and fn does
+    that: while backward_depth[0], it calls defer(fn) and returns."""
     try:
         from torch.optim.optimizer import register_optimizer_step_post_hook
     except Exception:
@@ -163,6 +165,9 @@ def register_step_hook(torch, fn):
             _deferred[fn] = True
             return None
         return fn(opt, args, kwargs)
+
+    if direct:
+        hook = fn
 
     try:
         return _StepHandle(register_optimizer_step_post_hook(hook), fn)
@@ -319,6 +324,11 @@ def _backward_exit(outer):
 # Step hooks an optimizer step inside a backward() called (register_step_hook):
 # each runs once as the outermost backward ends, on the thread that called it.
 _deferred = {}
+
+
+def defer(fn):
+    """A direct step hook called inside a backward(): fn runs as it ends."""
+    _deferred[fn] = True
 
 
 def _run_deferred():
