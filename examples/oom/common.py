@@ -29,6 +29,19 @@ def train_step(model, opt, ids):
     return out
 
 
+def until_oom(model, opt, shape_at, steps):
+    """Training steps of random token batches of shape_at(step) (batch, seq)
+    until one runs out of memory; report() what happened."""
+    for step in range(steps):
+        batch, seq = shape_at(step)
+        ids = torch.randint(0, model.config.vocab_size, (batch, seq), device="cuda")
+        try:
+            train_step(model, opt, ids)
+        except torch.OutOfMemoryError as e:
+            return report(step, e, batch=batch, seq=seq)
+    return report(None, None)
+
+
 def estimates(lv):
     """The levels budget's estimates (Levels, seconds): a step's hooks but the
     roots' pre-hooks and reads (other), the pre-hooks' (pre), a read's (extra)

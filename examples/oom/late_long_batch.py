@@ -10,15 +10,7 @@ def main():
     common.cap(9)
     model = common.gpt2(layers=6)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
-    for step in range(60):
-        long = step >= 39
-        batch, seq = (16, 1024) if long else (8, 256)
-        ids = torch.randint(0, model.config.vocab_size, (batch, seq), device="cuda")
-        try:
-            common.train_step(model, opt, ids)
-        except torch.OutOfMemoryError as e:
-            return common.report(step, e, batch=batch, seq=seq)
-    common.report(None, None)
+    common.until_oom(model, opt, lambda step: (16, 1024) if step >= 39 else (8, 256), 60)
 
 
 if __name__ == "__main__":

@@ -26,7 +26,6 @@ share, against the off step's median.
 
     PYTHONPATH=jupyter:examples/oom:examples/inference python3 examples/oom/road_dispatch.py [ROUNDS [OTHER]]
 """
-import json
 import random
 import statistics
 import sys
@@ -37,7 +36,8 @@ from torch.optim.optimizer import register_optimizer_step_post_hook
 
 import common
 import stats
-from road_pairs import WARMUP, Agent, _empty_opt, _empty_pre, load_other
+import road_pairs
+from road_pairs import WARMUP, Agent, _empty_opt, _empty_pre
 from vramscope.agent import _levels
 
 VARIANTS = ("off", "both_empty", "agent", "before")
@@ -143,14 +143,7 @@ def run(layers, embd, heads, batch, seq, rounds, variants, other):
 
 
 def main():
-    rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 2000
-    other = load_other(sys.argv[2]) if len(sys.argv) > 2 else None
-    variants = VARIANTS if other else VARIANTS[:-1]
-    print(json.dumps({"torch": torch.__version__, "gpu": torch.cuda.get_device_name(0),
-                      "python": sys.version.split()[0]}), flush=True)
-    for name, cfg, r in (("gpt2_2l_b4_s128", (2, 256, 4, 4, 128), rounds),
-                         ("gpt2_124m_b8_s512", (12, 768, 12, 8, 512), rounds // 8)):
-        print(json.dumps({name: run(*cfg, r, variants, other)}), flush=True)
+    return road_pairs.main(run, 2000, 8)
 
 
 if __name__ == "__main__":

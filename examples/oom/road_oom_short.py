@@ -13,14 +13,7 @@ def main():
     common.cap(4)
     model = common.gpt2(layers=2, embd=256, heads=4)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
-    for step in range(520):
-        batch, seq = (64, 1024) if step >= 500 else (4, 128)
-        ids = torch.randint(0, model.config.vocab_size, (batch, seq), device="cuda")
-        try:
-            common.train_step(model, opt, ids)
-        except torch.OutOfMemoryError as e:
-            return common.report(step, e, batch=batch, seq=seq)
-    common.report(None, None)
+    common.until_oom(model, opt, lambda step: (64, 1024) if step >= 500 else (4, 128), 520)
 
 
 if __name__ == "__main__":

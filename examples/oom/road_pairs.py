@@ -187,15 +187,17 @@ def run(layers, embd, heads, batch, seq, rounds, variants, other):
     return out
 
 
-def main():
-    rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 1200
+def main(run_fn=run, rounds=1200, big=4):
+    """ROUNDS [OTHER] from the command line: run_fn on the 2-layer model, and
+    on 124M with 1/big of the rounds; one JSON line each."""
+    rounds = int(sys.argv[1]) if len(sys.argv) > 1 else rounds
     other = load_other(sys.argv[2]) if len(sys.argv) > 2 else None
     variants = VARIANTS if other else VARIANTS[:-1]
     print(json.dumps({"torch": torch.__version__, "gpu": torch.cuda.get_device_name(0),
                       "python": sys.version.split()[0]}), flush=True)
     for name, cfg, r in (("gpt2_2l_b4_s128", (2, 256, 4, 4, 128), rounds),
-                         ("gpt2_124m_b8_s512", (12, 768, 12, 8, 512), rounds // 4)):
-        print(json.dumps({name: run(*cfg, r, variants, other)}), flush=True)
+                         ("gpt2_124m_b8_s512", (12, 768, 12, 8, 512), rounds // big)):
+        print(json.dumps({name: run_fn(*cfg, r, variants, other)}), flush=True)
 
 
 if __name__ == "__main__":
