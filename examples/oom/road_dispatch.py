@@ -26,19 +26,15 @@ share, against the off step's median.
 
     PYTHONPATH=jupyter:examples/oom:examples/inference python3 examples/oom/road_dispatch.py [ROUNDS [OTHER]]
 """
-import random
 import statistics
 import sys
 import time
 
 import torch
-from torch.optim.optimizer import register_optimizer_step_post_hook
 
 import common
 import stats
 import road_pairs
-from road_pairs import WARMUP, Agent, _empty_opt, _empty_pre
-from vramscope.agent import _levels
 
 VARIANTS = ("off", "both_empty", "agent", "before")
 
@@ -78,34 +74,8 @@ def run(layers, embd, heads, batch, seq, rounds, variants, other):
             raise SystemExit("road_dispatch: torch did not call the marks (model.forward, opt._optimizer_step_code)")
         return t4 - t, marks[0] - t0, t3 - marks[1]
 
-    def empty():
-        return [register_optimizer_step_post_hook(_empty_opt), model.register_forward_pre_hook(_empty_pre, with_kwargs=True)]
-
-    agents = {"agent": Agent(_levels)}
-    if "before" in variants:
-        agents["before"] = Agent(other)
-    for _ in range(WARMUP):  # the agents on: discovery, strides, post-hooks gone
-        step()
-    for a in agents.values():
-        a.leave()
-        a.freeze()
-    rng = random.Random(33)
-    rows = {v: [] for v in variants}  # (whole, call, post, read)
-    order = list(variants)
-    for _ in range(rounds):
-        rng.shuffle(order)
-        for v in order:
-            a = agents.get(v)
-            if a:
-                a.enter()
-                k0 = a.lv.reads
-            hs = empty() if v == "both_empty" else []
-            whole, call, post = step()
-            rows[v].append((whole, call, post, bool(a and a.lv.reads != k0)))
-            if a:
-                a.leave()
-            for h in hs:
-                h.remove()
+    agents, turns, _warm = road_pairs.take_turns(model, step, variants, other, rounds)
+    rows = {v: [(*got, read) for got, read in turns[v]] for v in variants}  # (whole, call, post, read)
     off = rows["off"]
     ref = statistics.median(r[0] for r in off)
     us = 1e6

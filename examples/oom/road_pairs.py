@@ -112,6 +112,43 @@ class Agent:
                 "estimates": common.estimates(lv)}  # at the freeze
 
 
+def take_turns(model, step, variants, other, rounds):
+    """The agents started (this _levels and OTHER's), WARMUP steps with them
+    all on, then rounds of one step() of each variant in a shuffled order, the
+    hooks of a variant there for its step only. Returns (agents, rows, warm):
+    rows[v] the (step()'s result, whether the agent read) of each round."""
+
+    def empty():
+        return [register_optimizer_step_post_hook(_empty_opt), model.register_forward_pre_hook(_empty_pre, with_kwargs=True)]
+
+    agents = {"agent": Agent(_levels)}
+    if "before" in variants:
+        agents["before"] = Agent(other)
+    warm = [step() for _ in range(WARMUP)]  # the agents on: discovery, strides, post-hooks gone
+    for a in agents.values():
+        a.leave()
+        a.freeze()
+    rng = random.Random(33)
+    rows = {v: [] for v in variants}
+    order = list(variants)
+    for _ in range(rounds):
+        rng.shuffle(order)
+        for v in order:
+            a = agents.get(v)
+            k0 = 0
+            if a:
+                a.enter()
+                k0 = a.lv.reads
+            hs = empty() if v == "both_empty" else []
+            got = step()
+            rows[v].append((got, bool(a and a.lv.reads != k0)))
+            if a:
+                a.leave()
+            for h in hs:
+                h.remove()
+    return agents, rows, warm
+
+
 def run(layers, embd, heads, batch, seq, rounds, variants, other):
     model = common.gpt2(layers=layers, embd=embd, heads=heads)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
@@ -137,39 +174,14 @@ def run(layers, embd, heads, batch, seq, rounds, variants, other):
         t4 = pc()
         return t4 - t, (t1 - t) + (t3 - t2)
 
-    def empty():
-        return [register_optimizer_step_post_hook(_empty_opt), model.register_forward_pre_hook(_empty_pre, with_kwargs=True)]
-
-    agents = {"agent": Agent(_levels)}
-    if "before" in variants:
-        agents["before"] = Agent(other)
-    warm = [step()[0] for _ in range(WARMUP)]  # the agents on: discovery, strides, post-hooks gone
-    for a in agents.values():
-        a.leave()
-        a.freeze()
-    rng = random.Random(33)
-    times = {v: [] for v in variants}
-    calls = {v: [] for v in variants}
-    order = list(variants)
-    for _ in range(rounds):
-        rng.shuffle(order)
-        for v in order:
-            a = agents.get(v)
-            if a:
-                a.enter()
-            hs = empty() if v == "both_empty" else []
-            whole, hooked = step()
-            times[v].append(whole)
-            calls[v].append(hooked)
-            if a:
-                a.leave()
-            for h in hs:
-                h.remove()
+    agents, rows, warm = take_turns(model, step, variants, other, rounds)
+    times = {v: [r[0][0] for r in rows[v]] for v in variants}
+    calls = {v: [r[0][1] for r in rows[v]] for v in variants}
     off = times["off"]
     ref = statistics.median(off)
     out = {"config": dict(layers=layers, embd=embd, batch=batch, seq=seq), "rounds": rounds,
            "off_hooked_calls_median_s": statistics.median(calls["off"]),
-           "warmup_median_s": statistics.median(warm[WARMUP // 2:]), "off_median_s": ref}
+           "warmup_median_s": statistics.median(w[0] for w in warm[WARMUP // 2:]), "off_median_s": ref}
     for v in variants:
         if v == "off":
             continue

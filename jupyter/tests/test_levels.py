@@ -1124,3 +1124,14 @@ def test_real_modules_between_reads_on_the_cpu(tmp_path):
     assert out["oom"] == [[True, [[33, 8]]], [True, [[34, 8]]]]
     assert out["eval"][:2] == [["eval", [[5, 8]]], ["eval", [[6, 8]]]] and out["eval"][2][0] == "train"
     assert out["removed"] == [0, 0, False]
+
+
+def test_the_optimizer_hook_never_raises():
+    """torch calls the hook inside the program's opt.step(): a fault in the
+    levels loses steps, never the program's step."""
+    lv, clock, _ = make()
+    hook = lv.step_hook()
+    hook(None, (), {})
+    lv.ring = None  # broken
+    clock.t += 0.01
+    assert hook(None, (), {}) is None and lv.times == []

@@ -46,7 +46,8 @@ when that passes BUDGET (0.1%) of a step; where the hooks alone pass it
 (sparse), the roots have no pre-hook between reads and a step there is the
 optimizer's post-hook's fast path (Levels.step_hook: a clock appended to a
 list), and an out-of-memory error between reads takes its inputs from the
-stack (_rootcall). docs/road-to-oom.md has the measured cost. A failing read drops the step's levels (-1), never raises.
+stack (_rootcall). docs/road-to-oom.md has the measured cost. A failing
+read drops the step's levels (-1), never raises.
 Because the peak is reset at every read, torch.cuda.max_memory_allocated and
 max_memory_reserved are wrapped to return the peak since the program's own
 last reset_peak_memory_stats, as they would without the agent
@@ -475,8 +476,9 @@ class Levels:
         self.stride = self.strides[phase]
 
     def _full_pre(self, full):
-        """Give the roots root_pre (full) or, sparse, no pre-hook; a failure leaves root_pre in place (Roots.set_pre) and the run not
-        sparse from then on."""
+        """Give the roots root_pre (full) or, sparse, no pre-hook; a failure
+        leaves root_pre in place (Roots.set_pre) and the run not sparse from
+        then on."""
         if full == self.pre_full or self.set_pre is None:
             return
         try:
@@ -551,21 +553,17 @@ class Levels:
         """A step the hook's fast path did not take, its clock the last in
         `times`: the steps before it there kept, then _close's work, written
         out for the step that is not read; the hook armed again when sparse
-        mode has steps between reads to come (one frame: a cold call costs
-        microseconds after a GPU step)."""
+        mode has steps between reads to come. One frame (a cold call costs
+        microseconds after a GPU step); torch's hook: it must not raise."""
         ts = self.times
-        t = ts.pop()  # first: drain takes what is left for the fast path's steps
-        if ts:
-            with self.flock:
-                try:
-                    self._flush_locked(len(ts))
-                except Exception:
-                    ts.clear()
-        if self.wanted is not None:
-            self._run_wanted()
-        c = self.clock()
-        done = False
         try:
+            t = ts.pop()  # first: drain takes what is left for the fast path's steps
+            if ts:
+                with self.flock:
+                    self._flush_locked(len(ts))
+            if self.wanted is not None:
+                self._run_wanted()
+            c = self.clock()
             if self.posted:  # else there is no nesting to undo
                 self.in_root = 0  # a forward that raised left no post-hook
                 self.closing = None
@@ -583,18 +581,18 @@ class Levels:
                 if self.sparse and not self.posted and (k == 2) != self.pre_full:  # root_pre for a read step
                     self._full_pre(k == 2)
                 self.cost_s += self.clock() - c
-                done = True
-        except Exception:
-            pass
-        if not done:
-            self._close(t, "train", False, c)
-        k = self.left_train
-        if k > 2 and self.sparse and not self.pre_full and not self.posted and self.trained:
-            self._arm(k - 1)
-            if self.wanted is not None:  # asked for since it was looked at (at_step_end: wanted, then disarm)
+            else:
+                self._close(t, "train", False, c)
+            k = self.left_train
+            if k > 2 and self.sparse and not self.pre_full and not self.posted and self.trained:
+                self._arm(k - 1)
+                if self.wanted is not None:  # asked for since it was looked at (at_step_end: wanted, then disarm)
+                    self._arm(0)
+            elif self.armed:
                 self._arm(0)
-        elif self.armed:
-            self._arm(0)
+        except Exception:
+            ts.clear()
+            log.debug("vramscope: step levels failed", exc_info=True)
 
     def _flush(self, k):
         """The first k steps in `times`, taken by the hook between reads: kept
