@@ -97,11 +97,11 @@ QUIET_STEPS = 16  # training steps without evaluation after which the roots lose
 # What a step between reads costs in sparse mode (step_hook's fast path), torch's
 # dispatch of the hook included, for the budget: untimed, as timing it would cost
 # about as much (H200, 2026-12-04, road_dispatch.py: 2.5-2.9 µs median, 3.3-4.1 mean
-# with the steps that swap the pre-hooks; docs/road-to-oom.md, runs 9-10)
+# with the steps that swap the pre-hooks; docs/road-to-oom.md, runs 11-13)
 FAST_STEP_S = 3e-6
 # What the hooks cost the training thread over what they time of themselves: torch's
 # dispatch of them and the cold caches a GPU step leaves. On the H200 (road_dispatch.py,
-# docs/road-to-oom.md, run 10) GPT-2 124M's steps between reads with every step's inputs
+# docs/road-to-oom.md, run 13) GPT-2 124M's steps between reads with every step's inputs
 # cost 26 µs (median; mean 36) where the hooks timed 7.7 µs: 3.4-4.7x; a read step 1.1-1.9x.
 # The budget sets the strides from the timed costs times this.
 UNTIMED = 4.0

@@ -7,11 +7,12 @@ At an out-of-memory error, in this order:
    the call's args and kwargs, on the thread that ran out of memory or on
    the training thread;
 2. after it (backward, the optimizer): the frame that called the root at
-   the last read step (its code and line: `site`), still running on the
-   training thread past that line, holds what it passed; the call's
-   arguments are read back from the source (ast), as far as they are
-   names, constant subscripts of dicts, lists and tuples, attributes found
-   in an instance's or module's own dict, and shape-keeping methods
+   a read step (its code and line: `site`, looked for every SITE_READS
+   reads), still running on the training thread past that line, holds
+   what it passed; the call's arguments are read back from the source
+   (ast), as far as they are names, constant subscripts of dicts, lists,
+   tuples and UserDicts, attributes found in an instance's or module's own
+   dict (a torch.nn.Module's children too), and shape-keeping methods
    (.to(), .cuda(), ...) of those. Nothing is evaluated: no user code runs.
 Otherwise none.
 """
