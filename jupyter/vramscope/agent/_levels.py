@@ -328,8 +328,7 @@ class Levels:
         self.times = []
         self.flock = threading.Lock()  # _flush's, and drain's look at step and times
         self.hook = None  # the function torch calls at each optimizer step, once made
-        self.armed = False  # it has steps to take before _slow
-        self.due = 0  # ... this many in times (its default)
+        self.due = 0  # steps in times before _slow (its default); armed past 1
         self.was = False  # rec[0] when it was armed: its steps' recorded
         self.fast_n = 0  # steps it took (untimed: FAST_STEP_S each for the budget)
         self.backward_depth = (0,)
@@ -497,6 +496,11 @@ class Levels:
         self._slow()
 
     @property
+    def armed(self):
+        """The hook has steps to take before _slow."""
+        return self.due > 1
+
+    @property
     def steps_ended(self):
         """Training and other steps ended so far, those in `times` too."""
         return self.step + len(self.times)
@@ -536,7 +540,6 @@ class Levels:
             return
         rec = self.rec
         was = rec[0]
-        self.armed = due > 1
         self.due = due
         if due > 1:  # else the steps in times keep theirs
             self.was = was
@@ -546,7 +549,7 @@ class Levels:
     def disarm(self):
         """Every step to _slow from the next (any thread: what it does must
         see each step)."""
-        if self.armed:
+        if self.due > 1:
             self._arm(0)
 
     def _slow(self):
@@ -588,7 +591,7 @@ class Levels:
                 self._arm(k - 1)
                 if self.wanted is not None:  # asked for since it was looked at (at_step_end: wanted, then disarm)
                     self._arm(0)
-            elif self.armed:
+            elif self.due > 1:
                 self._arm(0)
         except Exception:
             ts.clear()
@@ -689,7 +692,7 @@ class Levels:
         t = self.clock()
         took = False
         try:
-            if self.armed:  # the hooks came back between reads (Roots._rehook): every step seen
+            if self.due > 1:  # the hooks came back between reads (Roots._rehook): every step seen
                 self.disarm()
             first = True
             if self.posted:

@@ -43,24 +43,24 @@ def call_codes(cls):
     return frozenset(out)
 
 
-def caller(frame, codes):
-    """(code, line) of the frame that called the module whose call frames
-    (codes: call_codes) are outward of frame; None if none within MAX_FRAMES."""
-    f, seen, n = frame, False, 0
-    while f is not None and n < MAX_FRAMES:
-        if id(f.f_code) in codes:
-            seen = True
-        elif seen:
-            return f.f_code, f.f_lineno
-        f, n = f.f_back, n + 1
-    return None
-
-
 def _frames(frame):
+    """frame and those outward of it, MAX_FRAMES at most."""
     f, n = frame, 0
     while f is not None and n < MAX_FRAMES:
         yield f
         f, n = f.f_back, n + 1
+
+
+def caller(frame, codes):
+    """(code, line) of the frame that called the module whose call frames
+    (codes: call_codes) are outward of frame; None if none within MAX_FRAMES."""
+    seen = False
+    for f in _frames(frame):
+        if id(f.f_code) in codes:
+            seen = True
+        elif seen:
+            return f.f_code, f.f_lineno
+    return None
 
 
 def _root_call(frame, codes, roots):

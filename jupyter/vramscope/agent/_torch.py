@@ -162,8 +162,7 @@ def register_step_hook(torch, fn, direct=False):
 
     def hook(opt, args, kwargs):
         if depth[0]:
-            _deferred[fn] = True
-            return None
+            return defer(fn)
         return fn(opt, args, kwargs)
 
     if direct:
