@@ -217,8 +217,7 @@ func RoadChangeOf(steps []RoadStep, cap, requested int64) (RoadChange, bool) {
 	// all: the last roadBase same-phase steps before the failing one, oldest
 	// first; measured: every same-phase step before it the agent measured
 	// (a growth is looked for over them all: a leak is as old as the run, and
-	// the H200's leak grew for 635 steps where the last 200 said 66); base:
-	// the measured among all.
+	// the H200's leak grew for 635 steps where the last 200 said 66).
 	var all, measured []int
 	for i := fi - 1; i >= 0; i-- {
 		s := steps[i]
@@ -234,9 +233,27 @@ func RoadChangeOf(steps []RoadStep, cap, requested int64) (RoadChange, bool) {
 	}
 	slices.Reverse(all)
 	slices.Reverse(measured)
+	// tin: the same-phase steps before the failing one whose inputs the agent
+	// kept, up to roadBase (an agent whose hooks alone pass its budget, on
+	// short steps, keeps the inputs of its read steps only: they reach
+	// further back than all)
+	var tin []int
+	for i := fi - 1; i >= 0 && len(tin) < roadBase; i-- {
+		if s := steps[i]; s.Phase == f.Phase && !s.OOM && tokens(s.Inputs) > 0 {
+			tin = append(tin, i)
+		}
+	}
+	slices.Reverse(tin)
+	// base: the measured among all, or, when the agent read further apart
+	// (short steps: run 15 read one of the 200 steps before the failing one),
+	// the measured over the span whose inputs are compared
 	var base []int
 	if len(all) > 0 {
-		base = measured[sort.SearchInts(measured, all[0]):]
+		from := all[0]
+		if len(tin) > 0 {
+			from = min(from, tin[0])
+		}
+		base = measured[sort.SearchInts(measured, from):]
 	}
 	if len(base) < 3 {
 		return RoadChange{}, false
@@ -252,17 +269,6 @@ func RoadChangeOf(steps []RoadStep, cap, requested int64) (RoadChange, bool) {
 		}
 	}
 	c.BasePerToken = median(per)
-	// tin: the same-phase steps before the failing one whose inputs the agent
-	// kept, up to roadBase (an agent whose hooks alone pass its budget, on
-	// short steps, keeps the inputs of its read steps only: they reach
-	// further back than all)
-	var tin []int
-	for i := fi - 1; i >= 0 && len(tin) < roadBase; i-- {
-		if s := steps[i]; s.Phase == f.Phase && !s.OOM && tokens(s.Inputs) > 0 {
-			tin = append(tin, i)
-		}
-	}
-	slices.Reverse(tin)
 	var toks []int64
 	maxTok := int64(0)
 	for _, i := range tin {

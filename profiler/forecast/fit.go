@@ -5,7 +5,7 @@ import "fmt"
 // fit is the span's trend in series s when it shows sustained growth, else
 // why not.
 func (p Params) fit(span []Level, capacity int64, s series) (trend, string) {
-	size := p.windowSize(len(span))
+	size := p.windowSize(stepsIn(span))
 	pts := windowMaxima(span, size, s)
 	if len(pts) < 6 {
 		return trend{}, fmt.Sprintf("%d windows of %d steps, fewer than 6", len(pts), size)

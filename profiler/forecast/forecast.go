@@ -53,7 +53,7 @@ type Evidence struct {
 	Series           string     // the series the growth was found in: "step peak" or "memory allocated at step end"
 	FromStep, ToStep int        // the span whose window maxima were fitted
 	Windows          int        // how many windows
-	WindowSteps      int        // levels per window
+	WindowSteps      int        // steps per window
 	Consistency      float64    // Kendall's tau of the window maxima against the step, -1 to 1
 	ThirdSlopes      [3]float64 // Theil–Sen slope (bytes/step) of each third of the span, oldest first
 	Rise             int64      // the trend's rise over the span (bytes)

@@ -8,10 +8,10 @@ type Params struct {
 	// that fill).
 	WarmupSteps int
 	WarmupShare float64
-	// Spans are the numbers of recent levels tried, shortest first; the
+	// Spans are the numbers of recent steps tried, shortest first; the
 	// longest span that shows sustained growth is the evidence.
 	Spans []int
-	// MinWindowSteps is the fewest levels in a window (more than a
+	// MinWindowSteps is the fewest steps in a window (more than a
 	// gradient-accumulation cycle); Windows the windows of a span, at most.
 	MinWindowSteps int
 	Windows        int

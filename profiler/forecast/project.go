@@ -74,7 +74,7 @@ func (p Params) longestIn(usable []Level, capacity int64, s series) (trend, stri
 		return trend{}, why
 	}
 	last := lastSteps(usable, p.Spans[0])
-	recent := windowMaxima(last, p.windowSize(len(last)), s)
+	recent := windowMaxima(last, p.windowSize(stepsIn(last)), s)
 	if r, _ := theilSen(recent); r < p.MinThirdShare*best.slope {
 		return trend{}, fmt.Sprintf("the last %d steps rise %.0f B/step, under %.0f%% of the trend's %.0f", p.Spans[0], r, 100*p.MinThirdShare, best.slope)
 	}

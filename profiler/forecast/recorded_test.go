@@ -45,28 +45,52 @@ func readRecording(t *testing.T, name string) (recording, []Level) {
 
 // TestRecordedHealthy: the healthy runs on the H200 never project a full
 // device, at any point of the run, against their own cap or one only 5%
-// over their highest step peak.
+// over their highest step peak; nor when read as the agent reads a run
+// whose hooks pass its budget (readEvery: one step in 7, 14 or 25).
 func TestRecordedHealthy(t *testing.T) {
 	for _, name := range []string{"grad_accum", "varlen", "eval_warmup", "late_long"} {
 		t.Run(name, func(t *testing.T) {
 			r, lv := readRecording(t, name)
 			neverGrowing(t, lv, tight(lv))
 			neverGrowing(t, lv, r.CapBytes)
+			for _, k := range []int{7, 14, 25} {
+				neverGrowing(t, readEvery(lv, k), tight(lv))
+			}
 		})
 	}
 }
 
+// readEvery is levels as the agent keeps them when it reads the allocator
+// at every k-th step only: a read step's peak is the highest since the read
+// before it (the peak is reset at reads), its allocated and reserved its own.
+func readEvery(levels []Level, k int) []Level {
+	var out []Level
+	var top int64
+	for i, l := range levels {
+		top = max(top, l.Peak)
+		if i%k == 0 {
+			l.Peak, top = top, 0
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
 // TestRecordedLeak: the leaking runs on the H200 are projected well before
-// they ran out, and the projected step is near the step that failed.
+// they ran out, and the projected step is near the step that failed:
+// leak.py's own every-step levels, and the steps the daemon stored beside its
+// OOM snapshot when it ran under the agent (2026-12-04, leak_agent_sparse:
+// the agent read the allocator at one step in 11-18, 52 of 635, each read's
+// peak covering the steps since the one before).
 func TestRecordedLeak(t *testing.T) {
-	for _, name := range []string{"leak"} {
+	for _, name := range []string{"leak", "leak_agent_sparse"} {
 		t.Run(name, func(t *testing.T) {
 			r, lv := readRecording(t, name)
 			if r.Outcome != "oom" {
 				t.Fatalf("%s did not run out: %s", name, r.Outcome)
 			}
 			first := -1
-			for n := 10; n <= len(lv) && first < 0; n += 10 {
+			for n := 10; n <= len(lv) && first < 0; n++ {
 				pr := Project(lv[:n], r.CapBytes, Default())
 				if !pr.Growing {
 					continue
@@ -152,5 +176,12 @@ func TestRecordedLeakSparse(t *testing.T) {
 	all, some := first(lv), first(sparse)
 	if all < 0 || some < 0 || some > all+5 {
 		t.Errorf("first projected at step %d with every step, %d with 3 of 5", all, some)
+	}
+	// Read at one step in k, it is projected at most a read or two later:
+	// windows count steps too.
+	for _, k := range []int{7, 14, 25} {
+		if at := first(readEvery(lv, k)); at < 0 || at > all+2*k {
+			t.Errorf("first projected at step %d with every step, %d with one in %d", all, at, k)
+		}
 	}
 }

@@ -1,13 +1,30 @@
 package forecast
 
-// windowMaxima splits levels into consecutive windows of size steps (the
-// oldest levels that do not fill a window are left out, so the last window
-// ends at the last level) and returns each window's centre step, maximum
-// of s and maximum reserved bytes.
+// windowMaxima splits the steps levels span into consecutive windows of size
+// steps (the oldest steps that do not fill a window are left out, so the last
+// window ends at the last level) and returns, for each window that holds a
+// level, the centre of its levels' steps, their maximum of s and maximum
+// reserved bytes. Windows count steps, not levels: between the allocator's
+// reads the agent leaves steps unmeasured (on the H200's 70 ms steps, run of
+// 2026-12-04, it read one step in 11-18 and a span of 200 steps held 14 levels,
+// not one window of 16), and a read step's peak covers the steps since the
+// read before it.
 func windowMaxima(levels []Level, size int, s series) []point {
 	var pts []point
-	for end := len(levels); end-size >= 0; end -= size {
-		w := levels[end-size : end]
+	if len(levels) == 0 || size <= 0 {
+		return nil
+	}
+	end := len(levels)
+	for hi := levels[end-1].Step; hi-size+1 >= levels[0].Step; hi -= size {
+		start := end
+		for start > 0 && levels[start-1].Step > hi-size {
+			start--
+		}
+		w := levels[start:end]
+		end = start
+		if len(w) == 0 {
+			continue
+		}
 		var top, res int64
 		for _, l := range w {
 			top, res = max(top, s.value(l)), max(res, l.Reserved)
@@ -21,7 +38,7 @@ func windowMaxima(levels []Level, size int, s series) []point {
 	return pts
 }
 
-// windowSize is the levels per window for a span of n levels.
+// windowSize is the steps per window for a span of n steps.
 func (p Params) windowSize(n int) int {
 	return max(p.MinWindowSteps, n/p.Windows)
 }
