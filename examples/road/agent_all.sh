@@ -3,9 +3,9 @@
 # (docs/oom-warning.md, "Under the agent"): the two leaks must be warned well
 # before they run out, late_long and the healthy three never. Needs
 # bin/vramscope. Writes to $OUT: events.jsonl (every event the daemon sent,
-# with the unix time it came), ps.jsonl (process.list once a second),
+# with the unix time it came), ps.jsonl.gz (process.list once a second),
 # findings.json (every stored snapshot's findings), times (each program's exit
-# status and end), <program>.out/.err/.json (levels.py's own every-step levels)
+# status and end), <program>.out/.err/.json (levels.py's own every-step levels),
 # daemon.log and levels/ID.json.gz (the steps the daemon stored beside each
 # snapshot). PROGRAMS="leak.py,varlen.py" runs those alone (default: all six).
 set -u
@@ -39,3 +39,4 @@ mkdir -p "$OUT/levels"
 for f in $D/data/cache/*/levels.json.gz; do [ -e "$f" ] && cp "$f" "$OUT/levels/$(basename $(dirname $f)).json.gz"; done
 date -u +%FT%TZ >>"$OUT/when.txt"
 kill $EPID $PPID_ $DPID
+gzip -f "$OUT/ps.jsonl"

@@ -131,7 +131,7 @@ func (t trend) project(out Projection, p Params) Projection {
 
 // afterWarmup is the levels from step max(WarmupSteps, WarmupShare of the
 // last step) on. Steps count from the run's start, so a caller may pass only
-// the most recent levels (the last max(Spans) are all Project reads).
+// the most recent levels (the last max(Spans) steps are all Project reads).
 func afterWarmup(levels []Level, p Params) []Level {
 	warm := max(p.WarmupSteps, int(p.WarmupShare*float64(levels[len(levels)-1].Step)))
 	for i, l := range levels {
